@@ -1,0 +1,53 @@
+"""A campaign: platforms x suites (test cases) x scenarios x repetitions, and its expanded cells."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..platforms.base import PlatformSpec
+
+
+@dataclass
+class Settings:
+    repetitions: int = 3
+    warmup: int = 1  # uncounted runs per (platform, test case, scenario) before measuring
+    order: str = "sequential"  # or "random": shuffled within each platform, seed recorded
+    seed: int | None = None
+    cell_timeout: float = 600.0
+    baseline: str | None = None  # platform name the others are normalized against
+    target_cpus: list[int] | None = None  # host CPUs the target is pinned to
+    client_cpus: list[int] | None = None  # host CPUs for load generators
+
+
+@dataclass
+class TestSelection:
+    suite: str
+    test_case: str
+    params: dict[str, Any]
+
+
+@dataclass
+class Campaign:
+    name: str
+    file: str
+    text: str
+    description: str
+    settings: Settings
+    platforms: list[PlatformSpec]
+    tests: list[TestSelection]
+    scenarios: list[str]
+
+
+@dataclass
+class Cell:
+    seq: int
+    platform: PlatformSpec
+    suite: str
+    test_case: str
+    scenario: str
+    repetition: int
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def key(self) -> tuple[str, str, str, int]:
+        return (self.platform.name, self.test_case, self.scenario, self.repetition)

@@ -1,0 +1,202 @@
+"""Command line: parse, validate, print. No measurement logic lives here."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from . import __version__
+from .errors import VirtbenchError
+
+console = Console()
+err_console = Console(stderr=True)
+
+DEFAULT_RESULTS = Path(os.environ.get("VIRTBENCH_RESULTS", "results"))
+results_dir_option = click.option(
+    "--results-dir", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_RESULTS,
+    show_default=True, help="directory holding the results store (virtbench.db) and reports",
+)
+
+
+@click.group()
+@click.version_option(__version__, prog_name="virtbench")
+def cli() -> None:
+    """virtbench: what virtualization and co-located neighbours cost a workload."""
+
+
+@cli.command()
+@click.argument("campaign", required=False)
+@results_dir_option
+@click.option("--repetitions", type=click.IntRange(1, 1000), help="override campaign repetitions")
+@click.option("--resume", "resume_id", metavar="RUN_ID", help="continue an interrupted run")
+@click.option("--seed", type=click.IntRange(0, 2**31 - 1), help="seed for randomized cell order")
+@click.option("--no-report", is_flag=True, help="do not write the report at the end")
+def run(campaign, results_dir, repetitions, resume_id, seed, no_report) -> None:
+    """Run CAMPAIGN (a .toml file or a built-in name; default: quick)."""
+    from .campaign import loader
+    from .runner.run import Runner
+
+    runner = Runner(results_dir, console)
+    if resume_id:
+        if campaign:
+            raise VirtbenchError("give either CAMPAIGN or --resume RUN_ID, not both")
+        run_id = runner.resume(resume_id)
+    else:
+        run_id = runner.start(loader.load(campaign), repetitions, seed)
+    if not no_report:
+        _report(runner.store, run_id, results_dir)
+
+
+@cli.command("list")
+@click.argument("what", type=click.Choice(["platforms", "suites", "workloads", "scenarios", "campaigns"]))
+def list_(what: str) -> None:
+    """List what exists, with one-line descriptions."""
+    table = Table(show_header=True, header_style="bold")
+    if what == "platforms":
+        from .platforms import registry
+
+        table.add_column("platform"), table.add_column("description"), table.add_column("options")
+        for kind, cls in sorted(registry.load_all().items()):
+            opts = ", ".join(
+                f"{k}={'|'.join(map(str, a)) if a else repr(d)}"
+                for k, (d, a, _h) in cls.options_schema.items()
+            )
+            table.add_row(kind, cls.description, opts)
+    elif what in ("suites", "workloads"):
+        from .workloads import registry
+
+        registry.load_all()
+        if what == "suites":
+            table.add_column("suite"), table.add_column("description"), table.add_column("test cases")
+            for suite, desc in registry.SUITES.items():
+                names = [w.name for w in registry.by_suite(suite)]
+                if names:
+                    table.add_row(suite, desc, ", ".join(names))
+        else:
+            for col in ("test case", "suite", "metric (unit, better)", "tools", "description"):
+                table.add_column(col)
+            for w in sorted(registry.WORKLOADS.values(), key=lambda w: (w.suite, w.name)):
+                m = w.primary()
+                table.add_row(
+                    w.name, w.suite,
+                    f"{m.name} ({m.unit}, {'higher' if m.higher_is_better else 'lower'})",
+                    " ".join(w.tools), w.description,
+                )
+    elif what == "scenarios":
+        from .scenarios import registry
+
+        table.add_column("scenario"), table.add_column("description")
+        for cls in registry.load_all().values():
+            table.add_row(cls.usage, cls.description)
+    else:
+        from .campaign import loader
+
+        table.add_column("campaign"), table.add_column("file")
+        for name in loader.builtin_names():
+            table.add_row(name, str(loader.builtin_path(name)))
+    console.print(table)
+
+
+@cli.command()
+def doctor() -> None:
+    """What this host can do, and the package that provides each missing piece."""
+    from .doctor import checks
+
+    ok = True
+    for check in checks():
+        mark = {"ok": "[green]✓[/]", "warn": "[yellow]![/]", "missing": "[red]✗[/]"}[check.status]
+        fix = f"  → {check.fix}" if check.fix else ""
+        console.print(f"{mark} {check.name}: {check.detail}{fix}")
+        ok = ok and check.status != "missing"
+    if not ok:
+        console.print("\nInstall everything with: [bold]virtbench setup[/]")
+
+
+@cli.command()
+@click.option("--run", "run_ref", default="latest", show_default=True, help="RUN_ID or 'latest'")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True)
+@click.option("--list", "list_runs", is_flag=True, help="list the runs in the store")
+@results_dir_option
+def results(run_ref, fmt, list_runs, results_dir) -> None:
+    """Export a run's samples (the DESIGN.md export contract)."""
+    from . import export
+    from .store.db import Store
+
+    store = Store.open_existing(results_dir)
+    if list_runs:
+        for r in store.runs():
+            click.echo(f"{r['run_id']}\t{r['name']}\t{r['status']}")
+        return
+    run_id = store.resolve_run(run_ref)
+    text = export.to_jsonl(store, run_id) if fmt == "jsonl" else export.to_csv(store, run_id)
+    sys.stdout.write(text)
+
+
+@cli.command()
+@click.argument("run_ref", required=False, default="latest")
+@results_dir_option
+@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), help="HTML file path")
+def report(run_ref, results_dir, output) -> None:
+    """Write the HTML report of RUN_ID (default: latest) and print a Markdown summary."""
+    from .store.db import Store
+
+    store = Store.open_existing(results_dir)
+    _report(store, store.resolve_run(run_ref), results_dir, output)
+
+
+def _report(store, run_id: str, results_dir: Path, output: Path | None = None) -> None:
+    from .report import build
+
+    path, markdown = build.write(store, run_id, results_dir, output)
+    click.echo(markdown)
+    console.print(f"HTML report: [bold]{path}[/]")
+
+
+@cli.command()
+def cleanup() -> None:
+    """Remove anything virtbench left behind (processes, cgroups, netns, links, mounts, VMs)."""
+    from .cleanup import run_all
+
+    removed = run_all()
+    for line in removed:
+        console.print(line)
+    console.print(f"cleanup: {len([r for r in removed if not r.startswith('!')])} objects removed")
+
+
+@cli.command()
+@click.option("--no-packages", is_flag=True, help="skip apt-get; only run the build steps")
+@click.option("--step", "steps", multiple=True, help="run only this build step (repeatable)")
+def setup(no_packages, steps) -> None:
+    """Install the Debian packages of every tool and build images and probes (needs root)."""
+    from . import setup_host
+
+    if not no_packages:
+        setup_host.install_packages(console.print)
+    setup_host.run_steps(console.print, set(steps) or None)
+    console.print("[green]setup complete[/]")
+
+
+def main() -> None:
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        err_console.print("aborted")
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except VirtbenchError as exc:
+        err_console.print(f"[red]error:[/] {exc}", highlight=False)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

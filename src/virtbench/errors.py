@@ -1,0 +1,54 @@
+"""User-facing errors: the CLI prints these as one clear message, never a traceback."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+class VirtbenchError(Exception):
+    """An error caused by input or host state that the user can fix."""
+
+    exit_code = 2
+
+
+class CampaignError(VirtbenchError):
+    """A campaign file is malformed: names the file, the key, the bad value and what is allowed."""
+
+    def __init__(
+        self,
+        file: str,
+        key: str,
+        problem: str,
+        value: object = None,
+        allowed: Iterable[object] | None = None,
+    ) -> None:
+        parts = [f"{file}: key '{key}': {problem}"]
+        if value is not None:
+            parts.append(f"got {value!r}")
+        if allowed is not None:
+            parts.append("allowed: " + ", ".join(str(a) for a in allowed))
+        super().__init__("; ".join(parts))
+        self.file, self.key, self.value = file, key, value
+
+
+class MissingToolError(VirtbenchError):
+    def __init__(self, tool: str, package: str, needed_by: str = "") -> None:
+        who = f" (needed by {needed_by})" if needed_by else ""
+        super().__init__(
+            f"tool '{tool}' is not installed{who}; install the Debian package: "
+            f"apt-get install {package}   (or run: virtbench setup)"
+        )
+        self.tool, self.package = tool, package
+
+
+class NeedsRootError(VirtbenchError):
+    def __init__(self, what: str) -> None:
+        super().__init__(f"{what} needs root privileges; run virtbench as root (sudo)")
+
+
+class PlatformError(VirtbenchError):
+    """A platform could not be provisioned or used."""
+
+
+class WorkloadError(Exception):
+    """A tool run failed or its output could not be parsed (fails the cell, not the run)."""

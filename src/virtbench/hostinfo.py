@@ -1,0 +1,103 @@
+"""Host facts stored with every run and shown in every report."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from . import tools
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def cpu_model() -> str:
+    for line in (_read("/proc/cpuinfo") or "").splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
+def cgroup_version() -> str:
+    """'v2' (unified), 'v1' (legacy or hybrid: controllers on v1 hierarchies)."""
+    if Path("/sys/fs/cgroup/cgroup.controllers").exists():
+        return "v2"
+    if Path("/sys/fs/cgroup/cpu").exists() or Path("/sys/fs/cgroup/cpu,cpuacct").exists():
+        return "v1"
+    return "none"
+
+
+def virtualization() -> str:
+    """What this host itself runs on (a VM, a container, or none)."""
+    try:
+        out = subprocess.run(["systemd-detect-virt"], capture_output=True, text=True, timeout=5)
+        if out.stdout.strip():
+            return out.stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    flags = _read("/proc/cpuinfo") or ""
+    if " hypervisor" in flags:
+        vendor = _read("/sys/class/dmi/id/sys_vendor") or "unknown hypervisor"
+        return f"vm ({vendor})"
+    return "none"
+
+
+def kvm_flavour() -> str:
+    """Which KVM module backs /dev/kvm: intel, amd, pvm, or none."""
+    if not Path("/dev/kvm").exists():
+        return "none"
+    for name, mod in (("intel", "kvm_intel"), ("amd", "kvm_amd"), ("pvm", "kvm_pvm")):
+        if Path(f"/sys/module/{mod}").exists():
+            return name
+    return "unknown"
+
+
+def smt() -> str | None:
+    return _read("/sys/devices/system/cpu/smt/control")
+
+
+def governor() -> str | None:
+    return _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
+
+
+def thp() -> str | None:
+    raw = _read("/sys/kernel/mm/transparent_hugepage/enabled")
+    if raw and "[" in raw:
+        return raw.split("[", 1)[1].split("]", 1)[0]
+    return raw
+
+
+def mem_total_bytes() -> int:
+    for line in (_read("/proc/meminfo") or "").splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def facts(tool_names: list[str] | None = None) -> dict[str, Any]:
+    names = tool_names if tool_names is not None else sorted(tools.TOOLS)
+    return {
+        "hostname": platform.node(),
+        "cpu_model": cpu_model(),
+        "cores": os.cpu_count(),
+        "cpus_allowed": sorted(os.sched_getaffinity(0)),
+        "memory_bytes": mem_total_bytes(),
+        "kernel": platform.release(),
+        "os": (_read("/etc/debian_version") and f"Debian {_read('/etc/debian_version')}")
+        or platform.platform(),
+        "virtualization": virtualization(),
+        "kvm": kvm_flavour(),
+        "cgroup": cgroup_version(),
+        "governor": governor(),
+        "smt": smt(),
+        "thp": thp(),
+        "python": platform.python_version(),
+        "tool_versions": {n: tools.version(n) for n in names if tools.which(n)},
+    }

@@ -1,0 +1,149 @@
+"""The platform contract: provision, exec, spawn, endpoint, workdir, accounting, teardown.
+
+A platform is one execution environment. Platforms stack: a platform may have a `host`
+platform through whose `exec` it runs its own commands (e.g. a container inside a VM).
+Workloads see only this interface, never which platform they run on.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+# Every name virtbench gives to host objects (cgroups, netns, links, mounts, dirs, processes)
+# starts with this prefix, so `virtbench cleanup` can find leftovers after a crash.
+NAME_PREFIX = "vb-"
+
+
+@dataclass
+class ExecResult:
+    argv: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    elapsed_s: float
+    timed_out: bool = False
+    # CPU seconds the command used, where the platform can account it (user, system).
+    cpu_user_s: float | None = None
+    cpu_sys_s: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+
+@dataclass
+class Accounting:
+    """Where the metrics layer reads CPU/schedstat/net/disk for one environment."""
+
+    pids: list[int] = field(default_factory=list)  # processes whose tasks belong to it
+    threads: list[int] = field(default_factory=list)  # specific thread ids (e.g. vCPU threads)
+    cgroups: dict[str, str] = field(default_factory=dict)  # controller -> absolute cgroup dir
+    net_ifaces: list[str] = field(default_factory=list)  # host-side interface names
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Process(abc.ABC):
+    """A long-running command started with `Platform.spawn` (servers, antagonists)."""
+
+    @property
+    @abc.abstractmethod
+    def pid(self) -> int | None:
+        """Host PID of the process where known (None inside a VM)."""
+
+    @abc.abstractmethod
+    def poll(self) -> int | None:
+        """Exit code if it has exited, else None."""
+
+    @abc.abstractmethod
+    def stop(self, timeout: float = 5.0) -> ExecResult:
+        """Terminate (TERM then KILL) and return what it printed."""
+
+
+@dataclass
+class PlatformSpec:
+    """One `[[platforms]]` entry of a campaign: a name, a type and type-specific options."""
+
+    name: str
+    type: str
+    options: dict[str, Any] = field(default_factory=dict)
+    host: PlatformSpec | None = None  # for stacked platforms like container@vm
+
+
+class Platform(abc.ABC):
+    kind: ClassVar[str]  # "native", "container", "vm"
+    description: ClassVar[str]
+    # option name -> (default, allowed values or None for free-form, help)
+    options_schema: ClassVar[dict[str, tuple[Any, tuple[Any, ...] | None, str]]] = {}
+
+    def __init__(self, spec: PlatformSpec, instance: str, host: Platform | None = None) -> None:
+        self.spec = spec
+        self.instance = instance  # unique per provisioned environment, starts with NAME_PREFIX
+        self.host = host
+        self.options = {k: v[0] for k, v in self.options_schema.items()} | spec.options
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def labels(self) -> dict[str, Any]:
+        """Facts recorded with every result from this platform (runtime, storage, accel...)."""
+        return {"platform_type": self.kind, **self.options}
+
+    @abc.abstractmethod
+    def provision(self) -> None:
+        """Create the environment. Must be safe to call teardown() after a partial provision."""
+
+    @abc.abstractmethod
+    def teardown(self) -> None:
+        """Destroy the environment; idempotent."""
+
+    @abc.abstractmethod
+    def exec(
+        self,
+        argv: list[str],
+        *,
+        cpus: list[int] | None = None,
+        timeout: float | None = None,
+        env: dict[str, str] | None = None,
+    ) -> ExecResult:
+        """Run argv to completion inside the environment, pinned to host `cpus` if given."""
+
+    @abc.abstractmethod
+    def spawn(
+        self,
+        argv: list[str],
+        *,
+        cpus: list[int] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> Process:
+        """Start argv in the background inside the environment."""
+
+    @abc.abstractmethod
+    def endpoint(self, port: int) -> tuple[str, int]:
+        """Address a client on the host uses to reach `port` served inside."""
+
+    @property
+    @abc.abstractmethod
+    def workdir(self) -> str:
+        """A writable directory, as seen inside the environment, for disk tests."""
+
+    @abc.abstractmethod
+    def accounting(self) -> Accounting:
+        """Where to read this environment's resource use."""
+
+    def supports_direct_io(self) -> bool:
+        """Whether O_DIRECT is honoured in workdir (overlayfs, tmpfs and 9p may not)."""
+        return True
+
+    def __enter__(self) -> Platform:
+        try:
+            self.provision()
+        except BaseException:
+            self.teardown()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.teardown()

@@ -1,0 +1,276 @@
+"""Run a campaign: order cells, warm up, repeat, time out, commit each cell, resume, Ctrl-C.
+
+Cells are grouped by platform so each environment is provisioned once per group. Every
+finished cell is committed to the store in one transaction; a crash loses at most the cell
+in flight, and `--resume` runs exactly the cells not yet finished.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import signal
+import time
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from .. import __version__, hostinfo
+from ..campaign import expand, loader
+from ..campaign.model import Campaign, Cell
+from ..errors import VirtbenchError, WorkloadError
+from ..metrics.sampler import CpuSampler
+from ..platforms import registry as platform_registry
+from ..platforms.base import NAME_PREFIX, Platform, PlatformSpec
+from ..scenarios import registry as scenario_registry
+from ..scenarios.base import ScenarioEnv
+from ..store.db import Store
+from ..tools import require
+from ..workloads import registry as workload_registry
+from ..workloads.base import RunContext, Sample
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+def instance_name() -> str:
+    """Short (fits a 15-char interface name with a suffix) and prefixed for `cleanup`."""
+    return NAME_PREFIX + secrets.token_hex(3)
+
+
+def _spec_json(spec: PlatformSpec) -> str:
+    return json.dumps(
+        {"name": spec.name, "type": spec.type, "options": spec.options,
+         "host": spec.host.name if spec.host else None}
+    )
+
+
+@contextmanager
+def provisioned(spec: PlatformSpec) -> Iterator[Platform]:
+    """Provision a platform (and the platform it stacks on), tear both down on exit."""
+    if spec.host is not None:
+        with provisioned(spec.host) as host:
+            cls = platform_registry.get(spec.type)
+            with cls(spec, instance_name(), host=host) as p:
+                yield p
+        return
+    cls = platform_registry.get(spec.type)
+    with cls(spec, instance_name()) as p:
+        yield p
+
+
+class _Interrupted(BaseException):
+    pass
+
+
+def _on_sigterm(signum, frame):  # noqa: ARG001 - signal handler signature
+    raise _Interrupted()
+
+
+class Runner:
+    def __init__(self, results_dir: Path, console: Console | None = None) -> None:
+        self.results_dir = Path(results_dir)
+        self.console = console or Console()
+        try:
+            self.results_dir.mkdir(parents=True, exist_ok=True)
+            probe = self.results_dir / ".vb-write-test"
+            probe.write_text("ok")
+            probe.unlink()
+        except OSError as exc:
+            raise VirtbenchError(
+                f"results directory {self.results_dir} is not writable: {exc.strerror}"
+            ) from exc
+        self.store = Store.in_dir(self.results_dir)
+
+    # --- entry points -------------------------------------------------------------------
+    def start(
+        self, campaign: Campaign, repetitions: int | None = None, seed: int | None = None
+    ) -> str:
+        seed = seed if seed is not None else campaign.settings.seed
+        if seed is None and campaign.settings.order == "random":
+            seed = secrets.randbelow(2**31)
+        cells = expand.expand(campaign, repetitions, seed)
+        self._preflight(campaign, cells)
+        run_id = new_run_id()
+        settings = asdict(campaign.settings) | {
+            "repetitions": repetitions or campaign.settings.repetitions, "seed": seed,
+        }
+        self.store.create_run(
+            run_id, campaign.name, campaign.file, campaign.text, seed,
+            hostinfo.facts(), settings, __version__,
+        )
+        self.store.add_cells(
+            (f"{run_id}/{c.seq:04d}", run_id, c.seq, c.platform.name, _spec_json(c.platform),
+             c.suite, c.test_case, c.scenario, c.repetition, json.dumps({"params": c.params}))
+            for c in cells
+        )
+        self.console.print(
+            f"run [bold]{run_id}[/] campaign [bold]{campaign.name}[/]: {len(cells)} cells"
+            f" (order {campaign.settings.order}, seed {seed}) -> {self.store.path}"
+        )
+        return self._execute(run_id, campaign, cells, cells)
+
+    def resume(self, run_id: str) -> str:
+        run_id = self.store.resolve_run(run_id)
+        run = self.store.run(run_id)
+        campaign = loader.parse(run["campaign_text"], run["campaign_file"])
+        settings = json.loads(run["settings_json"])
+        cells = expand.expand(campaign, settings["repetitions"], settings["seed"])
+        done = {r.seq for r in self.store.cells(run_id) if r.status in ("ok", "failed", "timeout")}
+        todo = [c for c in cells if c.seq not in done]
+        self._preflight(campaign, todo)
+        self.console.print(
+            f"resuming run [bold]{run_id}[/]: {len(done)} cells done, {len(todo)} to run"
+        )
+        self.store.set_run_status(run_id, "running")
+        return self._execute(run_id, campaign, cells, todo)
+
+    # --- internals ----------------------------------------------------------------------
+    def _preflight(self, campaign: Campaign, cells: list[Cell]) -> None:
+        """Fail before measuring anything if a needed tool is missing on the host."""
+        workloads = workload_registry.load_all()
+        for cell in cells:
+            w = workloads[cell.test_case]
+            require(w.host_tools, needed_by=w.name)
+            if cell.platform.type == "native":
+                require(w.tools, needed_by=w.name)
+
+    def _execute(self, run_id: str, campaign: Campaign, all_cells: list[Cell], todo: list[Cell]) -> str:
+        old_term = signal.signal(signal.SIGTERM, _on_sigterm)
+        status = "failed"
+        try:
+            self._run_cells(run_id, campaign, all_cells, todo)
+            status = "finished"
+        except (KeyboardInterrupt, _Interrupted):
+            status = "interrupted"
+            self.console.print(
+                f"[yellow]interrupted[/]: environments torn down; finished cells are kept."
+                f" Continue with: virtbench run --resume {run_id}"
+            )
+        finally:
+            signal.signal(signal.SIGTERM, old_term)
+            try:
+                self.store.set_run_status(run_id, status)
+            except VirtbenchError as exc:
+                self.console.print(f"[red]could not record run status: {exc}[/]")
+        return run_id
+
+    def _run_cells(self, run_id: str, campaign: Campaign, all_cells: list[Cell], todo: list[Cell]) -> None:
+        workloads = workload_registry.load_all()
+        by_platform: dict[str, list[Cell]] = {}
+        for cell in todo:
+            by_platform.setdefault(cell.platform.name, []).append(cell)
+        columns = (
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("ETA"), TimeRemainingColumn(),
+        )
+        with Progress(*columns, console=self.console, transient=True) as progress:
+            task = progress.add_task("starting", total=len(todo))
+            for platform_name, cells in by_platform.items():
+                spec = cells[0].platform
+                progress.update(task, description=f"provisioning {platform_name}")
+                try:
+                    cm = provisioned(spec)
+                    platform = cm.__enter__()
+                except VirtbenchError as exc:
+                    for cell in cells:
+                        self._commit(run_id, cell, "failed", [], [], f"provision: {exc}", {})
+                        progress.advance(task)
+                    self.console.print(f"[red]✗ {platform_name}: cannot provision: {exc}[/]")
+                    continue
+                try:
+                    warmed: set[tuple[str, str]] = set()
+                    for cell in cells:
+                        progress.update(
+                            task,
+                            description=f"{cell.platform.name} · {cell.test_case} · "
+                            f"{cell.scenario} · rep {cell.repetition}",
+                        )
+                        key = (cell.test_case, cell.scenario)
+                        if key not in warmed:
+                            warmed.add(key)
+                            self._warmup(platform, workloads[cell.test_case], cell, campaign)
+                        self._run_cell(run_id, platform, workloads[cell.test_case], cell, campaign)
+                        progress.advance(task)
+                finally:
+                    cm.__exit__(None, None, None)
+
+    def _context(self, cell: Cell, campaign: Campaign, series: list) -> RunContext:
+        def record(metric: str, t: float, value: float, unit: str, role: str = "target") -> None:
+            series.append((role, metric, t, value, unit))
+
+        return RunContext(
+            params=cell.params,
+            timeout=campaign.settings.cell_timeout,
+            cpus=campaign.settings.target_cpus,
+            client_cpus=campaign.settings.client_cpus,
+            series=record,
+            log=lambda msg: self.console.log(msg),
+        )
+
+    def _scenario_env(self, platform: Platform, workload, ctx: RunContext) -> ScenarioEnv:
+        return ScenarioEnv(target=platform, workload=workload, ctx=ctx, new_platform=_neighbour)
+
+    def _warmup(self, platform: Platform, wcls, cell: Cell, campaign: Campaign) -> None:
+        for _ in range(campaign.settings.warmup):
+            ctx = self._context(cell, campaign, [])
+            try:
+                scenario_registry.parse(cell.scenario).run(self._scenario_env(platform, wcls(), ctx))
+            except (WorkloadError, VirtbenchError):
+                return  # the measured run will fail too, and record why
+
+    def _run_cell(self, run_id: str, platform: Platform, wcls, cell: Cell, campaign: Campaign) -> None:
+        cell_id = f"{run_id}/{cell.seq:04d}"
+        self.store.start_cell(cell_id)
+        series: list = []
+        ctx = self._context(cell, campaign, series)
+        scenario = scenario_registry.parse(cell.scenario)
+        labels = {"params": cell.params, "platform": platform.labels()}
+        started = time.monotonic()
+        try:
+            with CpuSampler({"target": platform}, ctx.series):
+                samples = scenario.run(self._scenario_env(platform, wcls(), ctx))
+            status, error = "ok", None
+        except WorkloadError as exc:
+            samples, error = [], str(exc)
+            status = "timeout" if "timed out" in error else "failed"
+        except VirtbenchError as exc:
+            samples, status, error = [], "failed", str(exc)
+        except (KeyboardInterrupt, _Interrupted):
+            raise
+        except Exception as exc:  # a bug must fail the cell, not lose the run
+            samples, status = [], "failed"
+            error = f"internal error: {exc!r}\n{traceback.format_exc(limit=5)}"
+        elapsed = time.monotonic() - started
+        self._commit(run_id, cell, status, samples, series, error, labels)
+        self._print_cell(cell, status, samples, error, elapsed)
+
+    def _commit(self, run_id, cell, status, samples: list[Sample], series, error, labels) -> None:
+        self.store.finish_cell(
+            run_id, f"{run_id}/{cell.seq:04d}", status, samples, series, error, labels or None
+        )
+
+    def _print_cell(self, cell: Cell, status: str, samples: list[Sample], error, elapsed) -> None:
+        where = f"{cell.platform.name} {cell.test_case} {cell.scenario} #{cell.repetition}"
+        if status != "ok":
+            self.console.print(f"[red]✗[/] {where}: {status}: {error}")
+            return
+        wcls = workload_registry.WORKLOADS[cell.test_case]
+        head = next((s for s in samples if s.metric == wcls.primary().name), samples[0])
+        flag = " [yellow](invalid: " + str(head.labels["invalid"]) + ")[/]" if head.labels.get(
+            "invalid") else ""
+        self.console.print(
+            f"[green]✓[/] {where}: {head.value:.6g} {head.unit}{flag} ({elapsed:.1f}s)"
+        )
+
+
+@contextmanager
+def _neighbour(spec: PlatformSpec, role: str) -> Iterator[Platform]:
+    with provisioned(spec) as p:
+        yield p

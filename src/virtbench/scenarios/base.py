@@ -1,0 +1,41 @@
+"""The scenario contract: what runs beside the target, and how it is placed.
+
+A scenario is written in campaigns as `kind[:arg[:arg...]]`, e.g. `solo`,
+`idle-neighbours:3`, `antagonist:memory-load`, `weights:0.5:1:1`.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ..platforms.base import Platform, PlatformSpec
+from ..workloads.base import RunContext, Sample, Workload
+
+
+@dataclass
+class ScenarioEnv:
+    target: Platform  # provisioned by the runner
+    workload: Workload
+    ctx: RunContext
+    # provisions another environment (a neighbour) and tears it down on exit
+    new_platform: Callable[[PlatformSpec, str], AbstractContextManager[Platform]]
+
+
+class Scenario(abc.ABC):
+    kind: ClassVar[str]
+    usage: ClassVar[str]
+    description: ClassVar[str]
+
+    def __init__(self, args: list[str]) -> None:
+        """Validate arguments; raise ValueError with a message naming what is allowed."""
+        if args:
+            raise ValueError(f"scenario '{self.kind}' takes no arguments (usage: {self.usage})")
+        self.args = args
+
+    @abc.abstractmethod
+    def run(self, env: ScenarioEnv) -> list[Sample]:
+        """Run the target workload under this scenario and return all roles' samples."""

@@ -1,0 +1,36 @@
+"""Scenario kinds by name; `parse("idle-neighbours:3")` builds a validated instance."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from .base import Scenario
+
+SCENARIOS: dict[str, type[Scenario]] = {}
+
+
+def register(cls: type[Scenario]) -> type[Scenario]:
+    SCENARIOS[cls.kind] = cls
+    return cls
+
+
+def load_all() -> dict[str, type[Scenario]]:
+    from .. import scenarios as pkg
+
+    for mod in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
+        if mod.name.rsplit(".", 1)[-1] not in {"base", "registry"}:
+            importlib.import_module(mod.name)
+    return SCENARIOS
+
+
+def parse(text: str) -> Scenario:
+    load_all()
+    kind, *args = text.split(":")
+    if kind not in SCENARIOS:
+        raise ValueError(f"unknown scenario '{kind}'")
+    return SCENARIOS[kind](args)
+
+
+def describe_allowed() -> list[str]:
+    return [cls.usage for cls in load_all().values()]

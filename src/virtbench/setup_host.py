@@ -1,0 +1,62 @@
+"""`virtbench setup`: install the Debian packages of every tool, then run registered build
+steps (root filesystem image, VM image, latency probes). Each step is idempotent and cached."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable
+
+from . import tools
+from .errors import NeedsRootError, VirtbenchError
+
+# Packages needed beyond the tools' own (libraries, kernel for guests, helpers).
+EXTRA_PACKAGES = ["procps", "util-linux", "iproute2", "ca-certificates"]
+
+STEPS: list[tuple[str, Callable[[Callable[[str], None]], None]]] = []
+
+
+def register(name: str):
+    """A build step run by `virtbench setup` after the packages are installed."""
+
+    def deco(fn: Callable[[Callable[[str], None]], None]):
+        STEPS.append((name, fn))
+        return fn
+
+    return deco
+
+
+def packages() -> list[str]:
+    return sorted({t.package for t in tools.TOOLS.values()} | set(EXTRA_PACKAGES))
+
+
+def missing_packages() -> list[str]:
+    missing = {t.package for t in tools.TOOLS.values() if tools.which(t.name) is None}
+    return sorted(missing)
+
+
+def install_packages(log: Callable[[str], None]) -> None:
+    if os.geteuid() != 0:
+        raise NeedsRootError("installing Debian packages (apt-get)")
+    pkgs = packages()
+    log(f"apt-get install {len(pkgs)} packages: {' '.join(pkgs)}")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for argv in (
+        ["apt-get", "update", "-q"],
+        ["apt-get", "install", "-y", "-q", "--no-install-recommends", *pkgs],
+    ):
+        r = subprocess.run(argv, env=env, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise VirtbenchError(f"{' '.join(argv[:2])} failed: {r.stderr.strip()[-800:]}")
+
+
+def run_steps(log: Callable[[str], None], only: set[str] | None = None) -> None:
+    from .platforms import registry as platforms
+    from .workloads import registry as workloads
+
+    platforms.load_all()
+    workloads.load_all()  # modules register their build steps on import
+    for name, fn in STEPS:
+        if only is None or name in only:
+            log(f"setup step: {name}")
+            fn(log)

@@ -1,0 +1,292 @@
+"""The results store: SQLite in WAL mode, the one source of truth for reports and exports.
+
+SQL is kept to the portable subset (no SQLite-only functions in queries, JSON kept as TEXT)
+so a PostgreSQL backend can be added behind the same class later.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import VirtbenchError
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    campaign_file TEXT,
+    campaign_text TEXT,
+    seed INTEGER,
+    status TEXT NOT NULL,
+    started_at REAL NOT NULL,
+    finished_at REAL,
+    host_json TEXT,
+    settings_json TEXT,
+    virtbench_version TEXT
+);
+CREATE TABLE IF NOT EXISTS cells (
+    cell_id TEXT PRIMARY KEY,
+    run_id TEXT NOT NULL REFERENCES runs(run_id),
+    seq INTEGER NOT NULL,
+    platform TEXT NOT NULL,
+    platform_json TEXT,
+    suite TEXT NOT NULL,
+    test_case TEXT NOT NULL,
+    scenario TEXT NOT NULL,
+    repetition INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    error TEXT,
+    started_at REAL,
+    finished_at REAL,
+    labels_json TEXT
+);
+CREATE INDEX IF NOT EXISTS cells_run ON cells(run_id, seq);
+CREATE TABLE IF NOT EXISTS samples (
+    sample_id INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL,
+    cell_id TEXT NOT NULL REFERENCES cells(cell_id),
+    role TEXT NOT NULL,
+    metric TEXT NOT NULL,
+    value REAL NOT NULL,
+    unit TEXT NOT NULL,
+    higher_is_better INTEGER NOT NULL,
+    valid INTEGER NOT NULL DEFAULT 1,
+    invalid_reason TEXT,
+    labels_json TEXT
+);
+CREATE INDEX IF NOT EXISTS samples_run ON samples(run_id, cell_id);
+CREATE TABLE IF NOT EXISTS series (
+    point_id INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL,
+    cell_id TEXT NOT NULL,
+    role TEXT NOT NULL,
+    metric TEXT NOT NULL,
+    t REAL NOT NULL,
+    value REAL NOT NULL,
+    unit TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS series_cell ON series(run_id, cell_id);
+"""
+
+DB_NAME = "virtbench.db"
+
+
+@dataclass
+class CellRow:
+    cell_id: str
+    run_id: str
+    seq: int
+    platform: str
+    platform_json: str
+    suite: str
+    test_case: str
+    scenario: str
+    repetition: int
+    status: str
+    error: str | None
+    started_at: float | None
+    finished_at: float | None
+    labels_json: str | None
+
+    @property
+    def labels(self) -> dict[str, Any]:
+        return json.loads(self.labels_json or "{}")
+
+
+class Store:
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False)
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+            self.conn.executescript(SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise VirtbenchError(f"cannot open results store {self.path}: {exc}") from exc
+
+    @classmethod
+    def in_dir(cls, results_dir: Path) -> Store:
+        return cls(Path(results_dir) / DB_NAME)
+
+    @classmethod
+    def open_existing(cls, results_dir: Path) -> Store:
+        path = Path(results_dir) / DB_NAME
+        if not path.exists():
+            raise VirtbenchError(
+                f"no results store at {path}; run a campaign first or pass --results-dir"
+            )
+        return cls(path)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @contextmanager
+    def tx(self) -> Iterator[sqlite3.Connection]:
+        """One transaction: committed as a whole or not at all."""
+        try:
+            with self.conn:
+                yield self.conn
+        except sqlite3.OperationalError as exc:
+            raise VirtbenchError(f"results store {self.path}: {exc}") from exc
+
+    # --- runs -------------------------------------------------------------------------
+    def create_run(
+        self,
+        run_id: str,
+        name: str,
+        campaign_file: str,
+        campaign_text: str,
+        seed: int | None,
+        host: dict[str, Any],
+        settings: dict[str, Any],
+        version: str,
+    ) -> None:
+        with self.tx() as c:
+            c.execute(
+                "INSERT INTO runs (run_id, name, campaign_file, campaign_text, seed, status,"
+                " started_at, host_json, settings_json, virtbench_version)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (run_id, name, campaign_file, campaign_text, seed, "running", time.time(),
+                 json.dumps(host), json.dumps(settings), version),
+            )
+
+    def set_run_status(self, run_id: str, status: str) -> None:
+        with self.tx() as c:
+            c.execute(
+                "UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ?",
+                (status, time.time(), run_id),
+            )
+
+    def run(self, run_id: str) -> dict[str, Any]:
+        cur = self.conn.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,))
+        row = cur.fetchone()
+        if row is None:
+            raise VirtbenchError(f"no run '{run_id}' in {self.path}; see: virtbench results --list")
+        return dict(zip([d[0] for d in cur.description], row, strict=True))
+
+    def resolve_run(self, run: str) -> str:
+        """'latest' or a run id (or a unique prefix of one) -> run id."""
+        if run == "latest":
+            row = self.conn.execute(
+                "SELECT run_id FROM runs ORDER BY started_at DESC LIMIT 1"
+            ).fetchone()
+            if row is None:
+                raise VirtbenchError(f"no runs in {self.path} yet; run a campaign first")
+            return row[0]
+        rows = self.conn.execute(
+            "SELECT run_id FROM runs WHERE run_id LIKE ?", (run + "%",)
+        ).fetchall()
+        if len(rows) == 1:
+            return rows[0][0]
+        known = [r[0] for r in self.conn.execute("SELECT run_id FROM runs ORDER BY started_at")]
+        if not rows:
+            raise VirtbenchError(
+                f"no run '{run}' in {self.path}; known runs: {', '.join(known) or 'none'}"
+            )
+        raise VirtbenchError(f"run '{run}' is ambiguous; matches: {', '.join(r[0] for r in rows)}")
+
+    def runs(self) -> list[dict[str, Any]]:
+        cur = self.conn.execute(
+            "SELECT run_id, name, status, started_at, finished_at FROM runs ORDER BY started_at"
+        )
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+
+    # --- cells ------------------------------------------------------------------------
+    def add_cells(self, rows: Iterable[tuple]) -> None:
+        with self.tx() as c:
+            c.executemany(
+                "INSERT INTO cells (cell_id, run_id, seq, platform, platform_json, suite,"
+                " test_case, scenario, repetition, status, labels_json)"
+                " VALUES (?,?,?,?,?,?,?,?,?,'pending',?)",
+                list(rows),
+            )
+
+    def cells(self, run_id: str) -> list[CellRow]:
+        cur = self.conn.execute(
+            "SELECT cell_id, run_id, seq, platform, platform_json, suite, test_case, scenario,"
+            " repetition, status, error, started_at, finished_at, labels_json"
+            " FROM cells WHERE run_id = ? ORDER BY seq",
+            (run_id,),
+        )
+        return [CellRow(*r) for r in cur.fetchall()]
+
+    def start_cell(self, cell_id: str) -> None:
+        with self.tx() as c:
+            c.execute(
+                "UPDATE cells SET status = 'running', started_at = ?, error = NULL"
+                " WHERE cell_id = ?",
+                (time.time(), cell_id),
+            )
+
+    def finish_cell(
+        self,
+        run_id: str,
+        cell_id: str,
+        status: str,
+        samples: list[Any],
+        series: list[tuple[str, str, float, float, str]],
+        error: str | None = None,
+        labels: dict[str, Any] | None = None,
+    ) -> None:
+        """Commit a cell's samples, series and status atomically: a crash keeps all or none."""
+        with self.tx() as c:
+            c.execute("DELETE FROM samples WHERE cell_id = ?", (cell_id,))
+            c.execute("DELETE FROM series WHERE cell_id = ?", (cell_id,))
+            c.executemany(
+                "INSERT INTO samples (run_id, cell_id, role, metric, value, unit,"
+                " higher_is_better, valid, invalid_reason, labels_json)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?)",
+                [
+                    (run_id, cell_id, s.role, s.metric, s.value, s.unit, int(s.higher_is_better),
+                     0 if s.labels.get("invalid") else 1, s.labels.get("invalid") or None,
+                     json.dumps(s.labels, default=str))
+                    for s in samples
+                ],
+            )
+            c.executemany(
+                "INSERT INTO series (run_id, cell_id, role, metric, t, value, unit)"
+                " VALUES (?,?,?,?,?,?,?)",
+                [(run_id, cell_id, *p) for p in series],
+            )
+            if labels is not None:
+                c.execute(
+                    "UPDATE cells SET labels_json = ? WHERE cell_id = ?",
+                    (json.dumps(labels, default=str), cell_id),
+                )
+            c.execute(
+                "UPDATE cells SET status = ?, error = ?, finished_at = ? WHERE cell_id = ?",
+                (status, error, time.time(), cell_id),
+            )
+
+    # --- reading ----------------------------------------------------------------------
+    def sample_rows(self, run_id: str) -> list[dict[str, Any]]:
+        """Every sample of a run joined with its cell: the rows of the export contract."""
+        cur = self.conn.execute(
+            "SELECT s.run_id, s.cell_id, c.platform, c.suite, c.test_case, c.scenario, s.role,"
+            " c.repetition, s.metric, s.value, s.unit, s.higher_is_better, s.valid,"
+            " s.invalid_reason, s.labels_json, c.labels_json AS cell_labels"
+            " FROM samples s JOIN cells c ON c.cell_id = s.cell_id"
+            " WHERE s.run_id = ? ORDER BY c.seq, s.sample_id",
+            (run_id,),
+        )
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+
+    def series_rows(self, run_id: str) -> list[dict[str, Any]]:
+        cur = self.conn.execute(
+            "SELECT p.cell_id, c.platform, c.suite, c.test_case, c.scenario, c.repetition,"
+            " p.role, p.metric, p.t, p.value, p.unit FROM series p"
+            " JOIN cells c ON c.cell_id = p.cell_id WHERE p.run_id = ? ORDER BY p.point_id",
+            (run_id,),
+        )
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]

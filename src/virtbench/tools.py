@@ -1,0 +1,83 @@
+"""The real tools virtbench drives, the Debian packages that provide them, and their versions."""
+
+from __future__ import annotations
+
+import functools
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+from .errors import MissingToolError
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str  # executable name on PATH
+    package: str  # Debian package providing it
+    version_args: tuple[str, ...] = ("--version",)
+    purpose: str = ""
+
+
+# One table for every tool any platform or workload uses; `virtbench setup` installs these
+# packages and `virtbench doctor` reports which are missing.
+TOOLS: dict[str, Tool] = {
+    t.name: t
+    for t in [
+        Tool("sysbench", "sysbench", purpose="cpu and memory benchmarks"),
+        Tool("stress-ng", "stress-ng", purpose="cpu stressors, antagonists"),
+        Tool("hpcc", "hpcc", ("-h",), purpose="LINPACK (HPL) GFLOPS"),
+        Tool("mpirun", "openmpi-bin", purpose="launcher for hpcc"),
+        Tool("fio", "fio", purpose="disk benchmarks"),
+        Tool("iperf3", "iperf3", purpose="TCP/UDP throughput"),
+        Tool("sockperf", "sockperf", ("--version",), purpose="request/response latency"),
+        Tool("httperf", "httperf", purpose="open-loop web rate sweeps"),
+        Tool("wrk", "wrk", ("-v",), purpose="closed-loop web load"),
+        Tool("nginx", "nginx-light", ("-v",), purpose="web server under test"),
+        Tool("cyclictest", "rt-tests", ("--help",), purpose="timer latency"),
+        Tool("crun", "crun", purpose="OCI runtime (default)"),
+        Tool("runc", "runc", purpose="OCI runtime"),
+        Tool("runsc", "runsc", ("--version",), purpose="gVisor sandboxed runtime"),
+        Tool("debootstrap", "debootstrap", purpose="builds the shared root filesystem"),
+        Tool("qemu-system-x86_64", "qemu-system-x86", purpose="VM platform"),
+        Tool("qemu-img", "qemu-utils", purpose="VM disk images"),
+        Tool("mkfs.ext4", "e2fsprogs", ("-V",), purpose="VM root image"),
+        Tool("ip", "iproute2", ("-V",), purpose="bridges, veths, namespaces"),
+        Tool("nft", "nftables", ("--version",), purpose="NAT port publishing"),
+        Tool("taskset", "util-linux", ("--version",), purpose="CPU pinning"),
+        Tool("cc", "gcc", purpose="builds the latency probes"),
+    ]
+}
+
+
+def which(name: str) -> str | None:
+    return shutil.which(name, path="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+
+
+def require(names: list[str] | tuple[str, ...], needed_by: str = "") -> None:
+    """Raise MissingToolError naming the Debian package of the first missing tool."""
+    for name in names:
+        if which(name) is None:
+            tool = TOOLS.get(name)
+            raise MissingToolError(name, tool.package if tool else name, needed_by)
+
+
+_VERSION_RE = re.compile(r"\d+(?:\.\d+)+(?:[-+~][\w.+~-]+)?")
+
+
+@functools.cache
+def version(name: str) -> str | None:
+    """The tool's version string as it reports it, or None if absent."""
+    path = which(name)
+    if path is None:
+        return None
+    tool = TOOLS.get(name, Tool(name, name))
+    try:
+        out = subprocess.run(
+            [path, *tool.version_args], capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    text = (out.stdout or "") + (out.stderr or "")
+    m = _VERSION_RE.search(text)
+    return m.group(0) if m else "unknown"

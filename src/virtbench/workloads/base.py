@@ -1,0 +1,111 @@
+"""The workload contract: a test case declares its suite, unit, direction and tools, builds the
+argv for a real tool and parses that tool's machine-readable output into samples.
+
+A workload never knows which platform it runs on: it only calls the Platform interface.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..errors import WorkloadError
+
+if TYPE_CHECKING:
+    from ..platforms.base import ExecResult, Platform
+
+
+@dataclass(frozen=True)
+class Param:
+    """A tunable of a test case, validated when the campaign is loaded."""
+
+    default: Any
+    help: str = ""
+    min: float | None = None
+    max: float | None = None
+    choices: tuple[Any, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    unit: str
+    higher_is_better: bool
+    primary: bool = False  # the headline metric of its test case (used in scores and charts)
+
+
+@dataclass
+class Sample:
+    metric: str
+    value: float
+    unit: str
+    higher_is_better: bool
+    role: str = "target"
+    labels: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RunContext:
+    """What the runner gives a workload for one execution."""
+
+    params: dict[str, Any]
+    timeout: float | None = None
+    cpus: list[int] | None = None  # host CPUs the target is pinned to (None: free)
+    client_cpus: list[int] | None = None  # host CPUs for a load generator on the host
+    # record a time series point: (metric, t_seconds_since_cell_start, value, unit, role)
+    series: Callable[[str, float, float, str, str], None] = lambda *a: None
+    log: Callable[[str], None] = lambda msg: None
+
+
+class Workload(abc.ABC):
+    suite: ClassVar[str]
+    name: ClassVar[str]  # the test case name, unique across suites
+    description: ClassVar[str]
+    tools: ClassVar[tuple[str, ...]] = ()  # executables needed inside the environment
+    host_tools: ClassVar[tuple[str, ...]] = ()  # executables needed on the host (clients)
+    metrics: ClassVar[tuple[Metric, ...]]
+    params: ClassVar[dict[str, Param]] = {}
+
+    @classmethod
+    def metric(cls, name: str) -> Metric:
+        for m in cls.metrics:
+            if m.name == name:
+                return m
+        raise KeyError(name)
+
+    @classmethod
+    def primary(cls) -> Metric:
+        return next((m for m in cls.metrics if m.primary), cls.metrics[0])
+
+    def sample(self, metric: str, value: float, **labels: Any) -> Sample:
+        m = self.metric(metric)
+        return Sample(m.name, float(value), m.unit, m.higher_is_better, labels=labels)
+
+    # The simple shape: one command, run once, parsed. Override `run` for multi-step workloads.
+    def command(self, ctx: RunContext, platform: Platform) -> list[str]:
+        raise NotImplementedError
+
+    def parse(self, result: ExecResult, ctx: RunContext) -> list[Sample]:
+        raise NotImplementedError
+
+    def run(self, platform: Platform, ctx: RunContext) -> list[Sample]:
+        argv = self.command(ctx, platform)
+        result = platform.exec(argv, cpus=ctx.cpus, timeout=ctx.timeout)
+        check(result, self.name)
+        samples = self.parse(result, ctx)
+        if not samples:
+            raise WorkloadError(f"{self.name}: no samples parsed from {argv[0]} output")
+        return samples
+
+
+def check(result: ExecResult, what: str) -> None:
+    """Raise WorkloadError with the tool's own words if the run failed."""
+    if result.timed_out:
+        raise WorkloadError(f"{what}: timed out after {result.elapsed_s:.0f}s: {' '.join(result.argv)}")
+    if result.returncode != 0:
+        tail = (result.stderr or result.stdout).strip().splitlines()[-5:]
+        raise WorkloadError(
+            f"{what}: {result.argv[0]} exited {result.returncode}: " + " | ".join(tail)
+        )

@@ -1,0 +1,41 @@
+"""Workloads (test cases) by name and by suite. Modules register themselves on import."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from .base import Workload
+
+WORKLOADS: dict[str, type[Workload]] = {}
+
+SUITES: dict[str, str] = {
+    "cpu": "CPU throughput: sysbench, stress-ng stressors, LINPACK (seed 002, 004)",
+    "memory": "memory bandwidth and a block-size sweep showing the cache levels (seed 002)",
+    "disk": "fio sequential and 4 KiB random I/O, buffered and O_DIRECT (seed 002, 004)",
+    "network": "iperf3 TCP/UDP throughput and request/response round-trip latency (seed 002)",
+    "web": "nginx static files under httperf rate sweeps and wrk (seed 000, 003)",
+    "latency": "timer tick duration, thread switch latency, cyclictest (seed 001)",
+    "lifecycle": "instance start-up, boot, image creation and teardown times (seed 003)",
+}
+
+
+def register(cls: type[Workload]) -> type[Workload]:
+    if cls.name in WORKLOADS:
+        raise RuntimeError(f"duplicate workload name {cls.name}")
+    WORKLOADS[cls.name] = cls
+    return cls
+
+
+def load_all() -> dict[str, type[Workload]]:
+    from .. import workloads as pkg
+
+    for mod in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
+        if mod.name.rsplit(".", 1)[-1] not in {"base", "registry"}:
+            importlib.import_module(mod.name)
+    return WORKLOADS
+
+
+def by_suite(suite: str) -> list[type[Workload]]:
+    load_all()
+    return [w for w in WORKLOADS.values() if w.suite == suite]
