@@ -18,8 +18,11 @@ err_console = Console(stderr=True)
 
 DEFAULT_RESULTS = Path(os.environ.get("VIRTBENCH_RESULTS", "results"))
 results_dir_option = click.option(
-    "--results-dir", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_RESULTS,
-    show_default=True, help="directory holding the results store (virtbench.db) and reports",
+    "--results-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=DEFAULT_RESULTS,
+    show_default=True,
+    help="directory holding the results store (virtbench.db) and reports",
 )
 
 
@@ -53,7 +56,9 @@ def run(campaign, results_dir, repetitions, resume_id, seed, no_report) -> None:
 
 
 @cli.command("list")
-@click.argument("what", type=click.Choice(["platforms", "suites", "workloads", "scenarios", "campaigns"]))
+@click.argument(
+    "what", type=click.Choice(["platforms", "suites", "workloads", "scenarios", "campaigns"])
+)
 def list_(what: str) -> None:
     """List what exists, with one-line descriptions."""
     table = Table(show_header=True, header_style="bold")
@@ -72,7 +77,11 @@ def list_(what: str) -> None:
 
         registry.load_all()
         if what == "suites":
-            table.add_column("suite"), table.add_column("description"), table.add_column("test cases")
+            (
+                table.add_column("suite"),
+                table.add_column("description"),
+                table.add_column("test cases"),
+            )
             for suite, desc in registry.SUITES.items():
                 names = [w.name for w in registry.by_suite(suite)]
                 if names:
@@ -83,9 +92,11 @@ def list_(what: str) -> None:
             for w in sorted(registry.WORKLOADS.values(), key=lambda w: (w.suite, w.name)):
                 m = w.primary()
                 table.add_row(
-                    w.name, w.suite,
+                    w.name,
+                    w.suite,
                     f"{m.name} ({m.unit}, {'higher' if m.higher_is_better else 'lower'})",
-                    " ".join(w.tools), w.description,
+                    " ".join(w.tools),
+                    w.description,
                 )
     elif what == "scenarios":
         from .scenarios import registry
@@ -119,7 +130,9 @@ def doctor() -> None:
 
 @cli.command()
 @click.option("--run", "run_ref", default="latest", show_default=True, help="RUN_ID or 'latest'")
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True
+)
 @click.option("--list", "list_runs", is_flag=True, help="list the runs in the store")
 @results_dir_option
 def results(run_ref, fmt, list_runs, results_dir) -> None:

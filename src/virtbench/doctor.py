@@ -19,8 +19,12 @@ class Check:
 def kvm_check() -> Check:
     flavour = hostinfo.kvm_flavour()
     if flavour == "none":
-        return Check("kvm", "warn", "/dev/kvm absent: VMs will use TCG (binary translation)",
-                     "enable virtualization in firmware or nested virt; TCG still works")
+        return Check(
+            "kvm",
+            "warn",
+            "/dev/kvm absent: VMs will use TCG (binary translation)",
+            "enable virtualization in firmware or nested virt; TCG still works",
+        )
     try:
         from .platforms.vm.accel import probe_kvm
     except ImportError:
@@ -34,9 +38,16 @@ def kvm_check() -> Check:
 def checks() -> list[Check]:
     out: list[Check] = []
     root = os.geteuid() == 0
-    out.append(Check("root", "ok" if root else "warn",
-                     "running as root" if root else "not root: containers, VMs, cgroups, "
-                     "SCHED_FIFO and disk O_DIRECT tests need root", "" if root else "run with sudo"))
+    out.append(
+        Check(
+            "root",
+            "ok" if root else "warn",
+            "running as root"
+            if root
+            else "not root: containers, VMs, cgroups, SCHED_FIFO and disk O_DIRECT tests need root",
+            "" if root else "run with sudo",
+        )
+    )
     cg = hostinfo.cgroup_version()
     out.append(Check("cgroups", "ok" if cg != "none" else "missing", f"cgroup {cg}"))
     out.append(Check("host virtualization", "ok", hostinfo.virtualization()))
@@ -46,6 +57,12 @@ def checks() -> list[Check]:
         if path:
             out.append(Check(t.name, "ok", f"{tools.version(t.name)} ({t.purpose})"))
         else:
-            out.append(Check(t.name, "missing", f"not installed ({t.purpose})",
-                             f"apt-get install {t.package}"))
+            out.append(
+                Check(
+                    t.name,
+                    "missing",
+                    f"not installed ({t.purpose})",
+                    f"apt-get install {t.package}",
+                )
+            )
     return out

@@ -12,8 +12,18 @@ from .store.db import Store
 
 # The contract's columns, in order; users' scripts read these names. Extra columns follow.
 CONTRACT = (
-    "run_id", "cell_id", "platform", "suite", "test_case", "scenario", "role",
-    "repetition", "metric", "value", "unit", "higher_is_better",
+    "run_id",
+    "cell_id",
+    "platform",
+    "suite",
+    "test_case",
+    "scenario",
+    "role",
+    "repetition",
+    "metric",
+    "value",
+    "unit",
+    "higher_is_better",
 )
 EXTRA = ("valid", "invalid_reason", "labels")
 

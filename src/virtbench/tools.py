@@ -73,9 +73,7 @@ def version(name: str) -> str | None:
         return None
     tool = TOOLS.get(name, Tool(name, name))
     try:
-        out = subprocess.run(
-            [path, *tool.version_args], capture_output=True, text=True, timeout=10
-        )
+        out = subprocess.run([path, *tool.version_args], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
     text = (out.stdout or "") + (out.stderr or "")

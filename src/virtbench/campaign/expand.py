@@ -7,7 +7,9 @@ import random
 from .model import Campaign, Cell
 
 
-def expand(campaign: Campaign, repetitions: int | None = None, seed: int | None = None) -> list[Cell]:
+def expand(
+    campaign: Campaign, repetitions: int | None = None, seed: int | None = None
+) -> list[Cell]:
     """Cells grouped by platform (each platform is provisioned once); within a platform, either
     the file's order or a shuffle driven by `seed` so the order can be reproduced."""
     reps = repetitions or campaign.settings.repetitions

@@ -18,8 +18,17 @@ from .model import Campaign, Settings, TestSelection
 DEFAULT_CAMPAIGN = "quick"
 TOP_KEYS = {"campaign", "platforms", "suites"}
 CAMPAIGN_KEYS = {
-    "name", "description", "repetitions", "warmup", "order", "seed", "cell_timeout",
-    "baseline", "target_cpus", "client_cpus", "scenarios",
+    "name",
+    "description",
+    "repetitions",
+    "warmup",
+    "order",
+    "seed",
+    "cell_timeout",
+    "baseline",
+    "target_cpus",
+    "client_cpus",
+    "scenarios",
 }
 
 
@@ -29,7 +38,9 @@ def builtin_path(name: str) -> Path:
 
 def builtin_names() -> list[str]:
     folder = resources.files("virtbench") / "campaigns"
-    return sorted(p.name.removesuffix(".toml") for p in folder.iterdir() if p.name.endswith(".toml"))
+    return sorted(
+        p.name.removesuffix(".toml") for p in folder.iterdir() if p.name.endswith(".toml")
+    )
 
 
 def resolve(path_or_name: str | None) -> Path:
@@ -42,7 +53,9 @@ def resolve(path_or_name: str | None) -> Path:
     if p.suffix == "" and builtin_path(path_or_name).exists():
         return builtin_path(path_or_name)
     raise CampaignError(
-        path_or_name, "(file)", "no such campaign file or built-in campaign",
+        path_or_name,
+        "(file)",
+        "no such campaign file or built-in campaign",
         allowed=builtin_names() + ["a path to a .toml file"],
     )
 
@@ -68,8 +81,13 @@ def parse(text: str, file: str) -> Campaign:
     platforms = _platforms(file, data.get("platforms"))
     names = [p.name for p in platforms]
     if settings.baseline is not None and settings.baseline not in names:
-        raise CampaignError(file, "campaign.baseline", "is not a platform of this campaign",
-                            settings.baseline, names)
+        raise CampaignError(
+            file,
+            "campaign.baseline",
+            "is not a platform of this campaign",
+            settings.baseline,
+            names,
+        )
     if settings.baseline is None:
         settings.baseline = names[0]
     tests = _suites(file, data.get("suites"))
@@ -99,8 +117,10 @@ def _table(file: str, key: str, value: Any) -> dict:
 
 
 def _typed(file: str, key: str, value: Any, typ: type | tuple[type, ...]) -> Any:
-    if isinstance(value, bool) and typ is not bool and bool not in (
-        typ if isinstance(typ, tuple) else (typ,)
+    if (
+        isinstance(value, bool)
+        and typ is not bool
+        and bool not in (typ if isinstance(typ, tuple) else (typ,))
     ):
         raise CampaignError(file, key, f"must be {_tname(typ)}", value)
     if not isinstance(value, typ):
@@ -109,8 +129,14 @@ def _typed(file: str, key: str, value: Any, typ: type | tuple[type, ...]) -> Any
 
 
 def _tname(typ: type | tuple[type, ...]) -> str:
-    names = {int: "an integer", float: "a number", str: "a string", bool: "true or false",
-             list: "a list", dict: "a table"}
+    names = {
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        bool: "true or false",
+        list: "a list",
+        dict: "a table",
+    }
     types = typ if isinstance(typ, tuple) else (typ,)
     return " or ".join(names.get(t, t.__name__) for t in types)
 
@@ -143,16 +169,18 @@ def _settings(file: str, meta: dict) -> Settings:
         s.warmup = _int_range(file, "campaign.warmup", meta["warmup"], 0, 100)
     if "order" in meta:
         if meta["order"] not in ("sequential", "random"):
-            raise CampaignError(file, "campaign.order", "unknown order", meta["order"],
-                                ["sequential", "random"])
+            raise CampaignError(
+                file, "campaign.order", "unknown order", meta["order"], ["sequential", "random"]
+            )
         s.order = meta["order"]
     if "seed" in meta:
         s.seed = _int_range(file, "campaign.seed", meta["seed"], 0, 2**31 - 1)
     if "cell_timeout" in meta:
         _typed(file, "campaign.cell_timeout", meta["cell_timeout"], (int, float))
         if meta["cell_timeout"] <= 0:
-            raise CampaignError(file, "campaign.cell_timeout", "must be > 0 seconds",
-                                meta["cell_timeout"])
+            raise CampaignError(
+                file, "campaign.cell_timeout", "must be > 0 seconds", meta["cell_timeout"]
+            )
         s.cell_timeout = float(meta["cell_timeout"])
     if "baseline" in meta:
         s.baseline = _typed(file, "campaign.baseline", meta["baseline"], str)
@@ -184,8 +212,12 @@ def _platforms(file: str, entries: Any) -> list[PlatformSpec]:
         schema = kinds[kind].options_schema
         for key, value in entry.items():
             if key not in schema:
-                raise CampaignError(file, f"{where}.{key}", f"unknown option for type '{kind}'",
-                                    allowed=sorted(schema) + ["name", "type", "host"])
+                raise CampaignError(
+                    file,
+                    f"{where}.{key}",
+                    f"unknown option for type '{kind}'",
+                    allowed=sorted(schema) + ["name", "type", "host"],
+                )
             _default, allowed, _help = schema[key]
             if allowed is not None and value not in allowed:
                 raise CampaignError(file, f"{where}.{key}", "not allowed", value, allowed)
@@ -195,16 +227,25 @@ def _platforms(file: str, entries: Any) -> list[PlatformSpec]:
             pending_hosts.append((spec, f"{where}.host", host))
     for spec, key, host in pending_hosts:
         if host not in specs or host == spec.name:
-            raise CampaignError(file, key, "must name another platform of this campaign", host,
-                                [n for n in specs if n != spec.name])
+            raise CampaignError(
+                file,
+                key,
+                "must name another platform of this campaign",
+                host,
+                [n for n in specs if n != spec.name],
+            )
         spec.host = specs[host]
     return list(specs.values())
 
 
 def _suites(file: str, suites: Any) -> list[TestSelection]:
     if suites is None:
-        raise CampaignError(file, "suites", "is required: at least one [suites.NAME] table",
-                            allowed=sorted(workload_registry.SUITES))
+        raise CampaignError(
+            file,
+            "suites",
+            "is required: at least one [suites.NAME] table",
+            allowed=sorted(workload_registry.SUITES),
+        )
     suites = _table(file, "suites", suites)
     workload_registry.load_all()
     tests: list[TestSelection] = []
@@ -212,23 +253,33 @@ def _suites(file: str, suites: Any) -> list[TestSelection]:
         body = dict(_table(file, f"suites.{suite}", body))
         available = workload_registry.by_suite(suite)
         if not available:
-            raise CampaignError(file, f"suites.{suite}", "unknown suite", suite,
-                                sorted({w.suite for w in workload_registry.WORKLOADS.values()}))
+            raise CampaignError(
+                file,
+                f"suites.{suite}",
+                "unknown suite",
+                suite,
+                sorted({w.suite for w in workload_registry.WORKLOADS.values()}),
+            )
         names = [w.name for w in available]
         chosen = body.pop("test_cases", names)
         _typed(file, f"suites.{suite}.test_cases", chosen, list)
         for tc in chosen:
             if tc not in names:
-                raise CampaignError(file, f"suites.{suite}.test_cases", "unknown test case",
-                                    tc, names)
+                raise CampaignError(
+                    file, f"suites.{suite}.test_cases", "unknown test case", tc, names
+                )
         workloads = [w for w in available if w.name in chosen]
         known: dict[str, Param] = {}
         for w in workloads:
             known.update(w.params)
         for key, value in body.items():
             if key not in known:
-                raise CampaignError(file, f"suites.{suite}.{key}", "unknown parameter",
-                                    allowed=sorted(known) + ["test_cases"])
+                raise CampaignError(
+                    file,
+                    f"suites.{suite}.{key}",
+                    "unknown parameter",
+                    allowed=sorted(known) + ["test_cases"],
+                )
             _check_param(file, f"suites.{suite}.{key}", value, known[key])
         for w in workloads:
             params = {k: p.default for k, p in w.params.items()}
@@ -270,13 +321,18 @@ def _check_range(file: str, key: str, value: Any, p: Param) -> None:
 def _scenarios(file: str, value: Any) -> list[str]:
     _typed(file, "campaign.scenarios", value, list)
     if not value:
-        raise CampaignError(file, "campaign.scenarios", "must not be empty",
-                            allowed=scenario_registry.describe_allowed())
+        raise CampaignError(
+            file,
+            "campaign.scenarios",
+            "must not be empty",
+            allowed=scenario_registry.describe_allowed(),
+        )
     for s in value:
         _typed(file, "campaign.scenarios", s, str)
         try:
             scenario_registry.parse(s)
         except ValueError as exc:
-            raise CampaignError(file, "campaign.scenarios", str(exc), s,
-                                scenario_registry.describe_allowed()) from exc
+            raise CampaignError(
+                file, "campaign.scenarios", str(exc), s, scenario_registry.describe_allowed()
+            ) from exc
     return list(value)

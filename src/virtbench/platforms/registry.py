@@ -28,5 +28,7 @@ def load_all() -> dict[str, type]:
 def get(kind: str) -> type:
     load_all()
     if kind not in PLATFORMS:
-        raise PlatformError(f"unknown platform type '{kind}'; allowed: {', '.join(sorted(PLATFORMS))}")
+        raise PlatformError(
+            f"unknown platform type '{kind}'; allowed: {', '.join(sorted(PLATFORMS))}"
+        )
     return PLATFORMS[kind]

@@ -46,8 +46,12 @@ def instance_name() -> str:
 
 def _spec_json(spec: PlatformSpec) -> str:
     return json.dumps(
-        {"name": spec.name, "type": spec.type, "options": spec.options,
-         "host": spec.host.name if spec.host else None}
+        {
+            "name": spec.name,
+            "type": spec.type,
+            "options": spec.options,
+            "host": spec.host.name if spec.host else None,
+        }
     )
 
 
@@ -99,15 +103,32 @@ class Runner:
         self._preflight(campaign, cells)
         run_id = new_run_id()
         settings = asdict(campaign.settings) | {
-            "repetitions": repetitions or campaign.settings.repetitions, "seed": seed,
+            "repetitions": repetitions or campaign.settings.repetitions,
+            "seed": seed,
         }
         self.store.create_run(
-            run_id, campaign.name, campaign.file, campaign.text, seed,
-            hostinfo.facts(), settings, __version__,
+            run_id,
+            campaign.name,
+            campaign.file,
+            campaign.text,
+            seed,
+            hostinfo.facts(),
+            settings,
+            __version__,
         )
         self.store.add_cells(
-            (f"{run_id}/{c.seq:04d}", run_id, c.seq, c.platform.name, _spec_json(c.platform),
-             c.suite, c.test_case, c.scenario, c.repetition, json.dumps({"params": c.params}))
+            (
+                f"{run_id}/{c.seq:04d}",
+                run_id,
+                c.seq,
+                c.platform.name,
+                _spec_json(c.platform),
+                c.suite,
+                c.test_case,
+                c.scenario,
+                c.repetition,
+                json.dumps({"params": c.params}),
+            )
             for c in cells
         )
         self.console.print(
@@ -141,7 +162,9 @@ class Runner:
             if cell.platform.type == "native":
                 require(w.tools, needed_by=w.name)
 
-    def _execute(self, run_id: str, campaign: Campaign, all_cells: list[Cell], todo: list[Cell]) -> str:
+    def _execute(
+        self, run_id: str, campaign: Campaign, all_cells: list[Cell], todo: list[Cell]
+    ) -> str:
         old_term = signal.signal(signal.SIGTERM, _on_sigterm)
         status = "failed"
         try:
@@ -161,14 +184,19 @@ class Runner:
                 self.console.print(f"[red]could not record run status: {exc}[/]")
         return run_id
 
-    def _run_cells(self, run_id: str, campaign: Campaign, all_cells: list[Cell], todo: list[Cell]) -> None:
+    def _run_cells(
+        self, run_id: str, campaign: Campaign, all_cells: list[Cell], todo: list[Cell]
+    ) -> None:
         workloads = workload_registry.load_all()
         by_platform: dict[str, list[Cell]] = {}
         for cell in todo:
             by_platform.setdefault(cell.platform.name, []).append(cell)
         columns = (
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("ETA"), TimeRemainingColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
         )
         with Progress(*columns, console=self.console, transient=True) as progress:
             task = progress.add_task("starting", total=len(todo))
@@ -221,11 +249,15 @@ class Runner:
         for _ in range(campaign.settings.warmup):
             ctx = self._context(cell, campaign, [])
             try:
-                scenario_registry.parse(cell.scenario).run(self._scenario_env(platform, wcls(), ctx))
+                scenario_registry.parse(cell.scenario).run(
+                    self._scenario_env(platform, wcls(), ctx)
+                )
             except (WorkloadError, VirtbenchError):
                 return  # the measured run will fail too, and record why
 
-    def _run_cell(self, run_id: str, platform: Platform, wcls, cell: Cell, campaign: Campaign) -> None:
+    def _run_cell(
+        self, run_id: str, platform: Platform, wcls, cell: Cell, campaign: Campaign
+    ) -> None:
         cell_id = f"{run_id}/{cell.seq:04d}"
         self.store.start_cell(cell_id)
         series: list = []
@@ -263,8 +295,11 @@ class Runner:
             return
         wcls = workload_registry.WORKLOADS[cell.test_case]
         head = next((s for s in samples if s.metric == wcls.primary().name), samples[0])
-        flag = " [yellow](invalid: " + str(head.labels["invalid"]) + ")[/]" if head.labels.get(
-            "invalid") else ""
+        flag = (
+            " [yellow](invalid: " + str(head.labels["invalid"]) + ")[/]"
+            if head.labels.get("invalid")
+            else ""
+        )
         self.console.print(
             f"[green]✓[/] {where}: {head.value:.6g} {head.unit}{flag} ({elapsed:.1f}s)"
         )

@@ -154,8 +154,18 @@ class Store:
                 "INSERT INTO runs (run_id, name, campaign_file, campaign_text, seed, status,"
                 " started_at, host_json, settings_json, virtbench_version)"
                 " VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (run_id, name, campaign_file, campaign_text, seed, "running", time.time(),
-                 json.dumps(host), json.dumps(settings), version),
+                (
+                    run_id,
+                    name,
+                    campaign_file,
+                    campaign_text,
+                    seed,
+                    "running",
+                    time.time(),
+                    json.dumps(host),
+                    json.dumps(settings),
+                    version,
+                ),
             )
 
     def set_run_status(self, run_id: str, status: str) -> None:
@@ -246,9 +256,18 @@ class Store:
                 " higher_is_better, valid, invalid_reason, labels_json)"
                 " VALUES (?,?,?,?,?,?,?,?,?,?)",
                 [
-                    (run_id, cell_id, s.role, s.metric, s.value, s.unit, int(s.higher_is_better),
-                     0 if s.labels.get("invalid") else 1, s.labels.get("invalid") or None,
-                     json.dumps(s.labels, default=str))
+                    (
+                        run_id,
+                        cell_id,
+                        s.role,
+                        s.metric,
+                        s.value,
+                        s.unit,
+                        int(s.higher_is_better),
+                        0 if s.labels.get("invalid") else 1,
+                        s.labels.get("invalid") or None,
+                        json.dumps(s.labels, default=str),
+                    )
                     for s in samples
                 ],
             )

@@ -103,7 +103,9 @@ class Workload(abc.ABC):
 def check(result: ExecResult, what: str) -> None:
     """Raise WorkloadError with the tool's own words if the run failed."""
     if result.timed_out:
-        raise WorkloadError(f"{what}: timed out after {result.elapsed_s:.0f}s: {' '.join(result.argv)}")
+        raise WorkloadError(
+            f"{what}: timed out after {result.elapsed_s:.0f}s: {' '.join(result.argv)}"
+        )
     if result.returncode != 0:
         tail = (result.stderr or result.stdout).strip().splitlines()[-5:]
         raise WorkloadError(

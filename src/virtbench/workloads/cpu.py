@@ -27,8 +27,12 @@ class _SysbenchCpu(Workload):
     def command(self, ctx, platform):
         p = ctx.params
         return [
-            "sysbench", "cpu", f"--threads={self.threads(ctx)}", f"--time={p['duration']}",
-            f"--cpu-max-prime={p['max_prime']}", "run",
+            "sysbench",
+            "cpu",
+            f"--threads={self.threads(ctx)}",
+            f"--time={p['duration']}",
+            f"--cpu-max-prime={p['max_prime']}",
+            "run",
         ]
 
     def parse(self, result, ctx):
