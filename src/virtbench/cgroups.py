@@ -1,0 +1,418 @@
+"""Control groups on cgroup v1 (legacy/hybrid) and v2 (unified): create, limit, account, destroy.
+
+Every group virtbench makes lives under a `virtbench` parent and is named with NAME_PREFIX:
+v1 `/sys/fs/cgroup/<controller>/virtbench/vb-xxxx` (one directory per hierarchy), v2
+`/sys/fs/cgroup/virtbench/vb-xxxx`. The registered cleaner removes leftovers by that prefix.
+
+Weights are given on the v1 `cpu.shares` scale (2..262144, default 1024; the seeds use 256 vs
+1024) and converted to v2 `cpu.weight` with the formula crun and systemd use.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import cleanup, hostinfo
+from .errors import PlatformError
+from .platforms.base import NAME_PREFIX
+
+ROOT = Path("/sys/fs/cgroup")
+PARENT = "virtbench"
+# v1 controllers we use; each maps to the hierarchy it is mounted in (may be co-mounted).
+V1_CONTROLLERS = ("cpu", "cpuacct", "cpuset", "memory", "blkio", "pids")
+V2_CONTROLLERS = ("cpu", "cpuset", "memory", "io", "pids")
+SHARES_MIN, SHARES_MAX = 2, 262144
+
+
+def version() -> str:
+    """'v1' (legacy or hybrid), 'v2' (unified) or 'none'."""
+    return hostinfo.cgroup_version()
+
+
+def shares_to_weight(shares: int) -> int:
+    """v1 cpu.shares (2..262144) -> v2 cpu.weight (1..10000), as crun/systemd convert it."""
+    shares = max(SHARES_MIN, min(SHARES_MAX, shares))
+    return 1 + ((shares - 2) * 9999) // 262142
+
+
+def v1_hierarchies(mountinfo: str) -> list[tuple[Path, set[str]]]:
+    """(mount point, options) of every v1 hierarchy, from /proc/self/mountinfo text."""
+    found = []
+    for line in mountinfo.splitlines():
+        pre, sep, post = line.partition(" - ")
+        if not sep:
+            continue
+        fields, tail = pre.split(), post.split()
+        if len(tail) >= 3 and tail[0] == "cgroup":
+            found.append((Path(fields[4]), set(tail[2].split(","))))
+    return found
+
+
+def parse_v1_mounts(mountinfo: str) -> dict[str, Path]:
+    """controller -> mount point of its v1 hierarchy (co-mounted ones share a path)."""
+    result: dict[str, Path] = {}
+    for mount, options in v1_hierarchies(mountinfo):
+        for ctrl in V1_CONTROLLERS:
+            if ctrl in options:
+                result.setdefault(ctrl, mount)
+    return result
+
+
+def parse_kv(text: str) -> dict[str, int]:
+    """`key value` lines (cpu.stat, memory.stat, memory.events) -> dict of ints."""
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].lstrip("-").isdigit():
+            out[parts[0]] = int(parts[1])
+    return out
+
+
+@dataclass
+class Layout:
+    """Where the hierarchies are: v2 has one root; v1 one mount per controller."""
+
+    version: str
+    v2_root: Path | None = None
+    v1_mounts: dict[str, Path] | None = None
+    # every v1 hierarchy (devices, freezer, hugetlb, name=systemd...): OCI runtimes create
+    # their group in all of them, so teardown and cleanup must look there too
+    v1_others: list[Path] | None = None
+
+    @classmethod
+    def detect(cls, root: Path = ROOT) -> Layout:
+        if (root / "cgroup.controllers").exists():
+            return cls("v2", v2_root=root)
+        try:
+            text = Path("/proc/self/mountinfo").read_text()
+        except OSError:
+            text = ""
+        mounts = parse_v1_mounts(text)
+        if not mounts:
+            raise PlatformError(f"no cgroup hierarchy found under {root}: is cgroupfs mounted?")
+        used = set(mounts.values())
+        others = [m for m, _ in v1_hierarchies(text) if m not in used]
+        return cls("v1", v1_mounts=mounts, v1_others=others)
+
+    def parent_dirs(self) -> dict[str, Path]:
+        """controller -> the `virtbench` parent directory in its hierarchy."""
+        if self.version == "v2":
+            assert self.v2_root is not None
+            return {"unified": self.v2_root / PARENT}
+        assert self.v1_mounts is not None
+        return {c: m / PARENT for c, m in self.v1_mounts.items()}
+
+    def other_parent_dirs(self) -> list[Path]:
+        """`virtbench` parents in hierarchies we do not manage but runtimes populate."""
+        return [m / PARENT for m in self.v1_others or []]
+
+
+def _write(path: Path, value: str) -> None:
+    try:
+        path.write_text(value)
+    except OSError as exc:
+        raise PlatformError(f"cannot write {value!r} to {path}: {exc.strerror or exc}") from exc
+
+
+def _read(path: Path) -> str:
+    return path.read_text().strip()
+
+
+class Cgroup:
+    """One control group across all hierarchies virtbench uses."""
+
+    def __init__(self, name: str, layout: Layout) -> None:
+        if not name.startswith(NAME_PREFIX):
+            raise ValueError(f"cgroup name must start with {NAME_PREFIX!r}: {name!r}")
+        self.name = name
+        self.layout = layout
+        self._dirs = {c: p / name for c, p in layout.parent_dirs().items()}
+
+    # --- creation -----------------------------------------------------------------------
+    @classmethod
+    def create(
+        cls,
+        name: str,
+        *,
+        cpu_weight: int | None = None,
+        cpu_quota_us: int | None = None,
+        cpu_period_us: int | None = None,
+        cpuset_cpus: list[int] | None = None,
+        memory_limit_bytes: int | None = None,
+        pids_max: int | None = None,
+        layout: Layout | None = None,
+    ) -> Cgroup:
+        """Create `name` under the virtbench parent and apply the given limits.
+
+        `cpu_weight` is on the v1 cpu.shares scale (2..262144); on v2 it is converted.
+        """
+        cg = cls(name, layout or Layout.detect())
+        cg._make_dirs()
+        try:
+            if cpu_weight is not None:
+                cg.set_cpu_weight(cpu_weight)
+            if cpu_quota_us is not None or cpu_period_us is not None:
+                cg.set_cpu_quota(cpu_quota_us, cpu_period_us)
+            if cpuset_cpus is not None:
+                cg.set_cpuset(cpuset_cpus)
+            if memory_limit_bytes is not None:
+                cg.set_memory_limit(memory_limit_bytes)
+            if pids_max is not None:
+                cg.set_pids_max(pids_max)
+        except BaseException:
+            cg.destroy()
+            raise
+        return cg
+
+    @classmethod
+    def attach(cls, name: str, layout: Layout | None = None) -> Cgroup:
+        """A handle on an existing group (e.g. one an OCI runtime created under our parent)."""
+        return cls(name, layout or Layout.detect())
+
+    def _make_dirs(self) -> None:
+        if self.layout.version == "v2":
+            root = self.layout.v2_root
+            assert root is not None
+            _enable_v2_controllers(root)
+            (root / PARENT).mkdir(exist_ok=True)
+            _enable_v2_controllers(root / PARENT)
+            self._dirs["unified"].mkdir(exist_ok=True)
+            return
+        for ctrl, d in self._dirs.items():
+            d.parent.mkdir(exist_ok=True)
+            if ctrl == "cpuset":
+                # v1 cpuset groups start empty and refuse tasks until cpus/mems are set
+                _inherit_cpuset(d.parent)
+            d.mkdir(exist_ok=True)
+            if ctrl == "cpuset":
+                _inherit_cpuset(d)
+
+    # --- limits -------------------------------------------------------------------------
+    def _dir(self, ctrl: str) -> Path:
+        if self.layout.version == "v2":
+            return self._dirs["unified"]
+        if ctrl not in self._dirs:
+            raise PlatformError(f"cgroup v1 controller '{ctrl}' is not mounted on this host")
+        return self._dirs[ctrl]
+
+    def set_cpu_weight(self, shares: int) -> None:
+        if not SHARES_MIN <= shares <= SHARES_MAX:
+            raise PlatformError(
+                f"cpu weight {shares} out of range; allowed: {SHARES_MIN}..{SHARES_MAX} "
+                "(cgroup v1 cpu.shares scale, default 1024)"
+            )
+        if self.layout.version == "v2":
+            _write(self._dir("cpu") / "cpu.weight", str(shares_to_weight(shares)))
+        else:
+            _write(self._dir("cpu") / "cpu.shares", str(shares))
+
+    def set_cpu_quota(self, quota_us: int | None, period_us: int | None = None) -> None:
+        """CFS bandwidth: `quota_us` per `period_us` (None quota = unlimited)."""
+        period = period_us or 100_000
+        if self.layout.version == "v2":
+            quota = "max" if quota_us is None or quota_us < 0 else str(quota_us)
+            _write(self._dir("cpu") / "cpu.max", f"{quota} {period}")
+        else:
+            d = self._dir("cpu")
+            _write(d / "cpu.cfs_period_us", str(period))
+            _write(d / "cpu.cfs_quota_us", str(-1 if quota_us is None else quota_us))
+
+    def set_cpuset(self, cpus: list[int]) -> None:
+        if not cpus:
+            raise PlatformError("cpuset must name at least one CPU")
+        _write(self._dir("cpuset") / _cpuset_file(self.layout, "cpus"), _cpu_list(cpus))
+
+    def set_memory_limit(self, limit_bytes: int) -> None:
+        name = "memory.max" if self.layout.version == "v2" else "memory.limit_in_bytes"
+        _write(self._dir("memory") / name, str(limit_bytes))
+
+    def set_pids_max(self, pids_max: int) -> None:
+        _write(self._dir("pids") / "pids.max", str(pids_max))
+
+    # --- membership ---------------------------------------------------------------------
+    def add_pid(self, pid: int) -> None:
+        """Move a process with all its threads (writing cgroup.procs moves the thread group)."""
+        for d in self._dirs.values():
+            _write(d / "cgroup.procs", str(pid))
+
+    def add_thread(self, tid: int) -> None:
+        """Move one thread (v1 `tasks`); v2 only moves whole processes outside threaded mode."""
+        if self.layout.version == "v2":
+            # domain cgroups in v2 refuse single threads; moving the owner is the closest
+            tgid = _tgid(tid)
+            self.add_pid(tgid)
+            return
+        for d in self._dirs.values():
+            _write(d / "tasks", str(tid))
+
+    # --- accounting ---------------------------------------------------------------------
+    def paths(self) -> dict[str, str]:
+        """controller -> absolute directory (keys as Accounting.cgroups expects)."""
+        return {c: str(d) for c, d in self._dirs.items()}
+
+    def exists(self) -> bool:
+        return any(d.is_dir() for d in self._dirs.values())
+
+    def cpu_usage_s(self) -> float:
+        if self.layout.version == "v2":
+            return self.cpu_stat().get("usage_usec", 0) / 1e6
+        return int(_read(self._dir("cpuacct") / "cpuacct.usage")) / 1e9
+
+    def cpu_stat(self) -> dict[str, int]:
+        """nr_periods, nr_throttled, throttled_time (v1, ns) or throttled_usec/usage_usec (v2)."""
+        try:
+            return parse_kv(_read(self._dir("cpu") / "cpu.stat"))
+        except OSError:
+            return {}
+
+    def memory_stat(self) -> dict[str, int]:
+        """Current/peak usage and OOM kills, same keys on both versions."""
+        out: dict[str, int] = {}
+        d = self._dir("memory")
+        if self.layout.version == "v2":
+            files = {"usage_bytes": "memory.current", "max_usage_bytes": "memory.peak"}
+            events = parse_kv(_safe_read(d / "memory.events"))
+            out["oom_kills"] = events.get("oom_kill", 0)
+        else:
+            files = {
+                "usage_bytes": "memory.usage_in_bytes",
+                "max_usage_bytes": "memory.max_usage_in_bytes",
+                "failcnt": "memory.failcnt",
+            }
+            ctl = parse_kv(_safe_read(d / "memory.oom_control"))
+            out["oom_kills"] = ctl.get("oom_kill", 0)
+        for key, fname in files.items():
+            raw = _safe_read(d / fname)
+            if raw.isdigit():
+                out[key] = int(raw)
+        return out
+
+    def pids(self) -> list[int]:
+        """PIDs of all processes in the group (and any nested groups a runtime created)."""
+        ctrl = "unified" if self.layout.version == "v2" else "pids"
+        base = self._dirs.get(ctrl) or next(iter(self._dirs.values()))
+        found: set[int] = set()
+        for procs in _walk_files(base, "cgroup.procs"):
+            for line in _safe_read(procs).split():
+                if line.isdigit():
+                    found.add(int(line))
+        return sorted(found)
+
+    # --- teardown -----------------------------------------------------------------------
+    def destroy(self, timeout: float = 5.0) -> None:
+        """Kill remaining tasks and remove the directories; idempotent."""
+        deadline = time.monotonic() + timeout
+        while True:
+            pids = [p for p in self.pids() if p != os.getpid()]
+            if not pids:
+                break
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
+        for d in [*self._dirs.values(), *(p / self.name for p in self.layout.other_parent_dirs())]:
+            _rmdir_tree(d, deadline)
+
+
+def _enable_v2_controllers(d: Path) -> None:
+    """Delegate our controllers to d's children (only those d itself offers)."""
+    try:
+        offered = set(_read(d / "cgroup.controllers").split())
+        enabled = set(_read(d / "cgroup.subtree_control").split())
+    except OSError:
+        return
+    want = [c for c in V2_CONTROLLERS if c in offered and c not in enabled]
+    if want:
+        with contextlib.suppress(OSError):  # a controller busy elsewhere must not stop us
+            (d / "cgroup.subtree_control").write_text(" ".join("+" + c for c in want))
+
+
+def _cpuset_file(layout: Layout, what: str) -> str:
+    # v1 cpusets mounted with `noprefix` (rare) lack the prefix; prefer what exists
+    return f"cpuset.{what}"
+
+
+def _inherit_cpuset(d: Path) -> None:
+    for what in ("cpus", "mems"):
+        f = d / f"cpuset.{what}"
+        if f.exists() and not _read(f):
+            _write(f, _read(d.parent / f"cpuset.{what}"))
+
+
+def _cpu_list(cpus: list[int]) -> str:
+    return ",".join(str(c) for c in sorted(set(cpus)))
+
+
+def _tgid(tid: int) -> int:
+    for line in _safe_read(Path(f"/proc/{tid}/status")).splitlines():
+        if line.startswith("Tgid:"):
+            return int(line.split()[1])
+    return tid
+
+
+def _safe_read(path: Path) -> str:
+    try:
+        return _read(path)
+    except OSError:
+        return ""
+
+
+def _walk_files(base: Path, fname: str) -> list[Path]:
+    if not base.is_dir():
+        return []
+    return [Path(root) / fname for root, _dirs, files in os.walk(base) if fname in files]
+
+
+def _rmdir_tree(d: Path, deadline: float) -> None:
+    """rmdir children first (a runtime may nest groups); retry while tasks are exiting."""
+    if not d.is_dir():
+        return
+    for child in sorted((p for p in d.iterdir() if p.is_dir()), reverse=True):
+        _rmdir_tree(child, deadline)
+    while True:
+        try:
+            d.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            if exc.errno != errno.EBUSY or time.monotonic() > deadline:
+                raise PlatformError(f"cannot remove cgroup {d}: {exc.strerror}") from exc
+            time.sleep(0.02)
+
+
+def leftovers(layout: Layout | None = None) -> list[str]:
+    """Names of vb- groups under the virtbench parent in any hierarchy."""
+    try:
+        layout = layout or Layout.detect()
+    except PlatformError:
+        return []
+    names: set[str] = set()
+    for parent in [*layout.parent_dirs().values(), *layout.other_parent_dirs()]:
+        if parent.is_dir():
+            names.update(p.name for p in parent.iterdir() if p.name.startswith(NAME_PREFIX))
+    return sorted(names)
+
+
+@cleanup.register("cgroups")
+def clean(layout: Layout | None = None) -> list[str]:
+    try:
+        layout = layout or Layout.detect()
+    except PlatformError:
+        return []
+    removed = []
+    for name in leftovers(layout):
+        Cgroup(name, layout).destroy()
+        removed.append(f"cgroup {PARENT}/{name}")
+    for parent in [*layout.parent_dirs().values(), *layout.other_parent_dirs()]:
+        with contextlib.suppress(OSError):  # busy while another run uses it: keep it
+            parent.rmdir()
+    return removed

@@ -1,0 +1,1 @@
+"""Images shared by platforms: the Debian root filesystem tree (rootfs.py)."""
