@@ -13,8 +13,8 @@ from rich.table import Table
 from . import __version__
 from .errors import VirtbenchError
 
-console = Console()
-err_console = Console(stderr=True)
+console = Console(soft_wrap=True)  # long lines stay whole in logs and pipes
+err_console = Console(stderr=True, soft_wrap=True)  # one line per error, greppable
 
 DEFAULT_RESULTS = Path(os.environ.get("VIRTBENCH_RESULTS", "results"))
 results_dir_option = click.option(

@@ -31,14 +31,27 @@ def packages() -> list[str]:
 
 
 def missing_packages() -> list[str]:
-    missing = {t.package for t in tools.TOOLS.values() if tools.which(t.name) is None}
-    return sorted(missing)
+    """Packages not installed according to dpkg (so a re-run of setup skips apt entirely)."""
+    pkgs = packages()
+    try:
+        out = subprocess.run(
+            ["dpkg-query", "-W", "-f=${Package} ${db:Status-Status}\\n", *pkgs],
+            capture_output=True,
+            text=True,
+        ).stdout
+    except OSError:
+        return pkgs
+    installed = {ln.split()[0] for ln in out.splitlines() if ln.endswith(" installed")}
+    return [p for p in pkgs if p not in installed]
 
 
 def install_packages(log: Callable[[str], None]) -> None:
     if os.geteuid() != 0:
         raise NeedsRootError("installing Debian packages (apt-get)")
-    pkgs = packages()
+    pkgs = missing_packages()
+    if not pkgs:
+        log("Debian packages: all installed")
+        return
     log(f"apt-get install {len(pkgs)} packages: {' '.join(pkgs)}")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     for argv in (

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Sets virtbench up on a fresh Debian/Ubuntu machine and runs the default campaign.
+#   ./install.sh            install everything, then `virtbench run` (the default campaign)
+#   ./install.sh --no-run   install everything only
+# Idempotent: packages already present and images already built are not redone.
+set -euo pipefail
+
+run_campaign=1
+for arg in "$@"; do
+  case "$arg" in
+    --no-run) run_campaign=0 ;;
+    *) echo "usage: $0 [--no-run]" >&2; exit 2 ;;
+  esac
+done
+if [ "$(id -u)" != 0 ]; then
+  echo "virtbench needs root (containers, VMs, cgroups, SCHED_FIFO); re-running with sudo" >&2
+  exec sudo "$0" "$@"
+fi
+
+here=$(cd "$(dirname "$0")" && pwd)
+venv=/opt/virtbench/venv
+export DEBIAN_FRONTEND=noninteractive
+
+# Debian's own python3 (not a pyenv/conda one on PATH): the venv must survive user changes.
+if ! /usr/bin/python3 -c 'import venv, ensurepip' 2>/dev/null || [ ! -x /usr/bin/python3 ]; then
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends python3 python3-venv python3-pip
+fi
+if [ ! -x "$venv/bin/python" ]; then
+  /usr/bin/python3 -m venv "$venv"
+fi
+"$venv/bin/pip" install -q --upgrade pip >/dev/null
+"$venv/bin/pip" install -q -e "$here[dev]"
+ln -sf "$venv/bin/virtbench" /usr/local/bin/virtbench
+
+# Debian packages of every tool, then images (root filesystem, VM image) and probes.
+virtbench setup
+
+if [ "$run_campaign" = 1 ]; then
+  virtbench run
+fi
