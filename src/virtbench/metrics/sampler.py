@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ..platforms.base import Platform
+from ..platforms.base import Accounting, Platform
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -46,7 +46,11 @@ def _cgroup_cpu_seconds(cgroups: dict[str, str]) -> float | None:
 
 def cpu_seconds(platform: Platform) -> float | None:
     """Total CPU seconds consumed so far by the environment (cgroup if it has one, else PIDs)."""
-    acct = platform.accounting()
+    return accounting_cpu_seconds(platform.accounting())
+
+
+def accounting_cpu_seconds(acct: Accounting) -> float | None:
+    """`cpu_seconds` for an Accounting already fetched (the co-location sampler reuses it)."""
     total = _cgroup_cpu_seconds(acct.cgroups)
     if total is not None:
         return total
