@@ -1,0 +1,38 @@
+#!/usr/bin/env python3
+"""Wall time of the default campaign on this host (target: under 3 minutes on 2 cores).
+
+Runs `virtbench run` (the built-in default campaign) into a temporary results directory and
+prints its wall time and the ratio to the 180 s budget.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import time
+
+BUDGET_S = 180.0
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.monotonic()
+        out = subprocess.run(
+            [sys.executable, "-m", "virtbench.cli", "run", "--results-dir", tmp, "--no-report"],
+            capture_output=True,
+            text=True,
+        )
+        wall = time.monotonic() - start
+    if out.returncode != 0:
+        print(out.stdout[-2000:], out.stderr[-2000:])
+        sys.exit(out.returncode)
+    failed = out.stdout.count("✗")
+    print(
+        f"default campaign: {wall:.1f} s wall, {failed} failed cells;"
+        f" ratio to the {BUDGET_S:.0f} s budget = {wall / BUDGET_S:.2f} (target < 1)"
+    )
+
+
+if __name__ == "__main__":
+    main()
