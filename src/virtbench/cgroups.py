@@ -410,6 +410,8 @@ def clean(layout: Layout | None = None) -> list[str]:
         return []
     removed = []
     for name in leftovers(layout):
+        if cleanup.in_use(name):
+            continue  # claimed by a virtbench process that is still running
         Cgroup(name, layout).destroy()
         removed.append(f"cgroup {PARENT}/{name}")
     for parent in [*layout.parent_dirs().values(), *layout.other_parent_dirs()]:

@@ -6,7 +6,9 @@ a line per object it removed.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from pathlib import Path
 
 CLEANERS: list[tuple[str, Callable[[], list[str]]]] = []
 
@@ -17,6 +19,38 @@ def register(what: str):
         return fn
 
     return deco
+
+
+# Owner claims: /run/virtbench/owners/<name> holds the PID (and its start time) of the
+# virtbench process using a host object, so `cleanup` spares objects of runs still alive
+# (several runs may share a host) and removes those whose owner died.
+OWNERS_DIR = Path("/run/virtbench/owners")
+
+
+def _start_time(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def claim(name: str) -> None:
+    """Record that this process owns the host object(s) named `name`."""
+    OWNERS_DIR.mkdir(parents=True, exist_ok=True)
+    (OWNERS_DIR / name).write_text(f"{os.getpid()} {_start_time(os.getpid())}\n")
+
+
+def release(name: str) -> None:
+    (OWNERS_DIR / name).unlink(missing_ok=True)
+
+
+def in_use(name: str) -> bool:
+    """True if `name` was claimed by a process that is still running."""
+    try:
+        pid, start = (OWNERS_DIR / name).read_text().split()
+    except (OSError, ValueError):
+        return False
+    return _start_time(int(pid)) == start
 
 
 def run_all() -> list[str]:
