@@ -137,6 +137,19 @@ class Platform(abc.ABC):
         """Whether O_DIRECT is honoured in workdir (overlayfs, tmpfs and 9p may not)."""
         return True
 
+    def put_file(self, host_path: str, dest: str | None = None, mode: int = 0o755) -> str:
+        """Make a host file (e.g. a probe binary built on the host) available inside the
+        environment; return its path as seen inside. `dest` defaults to workdir/basename.
+
+        This portable default copies through `exec` (sh + base64 in chunks below the kernel's
+        per-argument limit), so it works on any platform that can run `sh`; platforms that
+        share the host filesystem (native) or have a faster channel (bind mount, 9p, image)
+        override it.
+        """
+        from .put_file import copy_via_exec  # local import: keeps base free of helpers
+
+        return copy_via_exec(self, host_path, dest, mode)
+
     def __enter__(self) -> Platform:
         try:
             self.provision()

@@ -49,6 +49,10 @@ class NativePlatform(Platform):
     def endpoint(self, port: int) -> tuple[str, int]:
         return ("127.0.0.1", port)
 
+    def put_file(self, host_path: str, dest: str | None = None, mode: int = 0o755) -> str:
+        # the environment is the host: the file is already where it is
+        return host_path if dest is None else str(shutil.copy2(host_path, dest))
+
     @property
     def workdir(self) -> str:
         return str(self._workdir)

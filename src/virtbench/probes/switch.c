@@ -1,0 +1,131 @@
+/* vb-switch: thread switch latency between threads of the same priority (seed 001 §6.2.2).
+ *
+ * N threads at one SCHED_FIFO priority, all on one CPU, yield to each other in turn. Just
+ * before sched_yield() a thread stores the clock; the thread that runs next reads the clock
+ * as soon as its own sched_yield() returns: the difference is one thread switch (syscall,
+ * scheduler, context switch, return). Every switch is stored in a buffer allocated before
+ * the threads start. Each thread's first activation is not counted (cold start).
+ *
+ * usage: vb-switch [--threads N] [--switches M] [--duration S] [--policy fifo|rr|other]
+ *                  [--priority P] [--allow-unprivileged] [--clock auto|tsc|monotonic_raw]
+ *                  [--cpu N] [--hist-bin-ns B]
+ */
+#include "vb_probe.h" /* first: it defines _GNU_SOURCE */
+
+#include <pthread.h>
+
+static vb_clock clk;
+static uint32_t *buf;
+static size_t cap;
+static volatile size_t n;          /* one CPU: only one thread runs at a time */
+static volatile uint64_t last;     /* clock just before the previous thread yielded */
+static volatile long last_owner = -1;
+static volatile uint64_t max_ticks, self_yields;
+static volatile int go;
+static uint64_t deadline;
+static long rounds;
+
+static void *worker(void *arg) {
+    long id = (long)arg;
+    unsigned cpu;
+    while (!go) sched_yield();
+    for (long r = 0; r < rounds; r++) {
+        uint64_t now = vb_read_end(&clk, &cpu);
+        uint64_t prev = last;
+        if (prev && r > 0) {
+            if (last_owner == id) {
+                self_yields++; /* not a switch: only happens without SCHED_FIFO */
+            } else {
+                uint64_t d = now - prev;
+                size_t i = __atomic_fetch_add(&n, 1, __ATOMIC_RELAXED);
+                if (i < cap) buf[i] = d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
+                if (d > max_ticks) max_ticks = d;
+            }
+        }
+        if (now >= deadline) break;
+        last_owner = id;
+        last = vb_read_start(&clk);
+        sched_yield();
+    }
+    last = 0; /* the next activation follows a thread exit, not a yield: don't count it */
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    long threads = 2, switches = 200000, priority = -1, cpu = -1;
+    double duration_s = 10, bin_ns = 50;
+    int allow_unpriv = 0;
+    const char *policy = "fifo", *clock_mode = "auto";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--allow-unprivileged") == 0) {
+            allow_unpriv = 1;
+            continue;
+        }
+        if (!v) vb_die(VB_EXIT_USAGE, "%s: missing value", a);
+        i++;
+        if (strcmp(a, "--threads") == 0)
+            threads = (long)vb_arg_num(a, v, 2, 10000);
+        else if (strcmp(a, "--switches") == 0)
+            switches = (long)vb_arg_num(a, v, 1, 1e9);
+        else if (strcmp(a, "--duration") == 0)
+            duration_s = vb_arg_num(a, v, 0.001, 1e6);
+        else if (strcmp(a, "--policy") == 0)
+            policy = v;
+        else if (strcmp(a, "--priority") == 0)
+            priority = (long)vb_arg_num(a, v, 0, 99);
+        else if (strcmp(a, "--clock") == 0)
+            clock_mode = v;
+        else if (strcmp(a, "--cpu") == 0)
+            cpu = (long)vb_arg_num(a, v, 0, CPU_SETSIZE - 1);
+        else if (strcmp(a, "--hist-bin-ns") == 0)
+            bin_ns = vb_arg_num(a, v, 1, 1e9);
+        else
+            vb_die(VB_EXIT_USAGE, "unknown option %s", a);
+    }
+    if (strcmp(clock_mode, "auto") && strcmp(clock_mode, "tsc") && strcmp(clock_mode, "monotonic_raw"))
+        vb_die(VB_EXIT_USAGE, "--clock: '%s' (allowed: auto, tsc, monotonic_raw)", clock_mode);
+    /* all threads on one CPU: the given one, else the one we were started on */
+    vb_pin(cpu >= 0 ? (int)cpu : sched_getcpu());
+    vb_sched s;
+    vb_sched_init(&s, policy, (int)priority, allow_unpriv);
+    vb_clock_init(&clk, clock_mode);
+
+    rounds = switches / threads + 2;
+    cap = (size_t)rounds * (size_t)threads;
+    buf = malloc(cap * sizeof *buf);
+    pthread_t *tid = malloc((size_t)threads * sizeof *tid);
+    if (!buf || !tid) vb_die(VB_EXIT_USAGE, "cannot allocate %zu samples", cap);
+    memset(buf, 0, cap * sizeof *buf);
+
+    /* Threads get the same policy and priority as main; small stacks, since mlockall locks
+     * them all (1000 x 8 MiB would not fit). */
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 64 * 1024);
+    pthread_attr_setinheritsched(&attr, PTHREAD_INHERIT_SCHED);
+    for (long i = 0; i < threads; i++) {
+        int e = pthread_create(&tid[i], &attr, worker, (void *)i);
+        if (e) vb_die(VB_EXIT_USAGE, "cannot create thread %ld of %ld: %s", i + 1, threads,
+                      strerror(e));
+    }
+    uint64_t t_start = vb_read_start(&clk);
+    deadline = t_start + (uint64_t)(duration_s * 1e9 / clk.ns_per_tick);
+    __atomic_store_n(&go, 1, __ATOMIC_RELEASE);
+    for (long i = 0; i < threads; i++) pthread_join(tid[i], NULL);
+    unsigned c_end;
+    uint64_t t_end = vb_read_end(&clk, &c_end);
+    vb_clock_finish(&clk);
+    size_t got = n < cap ? n : cap;
+    if (t_end >= deadline) vb_warning("--duration reached before all rounds were done");
+
+    printf("{\"probe\":\"switch\",\"version\":1,");
+    vb_json_common(&clk, &s);
+    printf("\"threads\":%ld,\"cpu\":%d,\"rounds\":%ld,\"duration_s\":%.6f,\"samples\":%zu,"
+           "\"self_yields\":%llu,",
+           threads, sched_getcpu(), rounds, (t_end - t_start) * clk.ns_per_tick / 1e9, got,
+           (unsigned long long)self_yields);
+    vb_json_stats(buf, got, max_ticks, clk.ns_per_tick, bin_ns);
+    printf("}\n");
+    return 0;
+}
