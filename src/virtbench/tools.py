@@ -26,9 +26,12 @@ TOOLS: dict[str, Tool] = {
     for t in [
         Tool("sysbench", "sysbench", purpose="cpu and memory benchmarks"),
         Tool("stress-ng", "stress-ng", purpose="cpu stressors, antagonists"),
-        Tool("hpcc", "hpcc", ("-h",), purpose="LINPACK (HPL) GFLOPS"),
+        # hpcc has no version flag: any invocation runs the whole benchmark and writes
+        # hpccoutf.txt into the cwd, so its version comes from dpkg (empty version_args).
+        Tool("hpcc", "hpcc", (), purpose="LINPACK (HPL) GFLOPS"),
         Tool("mpirun", "openmpi-bin", purpose="launcher for hpcc"),
         Tool("fio", "fio", purpose="disk benchmarks"),
+        Tool("mbw", "mbw", (), purpose="memory copy bandwidth"),
         Tool("iperf3", "iperf3", purpose="TCP/UDP throughput"),
         Tool("sockperf", "sockperf", ("--version",), purpose="request/response latency"),
         Tool("httperf", "httperf", purpose="open-loop web rate sweeps"),
@@ -72,8 +75,14 @@ def version(name: str) -> str | None:
     if path is None:
         return None
     tool = TOOLS.get(name, Tool(name, name))
+    # Empty version_args: the tool has no harmless version flag; ask the package manager.
+    argv = (
+        [path, *tool.version_args]
+        if tool.version_args
+        else ["dpkg-query", "-W", "-f=${Version}", tool.package]
+    )
     try:
-        out = subprocess.run([path, *tool.version_args], capture_output=True, text=True, timeout=10)
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
     text = (out.stdout or "") + (out.stderr or "")
