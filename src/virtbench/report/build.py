@@ -1,26 +1,60 @@
-"""Report entry point (minimal placeholder; replaced by the full report)."""
+"""Report entry point: `write(store, run_id, results_dir, output) -> (html_path, markdown)`.
+
+Reads only the store, runs every registered section (see `report.sections`) and writes ONE
+self-contained HTML file (inline CSS and SVG, no script, no external resource); returns the
+compact Markdown summary the CLI prints.
+"""
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
+from ..errors import VirtbenchError
 from ..store.db import Store
+from . import sections
+from .data import ReportData
+from .html import Raw, h, page
 
 
-def write(store: Store, run_id: str, results_dir: Path, output: Path | None = None):
-    rows = store.sample_rows(run_id)
-    md = [
-        f"# virtbench run {run_id}",
-        "",
-        "| platform | test case | metric | value |",
-        "|---|---|---|---|",
-    ]
-    for r in rows:
-        md.append(
-            f"| {r['platform']} | {r['test_case']} | {r['metric']} | {r['value']:.4g} {r['unit']} |"
-        )
-    text = "\n".join(md)
-    path = output or Path(results_dir) / "reports" / f"{run_id}.html"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"<html><body><pre>{text}</pre></body></html>")
-    return path, text
+def render(store: Store, run_id: str) -> tuple[str, str]:
+    """(html, markdown) of one run."""
+    sections.discover()
+    data = ReportData.load(store, run_id)
+    parts = sections.render(data)
+    body = "".join(
+        f'<section id="{s.anchor}"><h2>{h(s.title)}</h2>{s.html}</section>' for s in parts
+    )
+    nav = [(s.anchor, s.title) for s in parts]
+    title = f"virtbench · {data.run['name']} · {run_id}"
+    subtitle = (
+        "mean ± 95% confidence interval (Student t) over valid repetitions; "
+        "ratio > 1 = better than the baseline; overhead % > 0 = worse; "
+        "high CV (> 10%) and invalid samples are flagged."
+    )
+    html_text = page(title, nav, Raw(body), subtitle)
+    markdown = "\n\n".join(s.markdown for s in parts if s.markdown)
+    return html_text, markdown
+
+
+def write(
+    store: Store, run_id: str, results_dir: Path, output: Path | None = None
+) -> tuple[Path, str]:
+    html_text, markdown = render(store, run_id)
+    path = Path(output) if output else Path(results_dir) / "reports" / f"{run_id}.html"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # write-then-rename: a crash never leaves a half report where a good one was
+        fd, tmp = tempfile.mkstemp(prefix=".vb-report-", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(html_text)
+            os.chmod(tmp, 0o644)  # mkstemp makes it 0600; a report is meant to be shared
+            os.replace(tmp, path)
+        except OSError:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        raise VirtbenchError(f"cannot write report {path}: {exc.strerror or exc}") from exc
+    return path, markdown

@@ -1,0 +1,99 @@
+"""Normalization of every group against the campaign's baseline platform.
+
+ratio       oriented so that > 1 means better than the baseline, for both directions:
+            higher-is-better: mean / baseline_mean; lower-is-better: baseline_mean / mean.
+overhead %  how much worse the raw metric is than the baseline, in the metric's own
+            direction (positive = worse): HIB (b - x) / b · 100, LIB (x - b) / b · 100.
+
+The ratio's 95% CI comes from the delta method in log space:
+var(log ratio) ≈ cv_x² / n_x + cv_b² / n_b, with Welch-Satterthwaite degrees of freedom,
+so the interval is asymmetric and never crosses zero. The overhead CI is the same interval
+mapped through the (monotone) overhead formula.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .groups import Group, GroupKey
+from .stats import CONFIDENCE, t_critical, welch_df
+
+
+@dataclass(frozen=True)
+class Comparison:
+    key: GroupKey
+    baseline: GroupKey
+    ratio: float
+    log_var: float | None  # variance of log(ratio); None when a side has n < 2
+    log_df: float | None  # its Welch-Satterthwaite degrees of freedom
+    higher_is_better: bool
+    ratio_low: float | None = None
+    ratio_high: float | None = None
+
+    @property
+    def overhead_pct(self) -> float:
+        return overhead_from_ratio(self.ratio, self.higher_is_better)
+
+    @property
+    def overhead_range(self) -> tuple[float, float] | None:
+        if self.ratio_low is None or self.ratio_high is None:
+            return None
+        a = overhead_from_ratio(self.ratio_low, self.higher_is_better)
+        b = overhead_from_ratio(self.ratio_high, self.higher_is_better)
+        return (min(a, b), max(a, b))
+
+
+def overhead_from_ratio(ratio: float, higher_is_better: bool) -> float:
+    """Overhead % from an oriented ratio (see module docstring)."""
+    if higher_is_better:
+        return (1.0 - ratio) * 100.0  # ratio = x/b
+    return (1.0 / ratio - 1.0) * 100.0  # ratio = b/x, so x/b = 1/ratio
+
+
+def log_terms(g: Group) -> tuple[float, float] | None:
+    """(variance of log(mean), df) of a group's mean, or None without spread."""
+    s = g.summary
+    if s.n < 2 or s.stdev is None or not s.mean:
+        return None
+    cv = s.stdev / abs(s.mean)
+    return (cv * cv / s.n, float(s.n - 1))
+
+
+def compare(x: Group, base: Group, confidence: float = CONFIDENCE) -> Comparison | None:
+    """x against base; None when either mean is missing or not positive (no ratio)."""
+    mx, mb = x.summary.mean, base.summary.mean
+    if mx is None or mb is None or mx <= 0 or mb <= 0:
+        return None
+    hib = x.higher_is_better
+    ratio = mx / mb if hib else mb / mx
+    tx, tb = log_terms(x), log_terms(base)
+    if x.key == base.key:
+        # the baseline against itself is exactly 1, not a noisy estimate of 1
+        return Comparison(x.key, base.key, 1.0, 0.0, None, hib, 1.0, 1.0)
+    if tx is None or tb is None:
+        return Comparison(x.key, base.key, ratio, None, None, hib)
+    var = tx[0] + tb[0]
+    df = welch_df([tx[0], tb[0]], [tx[1], tb[1]])
+    if df is None:
+        return Comparison(x.key, base.key, ratio, None, None, hib)
+    half = t_critical(df, confidence) * math.sqrt(var)
+    return Comparison(
+        x.key, base.key, ratio, var, df, hib, ratio * math.exp(-half), ratio * math.exp(half)
+    )
+
+
+def against_baseline(groups: list[Group], baseline: str | None) -> dict[GroupKey, Comparison]:
+    """Every group that has a matching baseline group (same test, scenario, role, dims)."""
+    if not baseline:
+        return {}
+    by_key = {g.key: g for g in groups}
+    out: dict[GroupKey, Comparison] = {}
+    for g in groups:
+        base = by_key.get(g.key.on(baseline))
+        if base is None:
+            continue
+        c = compare(g, base)
+        if c is not None:
+            out[g.key] = c
+    return out

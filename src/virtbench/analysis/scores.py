@@ -1,0 +1,209 @@
+"""Two summary scores per suite: seed 004's normalized score and a geometric mean of ratios.
+
+Seed 004 (§3.6): each test case's average result t is divided by the largest average of
+that test case over all configurations (test_score = t / max t), and a suite's total score
+is Σ sgn · test_score with sgn = -1 for lower-is-better tests. Faithful to the paper, the
+max is taken for LIB tests too (so a LIB test subtracts most from the *worst*
+configuration). Here a configuration is a (platform, scenario) pair and a test is one
+(test case, primary metric, dimension labels) of the target role, so a fio test with
+buffered and O_DIRECT results counts as two tests (as PTS's "Dbench1..4" do in the paper).
+Its ± is an approximation: each test's CI half width divided by the same max, summed in
+quadrature (the max is treated as a constant).
+
+Geometric mean: for each non-baseline platform and scenario, the geometric mean of the
+oriented ratios to the baseline (> 1 = better), weighted so that every test case counts
+once in its suite (a 20-point block-size sweep does not outweigh one single-number test)
+and every suite once overall. Its 95% CI propagates each ratio's log-space variance
+(delta method, Welch-Satterthwaite df), i.e. it reflects measurement noise, not the
+spread between test cases; that spread is shown as the min..max of the ratios.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+
+from .groups import Group, GroupKey
+from .normalize import Comparison
+from .stats import CONFIDENCE, t_critical, welch_df
+
+Config = tuple[str, str]  # (platform, scenario)
+
+
+def _scored(groups: list[Group]) -> list[Group]:
+    return [
+        g for g in groups if g.primary and g.key.role == "target" and g.summary.mean is not None
+    ]
+
+
+# --- seed 004 --------------------------------------------------------------------------
+
+
+@dataclass
+class Seed004Total:
+    total: float
+    ci_half: float | None
+    n_tests: int
+    missing: list[str] = field(default_factory=list)  # tests other configurations have
+
+
+@dataclass
+class Seed004Suite:
+    suite: str
+    tests: list[Hashable]
+    labels: dict[Hashable, str]  # test -> display name
+    hib: dict[Hashable, bool]
+    configs: list[Config]
+    test_scores: dict[tuple[Hashable, Config], float]
+    totals: dict[Config, Seed004Total]
+
+
+def seed004_scores(
+    means: dict[Hashable, dict[Hashable, float]],
+    hib: dict[Hashable, bool],
+    ci_halves: dict[Hashable, dict[Hashable, float | None]] | None = None,
+) -> tuple[dict[tuple[Hashable, Hashable], float], dict[Hashable, Seed004Total]]:
+    """Seed 004 formulas (1) and (2) on means[test][config] -> (test_scores, totals)."""
+    scores: dict[tuple[Hashable, Hashable], float] = {}
+    configs: list[Hashable] = []
+    for per_config in means.values():
+        for c in per_config:
+            if c not in configs:
+                configs.append(c)
+    sq: dict[Hashable, float | None] = {c: 0.0 for c in configs}
+    totals: dict[Hashable, float] = {c: 0.0 for c in configs}
+    count: dict[Hashable, int] = {c: 0 for c in configs}
+    for test, per_config in means.items():
+        top = max(per_config.values())
+        if top <= 0:
+            continue  # a normalized score needs a positive maximum
+        sgn = 1.0 if hib[test] else -1.0
+        for c, t in per_config.items():
+            s = t / top
+            scores[(test, c)] = s
+            totals[c] += sgn * s
+            count[c] += 1
+            half = (ci_halves or {}).get(test, {}).get(c)
+            if half is None or sq[c] is None:
+                sq[c] = None
+            else:
+                sq[c] += (half / top) ** 2
+    out = {}
+    for c in configs:
+        missing = [str(t) for t, pc in means.items() if c not in pc]
+        ci = math.sqrt(sq[c]) if sq[c] is not None and ci_halves is not None else None
+        out[c] = Seed004Total(totals[c], ci, count[c], missing)
+    return scores, out
+
+
+def test_label(key: GroupKey) -> str:
+    return key.test_case + (f" [{key.dims_text}]" if key.dims else "")
+
+
+def seed004(groups: list[Group]) -> list[Seed004Suite]:
+    """Seed 004 scores for every suite of a run."""
+    suites: dict[str, list[Group]] = {}
+    for g in _scored(groups):
+        suites.setdefault(g.key.suite, []).append(g)
+    result = []
+    for suite, gs in suites.items():
+        means: dict[Hashable, dict[Hashable, float]] = {}
+        halves: dict[Hashable, dict[Hashable, float | None]] = {}
+        hib: dict[Hashable, bool] = {}
+        labels: dict[Hashable, str] = {}
+        configs: list[Config] = []
+        for g in gs:
+            test, cfg = g.key.test, (g.key.platform, g.key.scenario)
+            means.setdefault(test, {})[cfg] = g.summary.mean
+            halves.setdefault(test, {})[cfg] = g.summary.ci_half
+            hib[test], labels[test] = g.higher_is_better, test_label(g.key)
+            if cfg not in configs:
+                configs.append(cfg)
+        scores, totals = seed004_scores(means, hib, halves)
+        for cfg, t in totals.items():  # name missing tests readably
+            t.missing = [labels[test] for test in means if cfg not in means[test]]
+        result.append(Seed004Suite(suite, list(means), labels, hib, configs, scores, totals))
+    return result
+
+
+# --- geometric mean of ratios ----------------------------------------------------------
+
+
+@dataclass
+class GeoMean:
+    suite: str  # a suite name, or "all"
+    platform: str
+    scenario: str
+    value: float
+    low: float | None
+    high: float | None
+    n_tests: int  # test cases that contributed
+    ratio_min: float
+    ratio_max: float
+    note: str = ""  # why there is no CI, if there is none
+
+    @property
+    def overhead_pct(self) -> float:
+        return (1.0 - self.value) * 100.0
+
+
+def weighted_geomean(
+    entries: list[tuple[float, Comparison]], confidence: float = CONFIDENCE
+) -> tuple[float, float | None, float | None, str]:
+    """Σ w·log r with CI from Σ w²·var(log r). entries: (weight, comparison)."""
+    logs = sum(w * math.log(c.ratio) for w, c in entries)
+    value = math.exp(logs)
+    if any(c.log_var is None for _, c in entries):
+        return value, None, None, "a ratio has fewer than 2 valid samples on one side"
+    terms = [w * w * c.log_var for w, c in entries]  # type: ignore[operator]
+    dfs = [c.log_df for _, c in entries if c.log_df is not None]
+    df = welch_df(
+        [t for t, (_, c) in zip(terms, entries, strict=True) if c.log_df is not None], dfs
+    )
+    if df is None:
+        return value, None, None, "no degrees of freedom"
+    half = t_critical(df, confidence) * math.sqrt(sum(terms))
+    return value, value * math.exp(-half), value * math.exp(half), ""
+
+
+def _weights(comps: list[Comparison]) -> list[tuple[float, Comparison]]:
+    """Every test case weighs 1, shared equally among its dimension points."""
+    per_tc: dict[str, list[Comparison]] = {}
+    for c in comps:
+        per_tc.setdefault(c.key.test_case, []).append(c)
+    return [(1.0 / (len(per_tc) * len(cs)), c) for cs in per_tc.values() for c in cs]
+
+
+def geomeans(
+    groups: list[Group], comparisons: dict[GroupKey, Comparison], baseline: str | None
+) -> list[GeoMean]:
+    """Per suite and overall ("all"), for every non-baseline (platform, scenario)."""
+    if not baseline:
+        return []
+    by_cfg: dict[Config, dict[str, list[Comparison]]] = {}
+    for g in _scored(groups):
+        c = comparisons.get(g.key)
+        if c is None or g.key.platform == baseline:
+            continue
+        cfg = (g.key.platform, g.key.scenario)
+        by_cfg.setdefault(cfg, {}).setdefault(g.key.suite, []).append(c)
+    out: list[GeoMean] = []
+    for (platform, scenario), suites in by_cfg.items():
+        overall: list[tuple[float, Comparison]] = []
+        for suite, comps in suites.items():
+            weighted = _weights(comps)
+            overall += [(w / len(suites), c) for w, c in weighted]
+            out.append(_geo(suite, platform, scenario, weighted))
+        if len(suites) > 1:
+            out.append(_geo("all", platform, scenario, overall))
+    return out
+
+
+def _geo(suite: str, platform: str, scenario: str, weighted) -> GeoMean:
+    value, low, high, note = weighted_geomean(weighted)
+    ratios = [c.ratio for _, c in weighted]
+    n_tc = len({c.key.test_case for _, c in weighted})
+    return GeoMean(
+        suite, platform, scenario, value, low, high, n_tc, min(ratios), max(ratios), note
+    )

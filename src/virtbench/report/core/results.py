@@ -1,0 +1,176 @@
+"""Section 30: one section per suite — table (mean ± CI, CV, n, ratio, overhead) and bar
+charts with error bars of every test case's primary metric per platform."""
+
+from __future__ import annotations
+
+from ...analysis.groups import Group
+from ...analysis.stats import HIGH_CV
+from .. import fmt
+from ..data import ReportData
+from ..html import Raw, Td, badge, details, md_table, scroll, table
+from ..sections import Section, register_section
+from ..svg import Bar, bar_chart
+
+MAX_BARS_GROUPS = 12  # more x groups than this (a sweep) is a curve, not a bar chart
+MD_ROWS_PER_TEST = 6  # terminal summary: rows per test case before "+N more"
+
+HEADERS = [
+    "test case",
+    "metric",
+    "scenario",
+    "platform",
+    "n",
+    "mean ± 95% CI",  # the CI of the mean, Student t over the valid repetitions
+    "median",
+    "CV",
+    "min – max",
+    "ratio to baseline [95% CI]",
+    "overhead %",
+]
+
+
+def describe_test(g: Group) -> str:
+    return g.key.test_case + (f" [{fmt.dims(g.key.dims)}]" if g.key.dims else "")
+
+
+def n_cell(g: Group) -> Td | Raw:
+    text = str(g.summary.n)
+    if g.n_invalid:
+        reasons = "; ".join(sorted({i.reason for i in g.invalid}))
+        return Td(Raw(text + badge(f"+{g.n_invalid} invalid", "bad", reasons)), "num bad")
+    if g.summary.n < 2:
+        return Td(Raw(text + badge("no CI", "warn", "fewer than 2 valid samples")), "num")
+    return Td(text, "num")
+
+
+def ratio_cells(data: ReportData, g: Group) -> list[Td]:
+    c = data.comparisons.get(g.key)
+    if g.key.platform == data.baseline:
+        return [Td("baseline", "num base"), Td("", "num base")]
+    if c is None:
+        return [Td("–", "num"), Td("–", "num")]
+    ci = f" [{fmt.ratio(c.ratio_low)}–{fmt.ratio(c.ratio_high)}]" if c.ratio_low else ""
+    cls = (
+        "good"
+        if c.ratio_low and c.ratio_low > 1
+        else "worse"
+        if c.ratio_high and c.ratio_high < 1
+        else ""
+    )
+    oh = c.overhead_range
+    oh_text = fmt.signed_pct(c.overhead_pct) + (
+        f" [{fmt.signed_pct(oh[0])} … {fmt.signed_pct(oh[1])}]" if oh else ""
+    )
+    return [Td(fmt.ratio(c.ratio) + ci, f"num {cls}"), Td(oh_text, f"num {cls}")]
+
+
+def group_row(data: ReportData, g: Group) -> list:
+    s = g.summary
+    cv = s.cv
+    cv_td = Td(
+        Raw(fmt.pct(cv) + (badge("high CV", "warn") if s.noisy else "")),
+        "num noisy" if s.noisy else "num",
+        f"coefficient of variation above {HIGH_CV:.0%}: noisy" if s.noisy else "",
+    )
+    direction = "higher is better" if g.higher_is_better else "lower is better"
+    return [
+        describe_test(g),
+        Td(f"{g.key.metric} {'↑' if g.higher_is_better else '↓'}", "", f"{g.unit}, {direction}"),
+        g.key.scenario,
+        g.key.platform if g.key.role == "target" else f"{g.key.platform} · {g.key.role}",
+        n_cell(g),
+        Td(fmt.mean_ci(s.mean, s.ci_half, g.unit), "num"),
+        Td(fmt.num(s.median), "num"),
+        cv_td,
+        Td(f"{fmt.num(s.minimum)} – {fmt.num(s.maximum)}", "num"),
+        *ratio_cells(data, g),
+    ]
+
+
+def test_chart(data: ReportData, gs: list[Group]) -> str | None:
+    """Bars per platform, grouped by scenario (and dimension labels), for one test case."""
+    xs = list(dict.fromkeys((g.key.scenario, fmt.dims(g.key.dims)) for g in gs))
+    if len(xs) > MAX_BARS_GROUPS:
+        return None
+    one_scenario = len({x[0] for x in xs}) == 1 and any(x[1] for x in xs)
+    names = {x: " · ".join(p for p in (x[1:] if one_scenario else x) if p) for x in xs}
+    bars = {}
+    for g in gs:
+        s = g.summary
+        note = f"n={s.n}" + (f", CV {fmt.pct(s.cv)}" if s.cv is not None else "")
+        note += f", {g.n_invalid} invalid" if g.n_invalid else ""
+        bars[(names[(g.key.scenario, fmt.dims(g.key.dims))], g.key.platform)] = Bar(
+            s.mean, s.ci_low, s.ci_high, note, warn=s.noisy or bool(g.n_invalid)
+        )
+    series = [(p, data.colour(p)) for p in data.platforms if any(g.key.platform == p for g in gs)]
+    g0 = gs[0]
+    direction = "higher is better" if g0.higher_is_better else "lower is better"
+    title = f"{g0.key.test_case}: {g0.key.metric} ({direction}), mean with 95% CI"
+    return bar_chart(title, list(names.values()), series, bars, g0.unit)
+
+
+def md_summary(data: ReportData, suite: str, gs: list[Group]) -> str:
+    """Platform columns, one row per test (and scenario): mean ± CI (×ratio)."""
+    platforms = [p for p in data.platforms if any(g.key.platform == p for g in gs)]
+    rows: dict[tuple, dict[str, str]] = {}
+    label: dict[tuple, str] = {}
+    for g in gs:
+        k = (g.key.test_case, g.key.dims, g.key.scenario)
+        label[k] = describe_test(g) + (f" · {g.key.scenario}" if g.key.scenario != "solo" else "")
+        s = g.summary
+        text = fmt.mean_ci(s.mean, s.ci_half) if s.mean is not None else "no valid sample"
+        c = data.comparisons.get(g.key)
+        if c is not None and g.key.platform != data.baseline:
+            text += f" (×{c.ratio:.3f})"
+        text += " ⚠CV" if s.noisy else ""
+        text += f" +{g.n_invalid} invalid" if g.n_invalid else ""
+        rows.setdefault(k, {})[g.key.platform] = text
+    out, per_test = [], {}
+    for k in rows:
+        per_test[k[0]] = per_test.get(k[0], 0) + 1
+        if per_test[k[0]] <= MD_ROWS_PER_TEST:
+            out.append([label[k], *[rows[k].get(p, "–") for p in platforms]])
+    more = {t: n - MD_ROWS_PER_TEST for t, n in per_test.items() if n > MD_ROWS_PER_TEST}
+    unit = {g.key.test_case: f"{g.unit}, {'HIB' if g.higher_is_better else 'LIB'}" for g in gs}
+    text = f"## {suite}\n" + md_table(["test case", *platforms], out)
+    text += "\n\n" + "; ".join(f"{t}: {u}" for t, u in unit.items())
+    if more:
+        text += "\n" + "; ".join(f"{t}: +{n} more rows in the HTML report" for t, n in more.items())
+    return text
+
+
+@register_section(30, "suites")
+def suite_sections(data: ReportData) -> list[Section]:
+    try:
+        from ...workloads.registry import SUITES
+    except Exception:  # noqa: BLE001
+        SUITES = {}  # noqa: N806
+    out = []
+    for suite in data.suites:
+        primary = data.select(suite=suite, primary=True)
+        others = [g for g in data.select(suite=suite, role=None) if g not in primary]
+        if not primary and not others:
+            out.append(
+                Section(
+                    f"Suite: {suite}",
+                    Raw('<p class="note">No samples.</p>'),
+                    f"## {suite}\nno samples",
+                )
+            )
+            continue
+        body = Raw(f'<p class="note">{SUITES.get(suite, "")}</p>') if suite in SUITES else Raw("")
+        body += scroll(table(HEADERS, [group_row(data, g) for g in primary]))
+        charts = []
+        for tc in dict.fromkeys(g.key.test_case for g in primary):
+            svg = test_chart(data, [g for g in primary if g.key.test_case == tc])
+            if svg:
+                charts.append(svg)
+        if charts:
+            body += Raw('<div class="charts">' + "".join(charts) + "</div>")
+        if others:
+            body += details(
+                f"Other metrics and roles ({len(others)} rows)",
+                scroll(table(HEADERS, [group_row(data, g) for g in others])),
+            )
+        out.append(Section(f"Suite: {suite}", body, md_summary(data, suite, primary or others)))
+    return out

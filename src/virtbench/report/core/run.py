@@ -1,0 +1,142 @@
+"""Sections: run facts with cell outcomes and errors (10), host and platform facts (20)."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+from ..data import ReportData
+from ..html import Raw, Td, badge, h, kv_table, table
+from ..sections import Section, register_section
+
+STATUS_KIND = {"ok": "ok", "failed": "bad", "timeout": "bad", "pending": "warn", "running": "warn"}
+MAX_ERROR = 3000  # characters of an error message shown in the HTML (the store keeps all)
+
+
+def _when(ts: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "–"
+
+
+def _duration(a: float | None, b: float | None) -> str:
+    if not a or not b:
+        return "–"
+    s = int(b - a)
+    return (
+        f"{s // 3600}h {s % 3600 // 60:02d}m {s % 60:02d}s"
+        if s >= 3600
+        else f"{s // 60}m {s % 60:02d}s"
+    )
+
+
+def cell_counts(data: ReportData) -> Counter:
+    return Counter(c.status for c in data.cells)
+
+
+@register_section(10, "run")
+def run_section(data: ReportData) -> Section:
+    r, st = data.run, data.settings
+    counts = cell_counts(data)
+    status_badges = Raw(
+        "".join(badge(f"{n} {s}", STATUS_KIND.get(s, "info")) for s, n in sorted(counts.items()))
+    )
+    facts = [
+        ("run id", data.run_id),
+        ("campaign", f"{r['name']} ({r.get('campaign_file') or 'built-in'})"),
+        ("status", Raw(badge(r["status"], "ok" if r["status"] == "finished" else "bad"))),
+        ("started / finished", f"{_when(r['started_at'])} / {_when(r.get('finished_at'))}"),
+        ("duration", _duration(r["started_at"], r.get("finished_at"))),
+        ("cells", status_badges),
+        ("repetitions / warm-up", f"{st.get('repetitions')} / {st.get('warmup')}"),
+        (
+            "order / seed",
+            f"{st.get('order')} / {r.get('seed') if r.get('seed') is not None else '–'}",
+        ),
+        ("baseline platform", st.get("baseline") or "none (no normalization)"),
+        ("cell timeout", f"{st.get('cell_timeout')} s"),
+        (
+            "target / client CPUs",
+            f"{st.get('target_cpus') or 'free'} / {st.get('client_cpus') or 'free'}",
+        ),
+        ("virtbench", r.get("virtbench_version") or "–"),
+    ]
+    body = kv_table(facts)
+    bad = [c for c in data.cells if c.status not in ("ok",)]
+    if bad:
+        rows = [
+            [
+                c.seq,
+                c.platform,
+                c.test_case,
+                c.scenario,
+                c.repetition,
+                Td(c.status, "bad"),
+                Raw(f'<pre class="err">{h((c.error or "")[:MAX_ERROR])}</pre>') if c.error else "",
+            ]
+            for c in bad
+        ]
+        body += Raw("<h3>Cells that did not finish ok</h3>") + table(
+            ["#", "platform", "test case", "scenario", "rep", "status", "error"], rows
+        )
+    md = [
+        f"# virtbench run {data.run_id}: campaign {r['name']} ({r['status']})",
+        "cells: "
+        + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+        + (f"; baseline: {st['baseline']}" if st.get("baseline") else ""),
+    ]
+    if bad:
+        md.append("")
+        md.append("Cells that did not finish ok:")
+        for c in bad:
+            err = (c.error or "").strip().splitlines()
+            md.append(
+                f"- {c.platform} {c.test_case} {c.scenario} #{c.repetition}: {c.status}"
+                + (f": {err[0][:200]}" if err else "")
+            )
+    return Section("Run", body, "\n".join(md))
+
+
+def _gib(n: int | None) -> str:
+    return f"{n / 2**30:.1f} GiB" if n else "–"
+
+
+@register_section(20, "host")
+def host_section(data: ReportData) -> Section:
+    f = data.host
+    cpus = f.get("cpus_allowed")
+    facts = [
+        ("CPU", f.get("cpu_model", "–")),
+        ("cores", f"{f.get('cores', '–')}" + (f" (allowed: {cpus})" if cpus else "")),
+        ("memory", _gib(f.get("memory_bytes"))),
+        ("kernel / OS", f"{f.get('kernel', '–')} / {f.get('os', '–')}"),
+        ("this host runs on", f.get("virtualization", "–")),
+        ("cgroup", f.get("cgroup", "–")),
+        ("KVM flavour", f.get("kvm", "–")),
+        (
+            "governor / SMT / THP",
+            f"{f.get('governor') or '–'} / {f.get('smt') or '–'} / {f.get('thp') or '–'}",
+        ),
+        ("hostname / python", f"{f.get('hostname', '–')} / {f.get('python', '–')}"),
+    ]
+    plats = data.platform_labels()
+    prow = []
+    for name in data.platforms:
+        lab = dict(plats.get(name, {}))
+        ptype = lab.pop("platform_type", lab.pop("type", "–"))
+        accel = lab.pop("accel_used", None) or lab.get("accel") or "–"
+        opts = ", ".join(f"{k}={v}" for k, v in sorted(lab.items()) if k not in ("name",))
+        prow.append(
+            [name + (" (baseline)" if name == data.baseline else ""), ptype, accel, opts or "–"]
+        )
+    versions = f.get("tool_versions") or {}
+    body = kv_table(facts)
+    body += Raw("<h3>Platforms</h3>") + table(["platform", "type", "accel used", "options"], prow)
+    if versions:
+        body += Raw("<h3>Tool versions</h3>") + table(
+            ["tool", "version"], [[k, v or "–"] for k, v in sorted(versions.items())]
+        )
+    md = (
+        f"host: {f.get('cpu_model', '?')}, {f.get('cores', '?')} cores, "
+        f"{_gib(f.get('memory_bytes'))}, kernel {f.get('kernel', '?')}, "
+        f"cgroup {f.get('cgroup', '?')}, kvm {f.get('kvm', '?')}, on {f.get('virtualization', '?')}"
+    )
+    return Section("Host", body, md)

@@ -1,0 +1,114 @@
+"""HTML and Markdown building blocks: escaped tables, badges and the page shell.
+
+Everything user- or tool-provided goes through `escape` (platform names, error messages);
+pass `Raw` for markup you built yourself. The page has inline CSS and no external resource.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from html import escape
+
+
+class Raw(str):
+    """Markup that is already safe HTML (not escaped again)."""
+
+
+@dataclass
+class Td:
+    content: str | Raw
+    cls: str = ""
+    title: str = ""
+
+
+CellLike = str | Raw | Td | int | float | None
+
+
+def h(value: object) -> str:
+    return value if isinstance(value, Raw) else escape(str(value))
+
+
+def _cell(tag: str, c: CellLike) -> str:
+    if not isinstance(c, Td):
+        c = Td("" if c is None else c if isinstance(c, str) else str(c))
+    attrs = (f' class="{c.cls}"' if c.cls else "") + (
+        f' title="{escape(c.title)}"' if c.title else ""
+    )
+    return f"<{tag}{attrs}>{h(c.content)}</{tag}>"
+
+
+def table(headers: Sequence[CellLike], rows: Sequence[Sequence[CellLike]], cls: str = "") -> Raw:
+    head = "".join(_cell("th", x) for x in headers)
+    body = "".join("<tr>" + "".join(_cell("td", x) for x in r) + "</tr>" for r in rows)
+    c = f' class="{cls}"' if cls else ""
+    return Raw(f"<table{c}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+
+
+def scroll(inner: str) -> Raw:
+    """Wide tables scroll sideways instead of overflowing the page."""
+    return Raw(f'<div class="scroll">{inner}</div>')
+
+
+def kv_table(pairs: Sequence[tuple[str, CellLike]]) -> Raw:
+    body = "".join(f"<tr><th>{h(k)}</th>{_cell('td', v)}</tr>" for k, v in pairs)
+    return Raw(f'<table class="kv"><tbody>{body}</tbody></table>')
+
+
+def badge(text: str, kind: str = "warn", title: str = "") -> Raw:
+    t = f' title="{escape(title)}"' if title else ""
+    return Raw(f'<span class="badge {kind}"{t}>{escape(text)}</span>')
+
+
+def details(summary: str, body: str) -> Raw:
+    return Raw(f"<details><summary>{h(summary)}</summary>{body}</details>")
+
+
+def md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    def clean(s: object) -> str:
+        return str(s).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(clean(x) for x in headers) + " |"]
+    lines.append("|" + "---|" * len(headers))
+    lines += ["| " + " | ".join(clean(x) for x in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1d1d1f;margin:0;
+ background:#fafafa}
+main{max-width:1180px;margin:0 auto;padding:12px 24px 48px}
+h1{font-size:22px;margin:16px 0 4px}h2{font-size:18px;margin:28px 0 8px;
+ border-bottom:2px solid #0072B2;padding-bottom:3px}h3{font-size:15px;margin:18px 0 6px}
+nav{background:#fff;border:1px solid #ddd;padding:6px 12px;margin:8px 0;font-size:13px}
+nav a{margin-right:12px;color:#0057a0;text-decoration:none}
+table{border-collapse:collapse;margin:6px 0 12px;background:#fff;font-size:13px}
+th,td{border:1px solid #d8d8d8;padding:3px 8px;text-align:left;vertical-align:top}
+thead th{background:#eef3f8;position:sticky;top:0}
+td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+table.kv th{background:#f4f4f4;font-weight:600;white-space:nowrap}
+td.noisy{background:#fff4ce}td.bad,tr.bad td{background:#fde2e1}td.good{color:#05660f}
+td.worse{color:#a40000}td.base{color:#666}
+.badge{display:inline-block;border-radius:3px;padding:0 5px;margin-left:4px;font-size:11px;
+ font-weight:600}
+.badge.warn{background:#ffe08a;color:#5a4300}.badge.bad{background:#d93025;color:#fff}
+.badge.ok{background:#cdebd3;color:#0b4d1a}.badge.info{background:#e3ebf5;color:#24466b}
+pre.err{white-space:pre-wrap;background:#fff5f5;border:1px solid #f2c6c6;padding:6px;
+ margin:2px 0;font-size:12px;max-height:14em;overflow:auto}
+.note{color:#555;font-size:12.5px}.charts{display:flex;flex-wrap:wrap;gap:8px}
+svg.chart{background:#fff;border:1px solid #ddd}.scroll{overflow-x:auto;max-width:100%}
+details{margin:6px 0}summary{cursor:pointer;color:#0057a0}
+.section-error{border:1px solid #d93025;background:#fde2e1;padding:6px}
+"""
+
+
+def page(title: str, nav: Sequence[tuple[str, str]], body: str, subtitle: str = "") -> str:
+    links = "".join(f'<a href="#{escape(a)}">{escape(t)}</a>' for a, t in nav)
+    sub = f'<div class="note">{escape(subtitle)}</div>' if subtitle else ""
+    return (
+        "<!DOCTYPE html>\n"
+        f'<html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<style>{CSS}</style></head><body><main><h1>{escape(title)}</h1>{sub}"
+        f"<nav>{links}</nav>{body}</main></body></html>\n"
+    )

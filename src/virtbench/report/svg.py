@@ -1,0 +1,257 @@
+"""Inline SVG charts generated in Python: bar charts with error bars and line charts.
+
+No JavaScript and no external resources, so a report opens offline. Hovering a bar or point
+shows its exact value through SVG <title> tooltips. Public helpers for suite sections:
+`bar_chart`, `line_chart`, `Bar`, `Line`, `PALETTE`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from html import escape
+
+from .fmt import num, size
+
+# Colour-blind-friendly (Okabe-Ito) then a few extra; platforms keep one colour per report.
+PALETTE = (
+    "#0072B2",
+    "#E69F00",
+    "#009E73",
+    "#CC79A7",
+    "#D55E00",
+    "#56B4E9",
+    "#F0E442",
+    "#000000",
+    "#8C564B",
+    "#7F7F7F",
+)
+
+FONT = 'font-family="system-ui, sans-serif" font-size="11"'
+
+
+def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
+    """Round tick values covering [lo, hi]."""
+    if hi <= lo:
+        hi = lo + (abs(lo) or 1.0)
+    raw = (hi - lo) / max(count, 1)
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    start = math.floor(lo / step) * step
+    ticks, t = [], start
+    while t <= hi + step * 1e-9:
+        ticks.append(round(t, 12))
+        t += step
+    if ticks[-1] < hi:
+        ticks.append(ticks[-1] + step)
+    return ticks
+
+
+def bytes_label(v: float) -> str:
+    return size(v)
+
+
+@dataclass
+class Bar:
+    value: float | None  # None: no result (drawn as a gap with a note)
+    low: float | None = None
+    high: float | None = None
+    note: str = ""  # tooltip extra, e.g. "n=3, CV 4%"
+    warn: bool = False  # drawn hatched-outline: noisy or partly invalid
+
+
+@dataclass
+class Line:
+    name: str
+    colour: str
+    points: list[tuple[float, float, float | None, float | None]] = field(default_factory=list)
+
+
+def _frame(width: int, height: int, title: str) -> list[str]:
+    return [
+        f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}"'
+        f' role="img" aria-label="{escape(title)}">',
+        f"<title>{escape(title)}</title>",
+        f'<text x="{width / 2:.0f}" y="14" text-anchor="middle" {FONT} font-weight="bold">'
+        f"{escape(title)}</text>",
+    ]
+
+
+def _y_axis(out: list[str], ticks: Sequence[float], y: Callable, x0: float, x1: float) -> None:
+    for t in ticks:
+        yy = y(t)
+        out.append(
+            f'<line x1="{x0:.1f}" y1="{yy:.1f}" x2="{x1:.1f}" y2="{yy:.1f}" stroke="#e3e3e3"/>'
+        )
+        out.append(
+            f'<text x="{x0 - 4:.1f}" y="{yy + 4:.1f}" text-anchor="end" {FONT}>{num(t)}</text>'
+        )
+
+
+def bar_chart(
+    title: str,
+    groups: Sequence[str],
+    series: Sequence[tuple[str, str]],
+    bars: dict[tuple[str, str], Bar],
+    unit: str,
+    width: int | None = None,
+    height: int = 280,
+) -> str:
+    """Grouped bars: x groups (e.g. scenarios), one bar per series (platform, colour),
+    whiskers from low to high (the 95% CI). Width grows with the number of bars."""
+    if width is None:
+        legend = sum(24 + 6.5 * len(n) for n, _ in series) + 90
+        width = int(min(760, max(300, legend, 110 + len(groups) * (len(series) * 44 + 30))))
+    left, right, top, bottom = 70, 10, 26, 60
+    values = [
+        v
+        for b in bars.values()
+        for v in (b.value, b.low, b.high)
+        if v is not None and math.isfinite(v)
+    ]
+    ymin = min(0.0, *values) if values else 0.0
+    ymax = max(values) if values else 1.0
+    ticks = nice_ticks(ymin, ymax)
+    lo, hi = ticks[0], ticks[-1]
+    plot_h = height - top - bottom
+
+    def y(v: float) -> float:
+        return top + plot_h * (1 - (v - lo) / (hi - lo))
+
+    out = _frame(width, height, title)
+    _y_axis(out, ticks, y, left, width - right)
+    out.append(
+        f'<text x="12" y="{top + plot_h / 2:.0f}" transform="rotate(-90 12 {top + plot_h / 2:.0f})"'
+        f' text-anchor="middle" {FONT}>{escape(unit)}</text>'
+    )
+    gw = (width - left - right) / max(len(groups), 1)
+    bw = min(40.0, gw * 0.8 / max(len(series), 1))
+    for gi, g in enumerate(groups):
+        gx = left + gi * gw + (gw - bw * len(series)) / 2
+        for si, (name, colour) in enumerate(series):
+            b = bars.get((g, name))
+            x = gx + si * bw
+            if b is None or b.value is None:
+                out.append(
+                    f'<text x="{x + bw / 2:.1f}" y="{y(lo) - 4:.1f}" text-anchor="middle"'
+                    f' {FONT} fill="#b00">–<title>{escape(name)}: no valid result</title></text>'
+                )
+                continue
+            y0, y1 = y(max(lo, 0.0)), y(b.value)
+            tip = f"{name} · {g}: {num(b.value)} {unit}" + (f" ({b.note})" if b.note else "")
+            stroke = ' stroke="#b00" stroke-width="2" stroke-dasharray="4 2"' if b.warn else ""
+            out.append(
+                f'<rect x="{x + 1:.1f}" y="{min(y0, y1):.1f}" width="{bw - 2:.1f}"'
+                f' height="{abs(y0 - y1):.1f}" fill="{colour}"{stroke}>'
+                f"<title>{escape(tip)}</title></rect>"
+            )
+            if b.low is not None and b.high is not None:
+                cx = x + bw / 2
+                out.append(
+                    f'<path d="M{cx:.1f} {y(b.low):.1f}V{y(b.high):.1f}'
+                    f'M{cx - 4:.1f} {y(b.low):.1f}h8M{cx - 4:.1f} {y(b.high):.1f}h8"'
+                    ' stroke="#222" stroke-width="1.2" fill="none"/>'
+                )
+        out.append(
+            f'<text x="{left + gi * gw + gw / 2:.1f}" y="{height - bottom + 16}"'
+            f' text-anchor="middle" {FONT}>{escape(_clip(g, int(gw / 6)))}'
+            f"<title>{escape(g)}</title></text>"
+        )
+    _legend(out, series, left, height - 18)
+    out.append("</svg>")
+    return "".join(out)
+
+
+def line_chart(
+    title: str,
+    lines: Sequence[Line],
+    x_label: str,
+    y_label: str,
+    log_x: bool = False,
+    x_format: Callable[[float], str] = num,
+    width: int = 760,
+    height: int = 300,
+) -> str:
+    """Lines with optional vertical error bars; log2 x axis when log_x."""
+    left, right, top, bottom = 70, 14, 26, 62
+    pts = [p for ln in lines for p in ln.points if p[1] is not None]
+    xs = [p[0] for p in pts if not log_x or p[0] > 0]
+    ys = [v for p in pts for v in (p[1], p[2], p[3]) if v is not None and math.isfinite(v)]
+    out = _frame(width, height, title)
+    if not xs or not ys:
+        out.append(f'<text x="20" y="60" {FONT}>no data</text></svg>')
+        return "".join(out)
+
+    def fx(v: float) -> float:
+        return math.log2(v) if log_x else v
+
+    xlo, xhi = fx(min(xs)), fx(max(xs))
+    if xhi == xlo:
+        xlo, xhi = xlo - 1, xhi + 1
+    ticks = nice_ticks(min(0.0, min(ys)), max(ys))
+    ylo, yhi = ticks[0], ticks[-1]
+    plot_w, plot_h = width - left - right, height - top - bottom
+
+    def px(v: float) -> float:
+        return left + plot_w * (fx(v) - xlo) / (xhi - xlo)
+
+    def py(v: float) -> float:
+        return top + plot_h * (1 - (v - ylo) / (yhi - ylo))
+
+    _y_axis(out, ticks, py, left, width - right)
+    if log_x:
+        xt = [2.0**e for e in range(math.ceil(xlo), math.floor(xhi) + 1)]
+        stride = max(1, math.ceil(len(xt) / 12))
+        xt = xt[::stride]
+    else:
+        xt = [t for t in nice_ticks(xlo, xhi, 8) if xlo <= t <= xhi]
+    for t in xt:
+        out.append(
+            f'<text x="{px(t):.1f}" y="{height - bottom + 14}" text-anchor="middle" {FONT}>'
+            f"{escape(x_format(t))}</text>"
+        )
+        out.append(
+            f'<line x1="{px(t):.1f}" y1="{top}" x2="{px(t):.1f}" y2="{top + plot_h}"'
+            ' stroke="#f0f0f0"/>'
+        )
+    out.append(
+        f'<text x="{left + plot_w / 2:.0f}" y="{height - bottom + 30}" text-anchor="middle"'
+        f" {FONT}>{escape(x_label)}{' (log scale)' if log_x else ''}</text>"
+    )
+    out.append(
+        f'<text x="12" y="{top + plot_h / 2:.0f}" transform="rotate(-90 12 {top + plot_h / 2:.0f})"'
+        f' text-anchor="middle" {FONT}>{escape(y_label)}</text>'
+    )
+    for ln in lines:
+        good = sorted(p for p in ln.points if p[1] is not None and (not log_x or p[0] > 0))
+        if not good:
+            continue
+        d = "M" + "L".join(f"{px(x):.1f} {py(v):.1f}" for x, v, _, _ in good)
+        out.append(f'<path d="{d}" stroke="{ln.colour}" stroke-width="1.8" fill="none"/>')
+        for x, v, lo, hi in good:
+            if lo is not None and hi is not None:
+                out.append(
+                    f'<path d="M{px(x):.1f} {py(lo):.1f}V{py(hi):.1f}" stroke="{ln.colour}"'
+                    ' stroke-width="1"/>'
+                )
+            if len(good) <= 60:  # markers only where they stay readable
+                out.append(
+                    f'<circle cx="{px(x):.1f}" cy="{py(v):.1f}" r="2.6" fill="{ln.colour}">'
+                    f"<title>{escape(ln.name)}: {escape(x_format(x))} → {num(v)}</title></circle>"
+                )
+    _legend(out, [(ln.name, ln.colour) for ln in lines], left, height - 14)
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _legend(out: list[str], series: Sequence[tuple[str, str]], x: float, y: float) -> None:
+    for name, colour in series:
+        out.append(f'<rect x="{x:.1f}" y="{y - 9:.1f}" width="10" height="10" fill="{colour}"/>')
+        out.append(f'<text x="{x + 14:.1f}" y="{y:.1f}" {FONT}>{escape(name)}</text>')
+        x += 24 + 6.5 * len(name)
+
+
+def _clip(text: str, n: int) -> str:
+    n = max(n, 6)
+    return text if len(text) <= n else text[: n - 1] + "…"
