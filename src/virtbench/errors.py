@@ -51,4 +51,12 @@ class PlatformError(VirtbenchError):
 
 
 class WorkloadError(Exception):
-    """A tool run failed or its output could not be parsed (fails the cell, not the run)."""
+    """A tool run failed or its output could not be parsed (fails the cell, not the run).
+
+    `samples` carries what was measured before the failure (e.g. the steps of a rate sweep
+    before the server died); the runner stores them with the failed cell instead of losing them.
+    """
+
+    def __init__(self, *args: object, samples: list | None = None) -> None:
+        super().__init__(*args)
+        self.samples: list = list(samples or [])

@@ -270,7 +270,7 @@ class Runner:
                 samples = scenario.run(self._scenario_env(platform, wcls(), ctx))
             status, error = "ok", None
         except WorkloadError as exc:
-            samples, error = [], str(exc)
+            samples, error = list(getattr(exc, "samples", [])), str(exc)  # partial results kept
             status = "timeout" if "timed out" in error else "failed"
         except VirtbenchError as exc:
             samples, status, error = [], "failed", str(exc)
