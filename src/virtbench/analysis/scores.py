@@ -57,6 +57,7 @@ class Seed004Suite:
     configs: list[Config]
     test_scores: dict[tuple[Hashable, Config], float]
     totals: dict[Config, Seed004Total]
+    means: dict[tuple[Hashable, Config], float] = field(default_factory=dict)  # raw t
 
 
 def seed004_scores(
@@ -123,7 +124,8 @@ def seed004(groups: list[Group]) -> list[Seed004Suite]:
         scores, totals = seed004_scores(means, hib, halves)
         for cfg, t in totals.items():  # name missing tests readably
             t.missing = [labels[test] for test in means if cfg not in means[test]]
-        result.append(Seed004Suite(suite, list(means), labels, hib, configs, scores, totals))
+        raw = {(t, c): v for t, pc in means.items() for c, v in pc.items()}
+        result.append(Seed004Suite(suite, list(means), labels, hib, configs, scores, totals, raw))
     return result
 
 

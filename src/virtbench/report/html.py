@@ -87,6 +87,7 @@ th,td{border:1px solid #d8d8d8;padding:3px 8px;text-align:left;vertical-align:to
 thead th{background:#eef3f8;position:sticky;top:0}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 table.kv th{background:#f4f4f4;font-weight:600;white-space:nowrap}
+td.name{white-space:nowrap}small{color:#555}
 td.noisy{background:#fff4ce}td.bad,tr.bad td{background:#fde2e1}td.good{color:#05660f}
 td.worse{color:#a40000}td.base{color:#666}
 .badge{display:inline-block;border-radius:3px;padding:0 5px;margin-left:4px;font-size:11px;

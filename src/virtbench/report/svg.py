@@ -48,6 +48,11 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
     return ticks
 
 
+def tick(v: float) -> str:
+    """Axis tick text: no trailing zeros (0.5, 2.5, 1,000)."""
+    return num(v) if abs(v) >= 1000 else f"{v:.4g}"
+
+
 def bytes_label(v: float) -> str:
     return size(v)
 
@@ -85,7 +90,7 @@ def _y_axis(out: list[str], ticks: Sequence[float], y: Callable, x0: float, x1: 
             f'<line x1="{x0:.1f}" y1="{yy:.1f}" x2="{x1:.1f}" y2="{yy:.1f}" stroke="#e3e3e3"/>'
         )
         out.append(
-            f'<text x="{x0 - 4:.1f}" y="{yy + 4:.1f}" text-anchor="end" {FONT}>{num(t)}</text>'
+            f'<text x="{x0 - 4:.1f}" y="{yy + 4:.1f}" text-anchor="end" {FONT}>{tick(t)}</text>'
         )
 
 
@@ -102,7 +107,8 @@ def bar_chart(
     whiskers from low to high (the 95% CI). Width grows with the number of bars."""
     if width is None:
         legend = sum(24 + 6.5 * len(n) for n, _ in series) + 90
-        width = int(min(760, max(300, legend, 110 + len(groups) * (len(series) * 44 + 30))))
+        bars_w = 110 + len(groups) * (len(series) * 44 + 30)
+        width = int(min(760, max(300, legend, bars_w, 7 * len(title) + 20)))
     left, right, top, bottom = 70, 10, 26, 60
     values = [
         v
@@ -169,11 +175,12 @@ def line_chart(
     x_label: str,
     y_label: str,
     log_x: bool = False,
-    x_format: Callable[[float], str] = num,
+    x_format: Callable[[float], str] | None = None,
     width: int = 760,
     height: int = 300,
 ) -> str:
     """Lines with optional vertical error bars; log2 x axis when log_x."""
+    x_format = x_format or tick
     left, right, top, bottom = 70, 14, 26, 62
     pts = [p for ln in lines for p in ln.points if p[1] is not None]
     xs = [p[0] for p in pts if not log_x or p[0] > 0]

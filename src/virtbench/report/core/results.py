@@ -7,7 +7,7 @@ from ...analysis.groups import Group
 from ...analysis.stats import HIGH_CV
 from .. import fmt
 from ..data import ReportData
-from ..html import Raw, Td, badge, details, md_table, scroll, table
+from ..html import Raw, Td, badge, details, h, md_table, scroll, table
 from ..sections import Section, register_section
 from ..svg import Bar, bar_chart
 
@@ -25,7 +25,7 @@ HEADERS = [
     "CV",
     "min – max",
     "ratio to baseline [95% CI]",
-    "overhead %",
+    "overhead % [95% CI]",
 ]
 
 
@@ -49,19 +49,22 @@ def ratio_cells(data: ReportData, g: Group) -> list[Td]:
         return [Td("baseline", "num base"), Td("", "num base")]
     if c is None:
         return [Td("–", "num"), Td("–", "num")]
-    ci = f" [{fmt.ratio(c.ratio_low)}–{fmt.ratio(c.ratio_high)}]" if c.ratio_low else ""
-    cls = (
-        "good"
-        if c.ratio_low and c.ratio_low > 1
-        else "worse"
-        if c.ratio_high and c.ratio_high < 1
-        else ""
-    )
+    # colour only differences the CI says are real (interval entirely above/below 1)
+    cls = ""
+    if c.ratio_low is not None and c.ratio_low > 1:
+        cls = "good"
+    elif c.ratio_high is not None and c.ratio_high < 1:
+        cls = "worse"
+    ratio = Raw(h(fmt.ratio(c.ratio)))
+    oh_text = Raw(h(fmt.signed_pct(c.overhead_pct)))
+    if c.ratio_low is not None:
+        lo_hi = f"[{fmt.ratio(c.ratio_low)} – {fmt.ratio(c.ratio_high)}]"
+        ratio = Raw(ratio + f"<br><small>{h(lo_hi)}</small>")
     oh = c.overhead_range
-    oh_text = fmt.signed_pct(c.overhead_pct) + (
-        f" [{fmt.signed_pct(oh[0])} … {fmt.signed_pct(oh[1])}]" if oh else ""
-    )
-    return [Td(fmt.ratio(c.ratio) + ci, f"num {cls}"), Td(oh_text, f"num {cls}")]
+    if oh:
+        span = f"[{fmt.signed_pct(oh[0])} … {fmt.signed_pct(oh[1])}]"
+        oh_text = Raw(oh_text + f"<br><small>{h(span)}</small>")
+    return [Td(ratio, f"num {cls}"), Td(oh_text, f"num {cls}")]
 
 
 def group_row(data: ReportData, g: Group) -> list:
@@ -74,7 +77,7 @@ def group_row(data: ReportData, g: Group) -> list:
     )
     direction = "higher is better" if g.higher_is_better else "lower is better"
     return [
-        describe_test(g),
+        Td(describe_test(g), "name"),
         Td(f"{g.key.metric} {'↑' if g.higher_is_better else '↓'}", "", f"{g.unit}, {direction}"),
         g.key.scenario,
         g.key.platform if g.key.role == "target" else f"{g.key.platform} · {g.key.role}",

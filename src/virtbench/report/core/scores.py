@@ -78,7 +78,9 @@ def seed_html(s: Seed004Suite) -> str:
         cells = []
         for c in s.configs:
             v = s.test_scores.get((t, c))
-            cells.append(Td("–" if v is None else f"{v:.2f}", "num"))
+            raw = s.means.get((t, c))
+            text = "–" if v is None else f"{v:.2f}" + (f" ({fmt.num(raw)})" if raw else "")
+            cells.append(Td(text, "num"))
         tc, _metric, dims = t  # type: ignore[misc]
         label = tc + (f" [{fmt.dims(dims)}]" if dims else "")
         rows.append([label, "HIB" if s.hib[t] else "LIB", *cells])
