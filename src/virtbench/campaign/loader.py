@@ -91,7 +91,7 @@ def parse(text: str, file: str) -> Campaign:
     if settings.baseline is None:
         settings.baseline = names[0]
     tests = _suites(file, data.get("suites"))
-    scenarios = _scenarios(file, meta.get("scenarios", ["solo"]))
+    scenarios = _scenarios(file, meta.get("scenarios", ["solo"]), names)
     return Campaign(
         name=_typed(file, "campaign.name", meta.get("name", Path(file).stem), str),
         file=file,
@@ -318,7 +318,7 @@ def _check_range(file: str, key: str, value: Any, p: Param) -> None:
         raise CampaignError(file, key, f"must be <= {p.max}", value)
 
 
-def _scenarios(file: str, value: Any) -> list[str]:
+def _scenarios(file: str, value: Any, platform_names: list[str] | None = None) -> list[str]:
     _typed(file, "campaign.scenarios", value, list)
     if not value:
         raise CampaignError(
@@ -330,9 +330,18 @@ def _scenarios(file: str, value: Any) -> list[str]:
     for s in value:
         _typed(file, "campaign.scenarios", s, str)
         try:
-            scenario_registry.parse(s)
+            parsed = scenario_registry.parse(s)
         except ValueError as exc:
             raise CampaignError(
                 file, "campaign.scenarios", str(exc), s, scenario_registry.describe_allowed()
             ) from exc
+        for ref in parsed.platform_refs() if platform_names is not None else []:
+            if ref not in platform_names:
+                raise CampaignError(
+                    file,
+                    "campaign.scenarios",
+                    f"scenario '{s}' names platform '{ref}', not a platform of this campaign",
+                    ref,
+                    platform_names,
+                )
     return list(value)

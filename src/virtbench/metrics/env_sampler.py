@@ -57,7 +57,7 @@ class EnvSampler:
         self.roles = dict(roles)
         self.record, self.interval = record, interval
         self.t0 = time.monotonic() if t0 is None else t0
-        self.skip_cpu = skip_cpu  # roles whose cpu_util another sampler already records
+        self.skip_cpu = skip_cpu  # roles whose cpu_util series another sampler records
         self.host = host
         self.points: dict[tuple[str, str], list[float]] = {}
         self.units: dict[str, str] = {}
@@ -89,8 +89,11 @@ class EnvSampler:
         while not self._stop.wait(self.interval):
             self.tick()
 
-    def _emit(self, role: str, metric: str, t: float, value: float, unit: str) -> None:
-        self.record(metric, t, value, unit, role)
+    def _emit(
+        self, role: str, metric: str, t: float, value: float, unit: str, series: bool = True
+    ) -> None:
+        if series:
+            self.record(metric, t, value, unit, role)
         self.points.setdefault((role, metric), []).append(value)
         self.units[metric] = unit
 
@@ -129,9 +132,10 @@ class EnvSampler:
         self._prev[role] = cur
         if prev is None:
             return
-        cpu_ok = cur.cpu is not None and prev.cpu is not None and cur.cpu >= prev.cpu
-        if role not in self.skip_cpu and cpu_ok:
-            self._emit(role, "cpu_util", t, 100.0 * (cur.cpu - prev.cpu) / (now - prev.t), "%")
+        if cur.cpu is not None and prev.cpu is not None and cur.cpu >= prev.cpu:
+            util = 100.0 * (cur.cpu - prev.cpu) / (now - prev.t)
+            # a role another sampler already records goes only into the summary
+            self._emit(role, "cpu_util", t, util, "%", series=role not in self.skip_cpu)
         for metric, (value, unit) in schedstat.rates(prev.sched, cur.sched).items():
             self._emit(role, metric, t, value, unit)
         for metric, (value, unit) in resources.rates(prev.res, cur.res).items():

@@ -242,15 +242,20 @@ class Runner:
             log=lambda msg: self.console.log(msg),
         )
 
-    def _scenario_env(self, platform: Platform, workload, ctx: RunContext) -> ScenarioEnv:
-        return ScenarioEnv(target=platform, workload=workload, ctx=ctx, new_platform=_neighbour)
+    def _scenario_env(
+        self, platform: Platform, workload, ctx: RunContext, campaign: Campaign | None = None
+    ) -> ScenarioEnv:
+        specs = {p.name: p for p in campaign.platforms} if campaign else {}
+        return ScenarioEnv(
+            target=platform, workload=workload, ctx=ctx, new_platform=_neighbour, platforms=specs
+        )
 
     def _warmup(self, platform: Platform, wcls, cell: Cell, campaign: Campaign) -> None:
         for _ in range(campaign.settings.warmup):
             ctx = self._context(cell, campaign, [])
             try:
                 scenario_registry.parse(cell.scenario).run(
-                    self._scenario_env(platform, wcls(), ctx)
+                    self._scenario_env(platform, wcls(), ctx, campaign)
                 )
             except (WorkloadError, VirtbenchError):
                 return  # the measured run will fail too, and record why
@@ -267,7 +272,7 @@ class Runner:
         started = time.monotonic()
         try:
             with CpuSampler({"target": platform}, ctx.series):
-                samples = scenario.run(self._scenario_env(platform, wcls(), ctx))
+                samples = scenario.run(self._scenario_env(platform, wcls(), ctx, campaign))
             status, error = "ok", None
         except WorkloadError as exc:
             samples, error = list(getattr(exc, "samples", [])), str(exc)  # partial results kept

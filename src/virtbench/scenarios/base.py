@@ -7,9 +7,10 @@ A scenario is written in campaigns as `kind[:arg[:arg...]]`, e.g. `solo`,
 from __future__ import annotations
 
 import abc
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from ..platforms.base import Platform, PlatformSpec
@@ -23,6 +24,10 @@ class ScenarioEnv:
     ctx: RunContext
     # provisions another environment (a neighbour) and tears it down on exit
     new_platform: Callable[[PlatformSpec, str], AbstractContextManager[Platform]]
+    # the campaign's [[platforms]] by name, so a neighbour can be of another platform type
+    platforms: dict[str, PlatformSpec] = field(default_factory=dict)
+    # monotonic time the cell's samplers count from (series of all roles share this axis)
+    started: float = field(default_factory=time.monotonic)
 
 
 class Scenario(abc.ABC):
@@ -35,6 +40,10 @@ class Scenario(abc.ABC):
         if args:
             raise ValueError(f"scenario '{self.kind}' takes no arguments (usage: {self.usage})")
         self.args = args
+
+    def platform_refs(self) -> list[str]:
+        """Platform names (campaign [[platforms]]) this scenario refers to, checked at load."""
+        return []
 
     @abc.abstractmethod
     def run(self, env: ScenarioEnv) -> list[Sample]:

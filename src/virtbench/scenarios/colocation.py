@@ -1,0 +1,308 @@
+"""Co-location scenarios of seeds 000 and 003, usable from campaign files.
+
+    idle-neighbours:K[:PLATFORM]     K idle environments beside the target (seed 003 Table 2)
+    identical[:load=PCT]             a second environment, same platform, same workload
+    heterogeneous:PLATFORM[:load=PCT]  a neighbour on another platform, same workload
+    different:SIZE_KB[:load=PCT]     the neighbour serves SIZE_KB files, the target its own
+    many:N[:load=PCT]                N environments in all, each at load PCT (default 10)
+    weights:A:B:C[:load=PCT]         CPU weights host back end : target : neighbour
+    startup:K[:PLATFORM[:DELAY_S]]   K newcomers start DELAY_S after the target's load began
+
+PLATFORM names a [[platforms]] entry of the campaign (default: the target's own).
+load=PCT sets each environment's offered rate to PCT % of its solo peak (the workload's
+`rate` parameter), for rate sweeps in 10 % steps. The engine is colocation_engine.py.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..platforms.base import PlatformSpec
+from ..workloads.base import Sample
+from . import colocation_engine as engine
+from .base import Scenario, ScenarioEnv
+from .registry import register
+
+MAX_NEIGHBOURS = 16
+BASE_SHARES = 1024  # weight 1 = the cgroup v1 default cpu.shares
+
+
+def _int_arg(kind: str, name: str, text: str, lo: int, hi: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(
+            f"scenario '{kind}': {name} must be an integer {lo}..{hi}, got {text!r}"
+        ) from None
+    if not lo <= value <= hi:
+        raise ValueError(f"scenario '{kind}': {name} must be {lo}..{hi}, got {value}")
+    return value
+
+
+def _split_options(kind: str, args: list[str], allowed: tuple[str, ...]) -> tuple[list, dict]:
+    """Positional args, then trailing key=value options (only `allowed` keys)."""
+    pos, opts = [], {}
+    for a in args:
+        if "=" in a:
+            key, _, value = a.partition("=")
+            if key not in allowed:
+                raise ValueError(
+                    f"scenario '{kind}': unknown option '{key}'; allowed: "
+                    + (", ".join(f"{k}=..." for k in allowed) or "none")
+                )
+            opts[key] = value
+        elif opts:
+            raise ValueError(f"scenario '{kind}': positional '{a}' after options")
+        else:
+            pos.append(a)
+    return pos, opts
+
+
+def _load(kind: str, opts: dict[str, str], default: float | None = None) -> float | None:
+    if "load" not in opts:
+        return default
+    try:
+        pct = float(opts["load"])
+    except ValueError:
+        raise ValueError(
+            f"scenario '{kind}': load must be a percentage of the solo peak (1..200), "
+            f"got {opts['load']!r}"
+        ) from None
+    if not 1 <= pct <= 200 or math.isnan(pct):
+        raise ValueError(f"scenario '{kind}': load must be 1..200 (% of solo peak), got {pct}")
+    return pct
+
+
+class _Colocation(Scenario):
+    """Shared parsing and platform lookup; subclasses build the environment plans."""
+
+    options: tuple[str, ...] = ("load",)
+
+    def __init__(self, args: list[str]) -> None:
+        self.args = args
+        self.pos, opts = _split_options(self.kind, args, self.options)
+        self.load = _load(self.kind, opts)
+        self.platform_ref: str | None = None
+        self.parse(self.pos)
+
+    def parse(self, pos: list[str]) -> None:
+        if pos:
+            raise ValueError(f"scenario '{self.kind}' takes no positional arguments ({self.usage})")
+
+    def platform_refs(self) -> list[str]:
+        return [self.platform_ref] if self.platform_ref else []
+
+    def text(self) -> str:
+        return ":".join([self.kind, *self.args])
+
+    def neighbour_spec(self, env: ScenarioEnv) -> PlatformSpec:
+        if self.platform_ref is None:
+            return env.target.spec
+        specs = env.platforms
+        if self.platform_ref not in specs:
+            from ..errors import VirtbenchError
+
+            raise VirtbenchError(
+                f"scenario '{self.text()}': no platform '{self.platform_ref}' in the campaign; "
+                f"allowed: {', '.join(sorted(specs)) or 'none'}"
+            )
+        return specs[self.platform_ref]
+
+    def plans(self, env: ScenarioEnv) -> list[engine.EnvPlan]:
+        raise NotImplementedError
+
+    def labels(self, env: ScenarioEnv) -> dict[str, Any]:
+        return {"scenario_kind": self.kind}
+
+    def run(self, env: ScenarioEnv) -> list[Sample]:
+        plans = self.plans(env)
+        lab = self.labels(env) | {
+            "environments": {p.role: (p.spec or env.target.spec).name for p in plans}
+        }
+        return engine.run(env, plans, self.text(), lab, getattr(self, "host_shares", None))
+
+
+@register
+class IdleNeighbours(_Colocation):
+    kind = "idle-neighbours"
+    usage = "idle-neighbours:K[:PLATFORM]"
+    description = "K idle environments (default: the target's platform) beside the target"
+    options = ()
+
+    def parse(self, pos):
+        if not 1 <= len(pos) <= 2:
+            raise ValueError(f"scenario '{self.kind}': usage {self.usage}")
+        self.k = _int_arg(self.kind, "K", pos[0], 1, MAX_NEIGHBOURS)
+        self.platform_ref = pos[1] if len(pos) == 2 else None
+
+    def plans(self, env):
+        spec = self.neighbour_spec(env)
+        return [engine.EnvPlan("target")] + [
+            engine.EnvPlan(f"neighbour-{i}", spec, activity="idle") for i in range(1, self.k + 1)
+        ]
+
+
+@register
+class Identical(_Colocation):
+    kind = "identical"
+    usage = "identical[:load=PCT]"
+    description = "two environments of the target's platform serving the same workload"
+
+    def plans(self, env):
+        return [
+            engine.EnvPlan("target", load_pct=self.load),
+            engine.EnvPlan("neighbour-1", self.neighbour_spec(env), load_pct=self.load),
+        ]
+
+
+@register
+class Heterogeneous(Identical):
+    kind = "heterogeneous"
+    usage = "heterogeneous:PLATFORM[:load=PCT]"
+    description = "the target beside a neighbour of another platform, same workload"
+
+    def parse(self, pos):
+        if len(pos) != 1 or not pos[0]:
+            raise ValueError(f"scenario '{self.kind}': usage {self.usage}")
+        self.platform_ref = pos[0]
+
+
+@register
+class Different(_Colocation):
+    kind = "different"
+    usage = "different:SIZE_KB[:load=PCT]"
+    description = "the neighbour serves SIZE_KB files while the target serves its own size"
+
+    def parse(self, pos):
+        if len(pos) != 1:
+            raise ValueError(f"scenario '{self.kind}': usage {self.usage} (e.g. different:100)")
+        self.size_kb = _int_arg(self.kind, "SIZE_KB", pos[0], 1, 1_048_576)
+
+    def plans(self, env):
+        from ..errors import VirtbenchError
+
+        w = type(env.workload)
+        size_param = next((p for p in engine.SIZE_PARAMS if p in w.params), None)
+        if size_param is None:
+            raise VirtbenchError(
+                f"scenario '{self.text()}' needs a workload with a file size parameter "
+                f"({', '.join(engine.SIZE_PARAMS)}); test case {w.name} has: "
+                f"{', '.join(sorted(w.params)) or 'none'}"
+            )
+        return [
+            engine.EnvPlan("target", load_pct=self.load),
+            engine.EnvPlan(
+                "neighbour-1",
+                self.neighbour_spec(env),
+                params={size_param: self.size_kb},
+                load_pct=self.load,
+            ),
+        ]
+
+
+@register
+class Many(_Colocation):
+    kind = "many"
+    usage = "many:N[:load=PCT]"
+    description = "N environments of the target's platform, each at PCT % (default 10) load"
+
+    def parse(self, pos):
+        if len(pos) != 1:
+            raise ValueError(f"scenario '{self.kind}': usage {self.usage} (e.g. many:6)")
+        self.n = _int_arg(self.kind, "N", pos[0], 1, MAX_NEIGHBOURS + 1)
+
+    def _pct(self, env: ScenarioEnv) -> float | None:
+        # seed 003 Fig. 21: 10 % each; a workload without a rate knob runs unthrottled
+        if self.load is None and engine.RATE_PARAM in type(env.workload).params:
+            return 10.0
+        return self.load
+
+    def plans(self, env):
+        spec, pct = self.neighbour_spec(env), self._pct(env)
+        return [engine.EnvPlan("target", load_pct=pct)] + [
+            engine.EnvPlan(f"neighbour-{i}", spec, load_pct=pct) for i in range(1, self.n)
+        ]
+
+
+@register
+class Weights(_Colocation):
+    kind = "weights"
+    usage = "weights:A:B:C[:load=PCT]"
+    description = "CPU weight ratios host back end : target : neighbour (seed 003 §6)"
+
+    def parse(self, pos):
+        if len(pos) != 3:
+            raise ValueError(
+                f"scenario '{self.kind}': usage {self.usage} (three weights, e.g. 0.5:1:1)"
+            )
+        ratios = []
+        for name, text in zip(("A", "B", "C"), pos, strict=True):
+            try:
+                value = float(text)
+            except ValueError:
+                raise ValueError(
+                    f"scenario '{self.kind}': weight {name} must be a number > 0, got {text!r}"
+                ) from None
+            if not value > 0 or math.isinf(value):
+                raise ValueError(
+                    f"scenario '{self.kind}': weight {name} must be > 0 (a ratio such as "
+                    f"0.5, 1 or 2), got {text!r}"
+                )
+            ratios.append(value)
+        shares = [round(BASE_SHARES * r) for r in ratios]
+        if not all(2 <= s <= 262144 for s in shares):
+            raise ValueError(
+                f"scenario '{self.kind}': weights give cpu.shares {shares}; each must be "
+                "2..262144 (weight 1 = 1024)"
+            )
+        self.ratios = ratios
+        self.host_shares, self.target_shares, self.neighbour_shares = shares
+
+    def plans(self, env):
+        return [
+            engine.EnvPlan("target", load_pct=self.load, cpu_weight=self.target_shares),
+            engine.EnvPlan(
+                "neighbour-1",
+                self.neighbour_spec(env),
+                load_pct=self.load,
+                cpu_weight=self.neighbour_shares,
+            ),
+        ]
+
+    def labels(self, env):
+        r = self.ratios
+        return super().labels(env) | {
+            "weights": {"host": r[0], "target": r[1], "neighbour-1": r[2]}
+        }
+
+
+@register
+class Startup(_Colocation):
+    kind = "startup"
+    usage = "startup:K[:PLATFORM[:DELAY_S]]"
+    description = "K newcomers start DELAY_S (default 2) after the target's load began"
+    options = ()
+
+    def parse(self, pos):
+        if not 1 <= len(pos) <= 3:
+            raise ValueError(f"scenario '{self.kind}': usage {self.usage}")
+        self.k = _int_arg(self.kind, "K", pos[0], 1, MAX_NEIGHBOURS)
+        self.platform_ref = pos[1] if len(pos) >= 2 and pos[1] else None
+        self.delay = 2.0
+        if len(pos) == 3:
+            try:
+                self.delay = float(pos[2])
+            except ValueError:
+                raise ValueError(
+                    f"scenario '{self.kind}': DELAY_S must be seconds (0..3600), got {pos[2]!r}"
+                ) from None
+            if not 0 <= self.delay <= 3600:
+                raise ValueError(f"scenario '{self.kind}': DELAY_S must be 0..3600")
+
+    def plans(self, env):
+        spec = self.neighbour_spec(env)
+        return [engine.EnvPlan("target")] + [
+            engine.EnvPlan(f"neighbour-{i}", spec, activity="idle", start_after_s=self.delay)
+            for i in range(1, self.k + 1)
+        ]
