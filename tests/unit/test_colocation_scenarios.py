@@ -1,0 +1,174 @@
+"""Co-location scenario parsing and engine behaviour with fake platforms (no host changes)."""
+
+import contextlib
+import time
+
+import pytest
+
+from virtbench.errors import VirtbenchError
+from virtbench.platforms.base import Accounting, ExecResult, Platform, PlatformSpec, Process
+from virtbench.scenarios import colocation_engine as engine
+from virtbench.scenarios import registry
+from virtbench.scenarios.base import ScenarioEnv
+from virtbench.workloads.base import Metric, Param, RunContext, Workload
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "weights:0:1:1",
+        "weights:1:-2:1",
+        "weights:1:1",
+        "weights:x:1:1",
+        "many:0",
+        "idle-neighbours",
+        "idle-neighbours:99",
+        "identical:load=0",
+        "identical:bogus=1",
+        "heterogeneous",
+        "different:abc",
+        "startup:1:native:-1",
+    ],
+)
+def test_bad_scenarios_name_what_is_allowed(text):
+    with pytest.raises(ValueError, match=r"scenario '[a-z-]+'"):
+        registry.parse(text)
+
+
+def test_good_scenarios_and_platform_refs():
+    assert registry.parse("idle-neighbours:3:vm").platform_refs() == ["vm"]
+    assert registry.parse("heterogeneous:container").platform_refs() == ["container"]
+    assert registry.parse("identical:load=50").load == 50
+    w = registry.parse("weights:0.5:1:2")
+    assert (w.host_shares, w.target_shares, w.neighbour_shares) == (512, 1024, 2048)
+    assert registry.parse("startup:2").delay == 2.0
+
+
+MEMINFO = "MemTotal: 4000000 kB\nMemAvailable:    2097152 kB\n"  # 2048 MiB
+
+
+def test_memory_checked_before_anything_starts():
+    vm = PlatformSpec("vm", "vm", {"memory_mib": 1024})
+    plans = [engine.EnvPlan("target")] + [engine.EnvPlan(f"neighbour-{i}", vm) for i in (1, 2)]
+    with pytest.raises(VirtbenchError, match=r"need about 2048 MiB .* only 1536 MiB"):
+        engine.check_memory(plans, "idle-neighbours:2:vm", MEMINFO)
+    engine.check_memory(plans[:2], "idle-neighbours:1:vm", MEMINFO)  # 1024 fits
+    # a stacked platform needs its host's memory too
+    stacked = PlatformSpec("c@vm", "container", {}, host=PlatformSpec("vm", "vm", {}))
+    assert engine.spec_mib(stacked) == 64 + 512
+
+
+class FakeProcess(Process):
+    def __init__(self):
+        self.stopped = False
+
+    @property
+    def pid(self):
+        return None
+
+    def poll(self):
+        return None if not self.stopped else 0
+
+    def stop(self, timeout=5.0):
+        self.stopped = True
+        return ExecResult([], 0, "", "", 0.0)
+
+
+class FakePlatform(Platform):
+    kind = "fake"
+    description = "test double"
+
+    def __init__(self, name, log):
+        super().__init__(PlatformSpec(name, "native"), "vb-test")
+        self.log = log
+
+    def provision(self):
+        pass
+
+    def teardown(self):
+        pass
+
+    def exec(self, argv, *, cpus=None, timeout=None, env=None):
+        return ExecResult(argv, 0, "", "", 0.0)
+
+    def spawn(self, argv, *, cpus=None, env=None):
+        return FakeProcess()
+
+    def endpoint(self, port):
+        return ("127.0.0.1", port)
+
+    @property
+    def workdir(self):
+        return "/tmp"
+
+    def accounting(self):
+        return Accounting()
+
+
+class FakeWorkload(Workload):
+    suite = "cpu"
+    name = "fake"
+    description = "returns its rate param"
+    metrics = (Metric("ops", "ops/s", True, primary=True),)
+    params = {"rate": Param(0), "size_kb": Param(1)}
+
+    def run(self, platform, ctx):
+        time.sleep(0.2)  # long enough for the engine's overlap check to be meaningful
+        value = ctx.params["rate"] or 1000.0 * ctx.params["size_kb"]
+        return [self.sample("ops", value, on=platform.name)]
+
+
+def _env(log, fail_on=None):
+    target = FakePlatform("target", log)
+
+    @contextlib.contextmanager
+    def new_platform(spec, role):
+        if role == fail_on:
+            raise VirtbenchError("boom")
+        log.append(f"up {role}")
+        try:
+            yield FakePlatform(spec.name, log)
+        finally:
+            log.append(f"down {role}")
+
+    specs = {"native": PlatformSpec("native", "native"), "other": PlatformSpec("other", "native")}
+    ctx = RunContext(params={"rate": 0, "size_kb": 1})
+    return ScenarioEnv(target, FakeWorkload(), ctx, new_platform, platforms=specs)
+
+
+def test_neighbour_failing_to_start_tears_down_the_started_ones():
+    log = []
+    with pytest.raises(VirtbenchError, match="neighbour-3 .* failed to start: boom"):
+        registry.parse("idle-neighbours:3:other").run(_env(log, fail_on="neighbour-3"))
+    assert log == ["up neighbour-1", "up neighbour-2", "down neighbour-2", "down neighbour-1"]
+
+
+def test_roles_loads_and_sizes():
+    log = []
+    engine._PEAKS.clear()
+    samples = registry.parse("different:10:load=50").run(_env(log))
+    ops = {s.role: s for s in samples if s.metric == "ops"}
+    # each environment at 50 % of its own solo peak: target 1 kB -> 500, neighbour 10 kB -> 5000
+    assert ops["target"].value == 500
+    assert ops["neighbour-1"].value == 5000
+    assert ops["neighbour-1"].labels["load_pct"] == 50
+    assert not any(s.labels.get("invalid") for s in samples)
+    assert log == ["up neighbour-1", "down neighbour-1"]
+
+
+def test_unknown_neighbour_platform_is_a_clear_error():
+    with pytest.raises(VirtbenchError, match="no platform 'nope' .* allowed: native, other"):
+        registry.parse("heterogeneous:nope").run(_env([]))
+
+
+def test_load_needs_a_rate_parameter():
+    env = _env([])
+    env.workload = type("NoRate", (FakeWorkload,), {"params": {"size_kb": Param(1)}})()
+    with pytest.raises(VirtbenchError, match="needs a workload with a 'rate' parameter"):
+        registry.parse("identical:load=10").run(env)
+
+
+def test_coverage():
+    assert engine._coverage((0, 10), (5, 20)) == 0.5
+    assert engine._coverage((0, 10), (-1, 11)) == 1.0
+    assert engine._coverage((0, 10), (20, 30)) == 0.0
