@@ -55,7 +55,7 @@ def test_memory_checked_before_anything_starts():
     engine.check_memory(plans[:2], "idle-neighbours:1:vm", MEMINFO)  # 1024 fits
     # a stacked platform needs its host's memory too
     stacked = PlatformSpec("c@vm", "container", {}, host=PlatformSpec("vm", "vm", {}))
-    assert engine.spec_mib(stacked) == 64 + 512
+    assert engine.spec_mib(stacked) == 64 + 1024  # the vm schema's memory_mb default
 
 
 class FakeProcess(Process):

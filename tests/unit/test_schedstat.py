@@ -55,6 +55,7 @@ def test_rates_hand_computed():
     assert r["invol_switches_per_s"] == 294 + 115
     assert r["vol_switches_per_s"] == 0
     assert r["tasks"] == 3
+    assert r["task_cpu_util"] == pytest.approx(100 * 343610780 / 1e9)
 
 
 def test_rates_ignore_tasks_that_exited_or_appeared():

@@ -132,11 +132,19 @@ class EnvSampler:
         self._prev[role] = cur
         if prev is None:
             return
-        if cur.cpu is not None and prev.cpu is not None and cur.cpu >= prev.cpu:
+        sched = schedstat.rates(prev.sched, cur.sched)
+        task_util = sched.pop("task_cpu_util", (None, "%"))[0]
+        util = None
+        if acct.cgroups and cur.cpu is not None and prev.cpu is not None and cur.cpu >= prev.cpu:
             util = 100.0 * (cur.cpu - prev.cpu) / (now - prev.t)
+        elif task_util is not None:
+            # no cgroup: /proc/PID/stat misses children until they are reaped (nginx
+            # workers), the schedstat sum over all descendant tasks does not
+            util = task_util
+        if util is not None:
             # a role another sampler already records goes only into the summary
             self._emit(role, "cpu_util", t, util, "%", series=role not in self.skip_cpu)
-        for metric, (value, unit) in schedstat.rates(prev.sched, cur.sched).items():
+        for metric, (value, unit) in sched.items():
             self._emit(role, metric, t, value, unit)
         for metric, (value, unit) in resources.rates(prev.res, cur.res).items():
             self._emit(role, metric, t, value, unit)

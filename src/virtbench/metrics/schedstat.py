@@ -145,6 +145,8 @@ def rates(a: SchedSnapshot, b: SchedSnapshot) -> dict[str, tuple[float, str]]:
         "vol_switches_per_s": (d_vol / dt, "1/s"),
         "invol_switches_per_s": (d_invol / dt, "1/s"),
         "tasks": (float(len(common)), "tasks"),
+        # sum over tasks, % of one CPU: CPU utilization where there is no cgroup to read
+        "task_cpu_util": (100.0 * d_run / (dt * 1e9), "%"),
     }
     if d_slices:
         out["cpu_us_per_exe"] = (d_run / 1000.0 / d_slices, "us/exe")

@@ -195,7 +195,11 @@ class Different(_Colocation):
             engine.EnvPlan(
                 "neighbour-1",
                 self.neighbour_spec(env),
-                params={size_param: self.size_kb},
+                params={
+                    size_param: [self.size_kb]
+                    if isinstance(w.params[size_param].default, list)
+                    else self.size_kb
+                },
                 load_pct=self.load,
             ),
         ]

@@ -29,7 +29,7 @@ IDLE_ARGV = ["sleep", "infinity"]
 # scenarios set it to PCT % of the environment's solo peak.
 RATE_PARAM = "rate"
 # Names a workload may give its served file size (KiB); `different:SIZE` sets it.
-SIZE_PARAMS = ("file_kb", "file_size_kb", "size_kb", "file_size")
+SIZE_PARAMS = ("file_sizes", "file_kb", "file_size_kb", "size_kb", "file_size")
 # Rough memory each environment needs when its spec does not say (MiB).
 DEFAULT_MIB = {"native": 16, "container": 64, "vm": 512}
 MEMORY_KEYS = ("memory_mib", "memory_mb", "mem_mib", "mem_mb", "memory")
@@ -63,8 +63,12 @@ _PEAKS: dict[tuple[str, str, str], float] = {}
 
 
 def spec_mib(spec: PlatformSpec) -> int:
+    from ..platforms import registry
+
+    cls = registry.load_all().get(spec.type)
+    schema = {k: v[0] for k, v in cls.options_schema.items()} if cls else {}
     for key in MEMORY_KEYS:
-        value = spec.options.get(key)
+        value = spec.options.get(key, schema.get(key))
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return int(value)
     own = DEFAULT_MIB.get(spec.type, 64)
