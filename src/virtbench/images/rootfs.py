@@ -194,18 +194,21 @@ def _run_logged(argv: list[str], log: Callable[[str], None]) -> None:
         env={**os.environ, "DEBIAN_FRONTEND": "noninteractive", "LC_ALL": "C"},
     )
     tail: list[str] = []
-    phase, count = "", 0
+    seen: set[str] = set()
+    count, last = 0, 0.0
     assert proc.stdout is not None
     for line in proc.stdout:
         line = line.rstrip()
         tail = (tail + [line])[-15:]
         if not line.startswith("I: "):
             continue
+        count += 1
         verb = line[3:].split(" ", 1)[0]
-        count = count + 1 if verb == phase else 1
-        if verb != phase or count % 40 == 0:
-            log(f"  debootstrap: {line[3:]}" + (f" (#{count})" if count > 1 else ""))
-        phase = verb
+        # a line per new phase, else one every few seconds: progress without 500 lines
+        if verb not in seen or time.monotonic() - last > 10:
+            seen.add(verb)
+            last = time.monotonic()
+            log(f"  debootstrap [{count}]: {line[3:]}")
     if proc.wait() != 0:
         raise VirtbenchError(
             f"debootstrap failed (exit {proc.returncode}); last output:\n  " + "\n  ".join(tail)

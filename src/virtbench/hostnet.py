@@ -1,0 +1,347 @@
+"""Host networking virtbench creates and removes: a private Linux bridge (like docker0),
+network namespaces, veth pairs, addresses from a small file-based IPAM, and published ports
+through nftables DNAT (like `docker run -p` without the userland proxy).
+
+Shared by the container platform (veth into a netns) and the VM platform (tap on the bridge).
+Everything is named with NAME_PREFIX; `clean()` removes leftovers of dead runs. All changes
+to shared objects (bridge, IPAM) happen under one file lock, since several virtbench
+processes may run side by side.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import ipaddress
+import json
+import socket
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import cleanup, tools
+from .errors import PlatformError
+from .platforms.base import NAME_PREFIX
+
+BRIDGE = NAME_PREFIX + "br0"
+SUBNET = ipaddress.ip_network("10.213.0.0/24")  # private; checked against host routes
+GATEWAY = str(SUBNET.network_address + 1)
+STATE = Path("/run/virtbench/net")
+IPAM = STATE / "ipam"
+NETNS_DIR = Path("/run/netns")
+PROTOCOLS = ("tcp", "udp")
+
+
+def _ip(*args: str, check: bool = True, netns: str | None = None) -> subprocess.CompletedProcess:
+    argv = ["ip", *(["-n", netns] if netns else []), *args]
+    r = subprocess.run(argv, capture_output=True, text=True)
+    if check and r.returncode != 0:
+        raise PlatformError(f"{' '.join(argv)} failed: {r.stderr.strip()}")
+    return r
+
+
+def _nft(script: str) -> None:
+    r = subprocess.run(["nft", "-f", "-"], input=script, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise PlatformError(f"nft failed: {r.stderr.strip()}\nrules:\n{script}")
+
+
+@contextlib.contextmanager
+def _locked() -> Iterator[None]:
+    STATE.mkdir(parents=True, exist_ok=True)
+    with open(STATE / ".lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def link_exists(name: str) -> bool:
+    return Path("/sys/class/net", name).exists()
+
+
+def _check_subnet_free() -> None:
+    """Refuse if the host already routes our subnet through something that is not ours."""
+    r = _ip("-j", "route", "show", "to", "match", str(SUBNET.network_address + 1), check=False)
+    with contextlib.suppress(ValueError):
+        for route in json.loads(r.stdout or "[]"):
+            if route.get("dst") != "default" and route.get("dev") != BRIDGE:
+                raise PlatformError(
+                    f"subnet {SUBNET} is already routed via {route.get('dev')} on this host; "
+                    f"virtbench needs it free for its bridge {BRIDGE}"
+                )
+
+
+def _ensure_bridge_locked() -> None:
+    if link_exists(BRIDGE):
+        return
+    tools.require(["ip"], needed_by="bridge networking")
+    _check_subnet_free()
+    _ip("link", "add", BRIDGE, "type", "bridge")
+    _ip("addr", "add", f"{GATEWAY}/{SUBNET.prefixlen}", "dev", BRIDGE)
+    _ip("link", "set", BRIDGE, "up")
+
+
+def ensure_bridge() -> str:
+    """Create the shared bridge (idempotent); return its name. Gateway address: GATEWAY."""
+    with _locked():
+        _ensure_bridge_locked()
+    return BRIDGE
+
+
+def _bridge_ports() -> list[str]:
+    brif = Path("/sys/class/net", BRIDGE, "brif")
+    return sorted(p.name for p in brif.iterdir()) if brif.is_dir() else []
+
+
+def _release_bridge_locked() -> None:
+    """Delete the bridge once nothing is attached and no address is handed out."""
+    if link_exists(BRIDGE) and not _bridge_ports() and not _leases():
+        _ip("link", "del", BRIDGE, check=False)
+
+
+def release_bridge() -> None:
+    with _locked():
+        _release_bridge_locked()
+
+
+# --- addresses -----------------------------------------------------------------------------
+def _leases() -> dict[str, str]:
+    """ip -> owner name."""
+    if not IPAM.is_dir():
+        return {}
+    return {f.name: f.read_text().strip() for f in IPAM.iterdir()}
+
+
+def _allocate_locked(owner: str) -> str:
+    IPAM.mkdir(parents=True, exist_ok=True)
+    taken = set(_leases()) | {GATEWAY}
+    for host in SUBNET.hosts():
+        ip = str(host)
+        if ip not in taken:
+            (IPAM / ip).write_text(owner + "\n")
+            return ip
+    raise PlatformError(f"no free address left in {SUBNET} (run: virtbench cleanup)")
+
+
+def allocate_ip(owner: str) -> str:
+    with _locked():
+        return _allocate_locked(owner)
+
+
+def _release_ips_locked(owner: str) -> None:
+    for ip, who in _leases().items():
+        if who == owner:
+            (IPAM / ip).unlink(missing_ok=True)
+
+
+# --- namespaces and links ------------------------------------------------------------------
+def netns_exists(name: str) -> bool:
+    return (NETNS_DIR / name).exists()
+
+
+def create_netns(name: str) -> str:
+    """A named netns (`ip netns add`), loopback up; returns its path for OCI specs."""
+    if not netns_exists(name):
+        _ip("netns", "add", name)
+    _ip("link", "set", "lo", "up", netns=name)
+    return str(NETNS_DIR / name)
+
+
+def delete_netns(name: str) -> None:
+    if netns_exists(name):
+        _ip("netns", "del", name, check=False)
+
+
+def delete_link(name: str) -> None:
+    if link_exists(name):
+        _ip("link", "del", name, check=False)
+
+
+@dataclass
+class Attachment:
+    """A netns plugged into the bridge: host-side veth, address, owner."""
+
+    owner: str
+    netns: str
+    host_if: str
+    address: str
+    gateway: str = GATEWAY
+    prefixlen: int = SUBNET.prefixlen
+
+
+def veth_names(owner: str) -> tuple[str, str]:
+    """Host and peer interface names (<= 15 chars, the kernel's IFNAMSIZ limit)."""
+    host, peer = f"{owner}-h", f"{owner}-c"
+    if len(host) > 15:
+        raise PlatformError(f"interface name {host!r} longer than 15 characters")
+    return host, peer
+
+
+def attach_netns(owner: str, netns: str, ifname: str = "eth0") -> Attachment:
+    """veth pair: host end on the bridge, peer moved into `netns` as `ifname` with an address
+    and a default route via the bridge."""
+    host_if, peer = veth_names(owner)
+    with _locked():
+        _ensure_bridge_locked()
+        ip = _allocate_locked(owner)
+        try:
+            _ip("link", "add", host_if, "type", "veth", "peer", "name", peer)
+            _ip("link", "set", peer, "netns", netns)
+            _ip("link", "set", peer, "name", ifname, netns=netns)
+            _ip("addr", "add", f"{ip}/{SUBNET.prefixlen}", "dev", ifname, netns=netns)
+            _ip("link", "set", ifname, "up", netns=netns)
+            _ip("route", "add", "default", "via", GATEWAY, netns=netns)
+            _ip("link", "set", host_if, "master", BRIDGE)
+            _ip("link", "set", host_if, "up")
+        except PlatformError:
+            delete_link(host_if)
+            _release_ips_locked(owner)
+            raise
+    return Attachment(owner, netns, host_if, ip)
+
+
+def add_tap(owner: str, suffix: str = "t") -> tuple[str, str]:
+    """A tap device on the bridge for a VM, plus an address for the guest: (tap, ip)."""
+    tap = f"{owner}-{suffix}"
+    with _locked():
+        _ensure_bridge_locked()
+        ip = _allocate_locked(owner)
+        try:
+            _ip("tuntap", "add", "dev", tap, "mode", "tap")
+            _ip("link", "set", tap, "master", BRIDGE)
+            _ip("link", "set", tap, "up")
+        except PlatformError:
+            delete_link(tap)
+            _release_ips_locked(owner)
+            raise
+    return tap, ip
+
+
+def detach(owner: str) -> None:
+    """Remove the owner's links and addresses; drop the bridge if it is now unused."""
+    with _locked():
+        for name in _owned_links(owner):
+            delete_link(name)
+        _release_ips_locked(owner)
+        _release_bridge_locked()
+
+
+def _owned_links(owner: str) -> list[str]:
+    return sorted(
+        p.name for p in Path("/sys/class/net").iterdir() if p.name.startswith(owner + "-")
+    )
+
+
+# --- published ports (nftables DNAT) -------------------------------------------------------
+def port_free(port: int, address: str = "0.0.0.0") -> bool:
+    """True if nothing on the host listens on `port` (TCP) — a published port must be free."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((address, port))
+        except OSError:
+            return False
+    return True
+
+
+def nat_rules(table: str, host_ip: str, host_port: int, dest_ip: str, dest_port: int) -> str:
+    """An nft script: DNAT host_ip:host_port -> dest_ip:dest_port for local and routed traffic."""
+    rules = "\n".join(
+        f"    ip daddr {host_ip} {proto} dport {host_port} dnat to {dest_ip}:{dest_port}"
+        for proto in PROTOCOLS
+    )
+    chains = []
+    for chain, hook in (("output", "output"), ("prerouting", "prerouting")):
+        chains.append(
+            f"  chain {chain} {{\n"
+            f"    type nat hook {hook} priority dstnat; policy accept;\n{rules}\n  }}"
+        )
+    return f"table ip {table} {{\n" + "\n".join(chains) + "\n}\n"
+
+
+def publish(owner: str, host_port: int, dest_ip: str, dest_port: int) -> tuple[str, int]:
+    """Publish dest_ip:dest_port at GATEWAY:host_port; returns the host address to use.
+
+    One nft table per owner and port (`vb-xxxxxx-<port>`) so removal is one command.
+    """
+    tools.require(["nft"], needed_by="network = nat (published ports)")
+    if not 1 <= host_port <= 65535:
+        raise PlatformError(f"published port {host_port} out of range 1..65535")
+    if not port_free(host_port):
+        raise PlatformError(
+            f"port {host_port} is already taken on the host; pick another "
+            "publish_port_offset or stop what listens there"
+        )
+    table = f"{owner}-{host_port}"
+    # a stale table of the same name (same owner, same port) is replaced, never duplicated
+    subprocess.run(["nft", "delete", "table", "ip", table], capture_output=True)
+    _nft(nat_rules(table, GATEWAY, host_port, dest_ip, dest_port))
+    return GATEWAY, host_port
+
+
+def nft_tables(prefix: str = NAME_PREFIX) -> list[str]:
+    r = subprocess.run(["nft", "-j", "list", "tables"], capture_output=True, text=True)
+    if r.returncode != 0:
+        return []
+    try:
+        items = json.loads(r.stdout).get("nftables", [])
+    except ValueError:
+        return []
+    return [
+        i["table"]["name"]
+        for i in items
+        if "table" in i
+        and i["table"].get("family") == "ip"
+        and i["table"]["name"].startswith(prefix)
+    ]
+
+
+def unpublish(owner: str) -> None:
+    for table in nft_tables(owner + "-"):
+        subprocess.run(["nft", "delete", "table", "ip", table], capture_output=True)
+
+
+# --- cleanup -------------------------------------------------------------------------------
+def _owner_of(name: str) -> str:
+    """vb-1a2b3c-h -> vb-1a2b3c (instance names have no further dash)."""
+    rest = name[len(NAME_PREFIX) :]
+    return NAME_PREFIX + rest.split("-", 1)[0]
+
+
+@cleanup.register("network")
+def clean() -> list[str]:
+    """Remove vb- netns, links, nft tables and leases whose owner is not running."""
+    removed: list[str] = []
+    if tools.which("ip") is None:
+        return removed
+    with _locked():
+        if NETNS_DIR.is_dir():
+            for ns in sorted(NETNS_DIR.iterdir()):
+                if ns.name.startswith(NAME_PREFIX) and not cleanup.in_use(_owner_of(ns.name)):
+                    delete_netns(ns.name)
+                    removed.append(f"netns {ns.name}")
+        for link in sorted(Path("/sys/class/net").iterdir()):
+            if (
+                link.name.startswith(NAME_PREFIX)
+                and link.name != BRIDGE
+                and not cleanup.in_use(_owner_of(link.name))
+            ):
+                delete_link(link.name)
+                removed.append(f"link {link.name}")
+        if tools.which("nft"):
+            for table in nft_tables():
+                if not cleanup.in_use(_owner_of(table)):
+                    subprocess.run(["nft", "delete", "table", "ip", table], capture_output=True)
+                    removed.append(f"nft table ip {table}")
+        for ip, owner in _leases().items():
+            if not cleanup.in_use(owner):
+                (IPAM / ip).unlink(missing_ok=True)
+                removed.append(f"address lease {ip} ({owner})")
+        had_bridge = link_exists(BRIDGE)
+        _release_bridge_locked()
+        if had_bridge and not link_exists(BRIDGE):
+            removed.append(f"bridge {BRIDGE}")
+    return removed

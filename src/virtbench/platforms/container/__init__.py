@@ -1,0 +1,1 @@
+"""The container platform (OCI runtimes, overlay/volume storage, host/bridge/nat network)."""

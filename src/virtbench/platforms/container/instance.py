@@ -1,0 +1,152 @@
+"""One OCI container on the host: cgroup, root filesystem, network, bundle, runtime process.
+
+Used twice: the container platform keeps one long-running instance (init `sleep infinity`,
+workloads enter it with `runtime exec`, like `docker exec`), and the start-up test case makes
+fresh instances whose init is the workload itself, timing every phase (like `docker run`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import resource
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ... import cgroups, cleanup, hostnet
+from ...errors import PlatformError
+from ..base import ExecResult
+from ..procs import run_host
+from . import runtimes, spec
+from .storage import Storage
+
+NETWORK_MODES = ("host", "bridge", "nat")
+
+
+@dataclass
+class Config:
+    runtime: str = "crun"
+    storage: str = "overlay"
+    network: str = "host"
+    resources: spec.Resources = field(default_factory=spec.Resources)
+
+
+class Instance:
+    def __init__(self, name: str, config: Config, image: Path) -> None:
+        self.name = name
+        self.config = config
+        self.runtime = runtimes.get(config.runtime, config.network)
+        self.storage = Storage(name, image, config.storage)
+        self.cgroup: cgroups.Cgroup | None = None
+        self.net: hostnet.Attachment | None = None
+        self.timings: dict[str, float] = {}
+
+    @property
+    def bundle(self) -> Path:
+        return self.storage.dir
+
+    def prepare(self, init_argv: list[str]) -> None:
+        """Everything before the runtime starts: claim, cgroup, storage, network, config.json."""
+        if self.config.network not in NETWORK_MODES:
+            raise PlatformError(
+                f"unknown network mode {self.config.network!r}; allowed: {', '.join(NETWORK_MODES)}"
+            )
+        if self.config.network != "host" and not self.runtime.joins_netns:
+            raise PlatformError(
+                f'runtime "{self.config.runtime}" cannot join a network namespace made by '
+                f'virtbench on this host; use network = "host" with it'
+            )
+        t = time.monotonic()
+        cleanup.claim(self.name)
+        self.runtime.prepare()
+        # the runtime creates the group at cgroupsPath; making it first prepares the parent
+        # (v1 cpuset inheritance, v2 controller delegation) and lets teardown find it
+        self.cgroup = cgroups.Cgroup.create(self.name)
+        self.storage.create()
+        netns: str | None = None
+        if self.config.network != "host":
+            netns = hostnet.create_netns(self.name)
+            self.net = hostnet.attach_netns(self.name, self.name)
+        binds = [spec.Bind(src, dst) for src, dst in self.storage.binds()]
+        nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]  # no CAP_SYS_RESOURCE to raise
+        cfg = spec.build(
+            spec.ContainerSpec(
+                args=init_argv,
+                rootfs=str(self.storage.rootfs),
+                hostname=self.name,
+                cgroups_path=f"/{cgroups.PARENT}/{self.name}",
+                netns=netns,
+                binds=binds,
+                resources=self.config.resources,
+                nofile=min(nofile, 1 << 20),
+            )
+        )
+        (self.bundle / "config.json").write_text(json.dumps(cfg, indent=1))
+        self.timings["prepare_s"] = time.monotonic() - t
+
+    def start_detached(self) -> None:
+        argv = self.runtime.run_argv(self.name, self.bundle, detach=True)
+        t = time.monotonic()
+        # the init inherits stdio: a pipe would stay open until it exits, so use a file
+        log = self.bundle / "init.log"
+        with open(log, "w") as out:
+            r = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, timeout=120)
+        self.timings["start_s"] = time.monotonic() - t
+        if r.returncode != 0:
+            raise PlatformError(
+                f"{self.config.runtime} run failed (exit {r.returncode}): "
+                + log.read_text(errors="replace").strip()[-800:]
+            )
+
+    def run_foreground(self, timeout: float | None) -> ExecResult:
+        """Run the init to completion (the start-up test case): the runtime's own wall time."""
+        argv = self.runtime.run_argv(self.name, self.bundle, detach=False)
+        return run_host(argv, timeout=timeout)
+
+    def init_pid(self) -> int | None:
+        pid = self.runtime.state(self.name).get("pid")
+        return int(pid) if pid else None
+
+    def exec(
+        self,
+        argv: list[str],
+        *,
+        timeout: float | None,
+        env: dict[str, str] | None,
+        pid_file: str | None = None,
+    ) -> ExecResult:
+        full = self.runtime.exec_argv(self.name, argv, env, pid_file)
+        result = run_host(full, timeout=timeout)
+        if result.timed_out and pid_file:
+            kill_pid_file(pid_file)  # the process in the container is not in our group
+        return result
+
+    def destroy(self) -> None:
+        """Stop and remove everything; idempotent and safe after a partial prepare()."""
+        t = time.monotonic()
+        errors: list[str] = []
+        for step in (
+            lambda: self.runtime.delete(self.name),
+            lambda: self.cgroup.destroy() if self.cgroup else None,
+            lambda: hostnet.unpublish(self.name),
+            lambda: hostnet.detach(self.name),
+            lambda: hostnet.delete_netns(self.name),
+            self.storage.destroy,
+        ):
+            try:
+                step()
+            except (PlatformError, OSError, subprocess.SubprocessError) as exc:
+                errors.append(str(exc))
+        cleanup.release(self.name)
+        self.timings["teardown_s"] = time.monotonic() - t
+        if errors:
+            raise PlatformError(f"container {self.name} teardown: " + "; ".join(errors))
+
+
+def kill_pid_file(pid_file: str) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        pid = int(Path(pid_file).read_text().strip())
+        os.kill(pid, 9)

@@ -1,0 +1,310 @@
+"""The `container` platform: an OCI container run by crun, runc or runsc (gVisor), with
+Docker's storage (overlay vs volume) and network (host, bridge, nat) modes and cgroup limits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets
+import shutil
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ... import cleanup, hostnet, tools
+from ...errors import NeedsRootError, PlatformError
+from ...images import rootfs
+from ..base import NAME_PREFIX, Accounting, ExecResult, Platform, Process
+from ..procs import HostProcess
+from ..registry import register
+from . import runtimes, spec
+from .instance import NETWORK_MODES, Config, Instance, kill_pid_file
+from .storage import DATA_PATH, STORAGE_MODES
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_size(key: str, value: Any) -> int:
+    """Bytes from an int or a string like '512M', '2G', '1.5GiB'."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    m = _SIZE.match(value) if isinstance(value, str) else None
+    if not m:
+        raise PlatformError(
+            f"option {key} = {value!r} is not a size; allowed: bytes or '512M', '2G'"
+        )
+    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+
+
+def parse_cpus(key: str, value: Any) -> list[int]:
+    """CPU list from [0, 1] or '0-1,3'."""
+    if isinstance(value, list) and value and all(isinstance(c, int) and c >= 0 for c in value):
+        return sorted(set(value))
+    if isinstance(value, str) and re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", value.strip()):
+        out: set[int] = set()
+        for part in value.strip().split(","):
+            lo, _, hi = part.partition("-")
+            out.update(range(int(lo), int(hi or lo) + 1))
+        return sorted(out)
+    raise PlatformError(f"option {key} = {value!r} is not a CPU list; allowed: [0, 1] or '0-1'")
+
+
+def _int_opt(key: str, value: Any, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise PlatformError(f"option {key} = {value!r} out of range; allowed: {lo}..{hi}")
+    return value
+
+
+def resources_from(options: dict[str, Any]) -> spec.Resources:
+    r = spec.Resources()
+    if options.get("cpu_weight") is not None:
+        r.cpu_weight = _int_opt("cpu_weight", options["cpu_weight"], 2, 262144)
+    if options.get("cpu_quota_us") is not None:
+        r.cpu_quota_us = _int_opt("cpu_quota_us", options["cpu_quota_us"], 1000, 10**9)
+        r.cpu_period_us = 100_000
+    if options.get("cpu_period_us") is not None:
+        r.cpu_period_us = _int_opt("cpu_period_us", options["cpu_period_us"], 1000, 1_000_000)
+    if options.get("cpuset") is not None:
+        r.cpuset_cpus = parse_cpus("cpuset", options["cpuset"])
+        online = os.cpu_count() or 1
+        bad = [c for c in r.cpuset_cpus if c >= online]
+        if bad:
+            raise PlatformError(f"option cpuset names CPUs {bad}; allowed: 0..{online - 1}")
+    if options.get("memory_limit") is not None:
+        r.memory_limit_bytes = parse_size("memory_limit", options["memory_limit"])
+    if options.get("pids_max") is not None:
+        r.pids_max = _int_opt("pids_max", options["pids_max"], 1, 4_194_304)
+    return r
+
+
+@dataclass
+class StartupTiming:
+    """One fresh instance: create -> init runs -> exits -> torn down (wall clock, seconds)."""
+
+    created_at: float  # time.time() just before anything of the instance existed
+    result: ExecResult  # the runtime's `run` of the init command (its stdout is the workload's)
+    exited_at: float  # time.time() when the runtime returned
+    prepare_s: float  # cgroup + overlay + network + config.json
+    teardown_s: float
+
+
+class _ContainerProcess(Process):
+    """A background `runtime exec`; stopping it signals the process inside via its pid file."""
+
+    def __init__(self, proc: HostProcess, pid_file: str) -> None:
+        self._proc, self._pid_file = proc, pid_file
+
+    @property
+    def pid(self) -> int | None:
+        try:
+            with open(self._pid_file) as fh:
+                return int(fh.read().strip())
+        except (OSError, ValueError):
+            return None
+
+    def poll(self) -> int | None:
+        return self._proc.poll()
+
+    def stop(self, timeout: float = 5.0) -> ExecResult:
+        pid = self.pid
+        if pid and self._proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, 15)
+            deadline = time.monotonic() + timeout
+            while self._proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.02)
+            kill_pid_file(self._pid_file)
+        return self._proc.stop(timeout=timeout)
+
+
+@register
+class ContainerPlatform(Platform):
+    kind = "container"
+    description = "an OCI container (crun, runc or gVisor runsc) from the shared Debian image"
+    options_schema = {
+        "runtime": ("crun", runtimes.RUNTIMES, "OCI runtime"),
+        "storage": ("overlay", STORAGE_MODES, "data path in the overlay layer or a volume"),
+        "network": ("host", NETWORK_MODES, "host netns, veth on vb-br0, or bridge + DNAT"),
+        "cpu_weight": (None, None, "cpu.shares scale 2..262144 (default 1024; seeds 256)"),
+        "cpu_quota_us": (None, None, "CFS quota per period in µs (e.g. 50000 = half a CPU)"),
+        "cpu_period_us": (None, None, "CFS period in µs (default 100000)"),
+        "cpuset": (None, None, "CPUs the container may use: [0] or '0-1'"),
+        "memory_limit": (None, None, "memory limit: bytes or '512M'"),
+        "pids_max": (None, None, "maximum number of tasks"),
+        "publish_port_offset": (20000, None, "nat: host port = container port + offset"),
+    }
+
+    def __init__(self, spec_, instance: str, host: Platform | None = None) -> None:
+        super().__init__(spec_, instance, host)
+        if host is not None:
+            raise PlatformError(
+                f"platform {spec_.name}: containers inside another platform are not "
+                "supported yet; remove its `host` key"
+            )
+        self.config = Config(
+            runtime=self.options["runtime"],
+            storage=self.options["storage"],
+            network=self.options["network"],
+            resources=resources_from(self.options),
+        )
+        self._offset = _int_opt(
+            "publish_port_offset", self.options["publish_port_offset"], 0, 65534
+        )
+        self._inst: Instance | None = None
+        self._procs: list[HostProcess] = []
+        self._published: dict[int, tuple[str, int]] = {}
+        self._seq = 0
+
+    # --- lifecycle ----------------------------------------------------------------------
+    def _image(self):
+        if os.geteuid() != 0:
+            raise NeedsRootError("the container platform")
+        runtimes.get(self.config.runtime).prepare()  # names the package if not installed
+        # builds the shared image on first use (minutes, with progress) and caches it
+        return rootfs.rootfs_tree(lambda m: print(m, flush=True))
+
+    def provision(self) -> None:
+        image = self._image()
+        self._inst = Instance(self.instance, self.config, image)
+        self._inst.prepare(["sleep", "infinity"])
+        self._inst.start_detached()
+
+    def teardown(self) -> None:
+        for p in self._procs:
+            p.stop(timeout=2)
+        self._procs.clear()
+        if self._inst is not None:
+            inst, self._inst = self._inst, None
+            inst.destroy()
+
+    def cold_start(self, argv: list[str], timeout: float | None = 60) -> StartupTiming:
+        """A fresh sibling instance (same runtime/storage/network/limits) whose init is argv:
+        what `docker run` costs, measured from before anything of it existed."""
+        image = self._image()
+        inst = Instance(NAME_PREFIX + secrets.token_hex(3), self.config, image)
+        created = time.time()
+        try:
+            inst.prepare(argv)
+            result = inst.run_foreground(timeout)
+            exited = time.time()
+        finally:
+            inst.destroy()
+        return StartupTiming(
+            created_at=created,
+            result=result,
+            exited_at=exited,
+            prepare_s=inst.timings.get("prepare_s", 0.0),
+            teardown_s=inst.timings["teardown_s"],
+        )
+
+    # --- running things -----------------------------------------------------------------
+    def _live(self) -> Instance:
+        if self._inst is None:
+            raise PlatformError(f"container {self.instance} is not provisioned")
+        return self._inst
+
+    def _pinned(self, argv: list[str], cpus: list[int] | None) -> list[str]:
+        # pin inside: the runtime moves exec'd tasks into the container's cgroup, and a v1
+        # cpuset move resets affinity set on the host side
+        if not cpus or self.config.runtime == "runsc":
+            return list(argv)
+        return ["taskset", "-c", ",".join(str(c) for c in sorted(cpus)), *argv]
+
+    def _pid_file(self) -> str:
+        self._seq += 1
+        return str(self._live().bundle / f"exec-{self._seq}.pid")
+
+    def exec(self, argv, *, cpus=None, timeout=None, env=None) -> ExecResult:
+        inst = self._live()
+        pid_file = self._pid_file()
+        try:
+            return inst.exec(self._pinned(argv, cpus), timeout=timeout, env=env, pid_file=pid_file)
+        finally:
+            _unlink(pid_file)
+
+    def spawn(self, argv, *, cpus=None, env=None) -> Process:
+        inst = self._live()
+        pid_file = self._pid_file()
+        full = inst.runtime.exec_argv(inst.name, self._pinned(argv, cpus), env, pid_file)
+        proc = HostProcess(full)
+        self._procs.append(proc)
+        return _ContainerProcess(proc, pid_file)
+
+    def endpoint(self, port: int) -> tuple[str, int]:
+        inst = self._live()
+        if self.config.network == "host":
+            return ("127.0.0.1", port)
+        assert inst.net is not None
+        if self.config.network == "bridge":
+            return (inst.net.address, port)
+        if port not in self._published:
+            self._published[port] = hostnet.publish(
+                inst.name, port + self._offset, inst.net.address, port
+            )
+        return self._published[port]
+
+    @property
+    def workdir(self) -> str:
+        return DATA_PATH
+
+    def put_file(self, host_path: str, dest: str | None = None, mode: int = 0o755) -> str:
+        # the container's root and volume are host directories: copy straight in
+        inst = self._live()
+        dest = dest or f"{DATA_PATH}/{os.path.basename(host_path)}"
+        target = inst.storage.host_path(dest)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(host_path, target)
+        os.chmod(target, mode)
+        return dest
+
+    def accounting(self) -> Accounting:
+        inst = self._live()
+        cg = inst.cgroup
+        return Accounting(
+            pids=cg.pids() if cg else [],
+            cgroups=cg.paths() if cg else {},
+            net_ifaces=[inst.net.host_if] if inst.net else [],
+            extra={
+                "runtime": self.config.runtime,
+                "container_id": inst.name,
+                "init_pid": inst.init_pid(),
+                "address": inst.net.address if inst.net else None,
+                "rootfs": str(inst.storage.rootfs),
+            },
+        )
+
+    def labels(self) -> dict[str, Any]:
+        image = rootfs.existing()
+        return {
+            **super().labels(),
+            "runtime_version": tools.version(self.config.runtime),
+            "image": image.parent.name if image else None,
+            "cgroup": cgroups_version(),
+        }
+
+
+def cgroups_version() -> str:
+    from ... import cgroups
+
+    return cgroups.version()
+
+
+def _unlink(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+@cleanup.register("containers")
+def clean() -> list[str]:
+    """Containers of dead runs still known to a runtime (the other cleaners remove the rest)."""
+    removed = []
+    for name in runtimes.RUNTIMES:
+        rt = runtimes.get(name)
+        for cid in rt.list_ids():
+            if not cleanup.in_use(cid):
+                rt.delete(cid)
+                removed.append(f"{name} container {cid}")
+    return removed

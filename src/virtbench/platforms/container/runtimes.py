@@ -1,0 +1,150 @@
+"""OCI runtimes driven through their command line: crun (default), runc, runsc (gVisor).
+
+Each runtime keeps its container state under its own virtbench root (/run/virtbench/oci/
+<runtime>) so leftovers are found by listing that root, never by touching containers that
+other tools on the host own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+from pathlib import Path
+
+from ... import hostinfo, tools
+from ...errors import PlatformError
+from ..base import NAME_PREFIX
+
+STATE_ROOT = Path("/run/virtbench/oci")
+RUNTIMES = ("crun", "runc", "runsc")
+
+
+class OciRuntime:
+    name = "oci"
+    binary = "oci"
+    # whether the runtime can join a network namespace we made (`ip netns add`)
+    joins_netns = True
+
+    def __init__(self, network: str = "host") -> None:
+        self.network = network
+
+    @property
+    def root(self) -> Path:
+        return STATE_ROOT / self.name
+
+    def base(self) -> list[str]:
+        return [self.binary, "--root", str(self.root)]
+
+    def prepare(self) -> None:
+        """Check the runtime is installed and the host fits it (idempotent)."""
+        tools.require([self.binary], needed_by=f'runtime = "{self.name}"')
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    # --- commands -------------------------------------------------------------------------
+    def run_argv(self, cid: str, bundle: Path, detach: bool) -> list[str]:
+        return [
+            *self.base(),
+            "run",
+            *(["--detach"] if detach else []),
+            "--bundle",
+            str(bundle),
+            cid,
+        ]
+
+    def exec_argv(
+        self, cid: str, argv: list[str], env: dict[str, str] | None, pid_file: str | None
+    ) -> list[str]:
+        out = [*self.base(), "exec"]
+        for k, v in (env or {}).items():
+            out += ["--env", f"{k}={v}"]
+        if pid_file:
+            out += ["--pid-file", pid_file]
+        return [*out, cid, *argv]
+
+    def state(self, cid: str) -> dict:
+        r = subprocess.run([*self.base(), "state", cid], capture_output=True, text=True)
+        if r.returncode != 0:
+            return {}
+        try:
+            return json.loads(r.stdout)
+        except ValueError:
+            return {}
+
+    def delete(self, cid: str) -> None:
+        """Kill and delete the container; no error if it is already gone."""
+        subprocess.run([*self.base(), "kill", cid, "KILL"], capture_output=True, timeout=30)
+        subprocess.run([*self.base(), "delete", "--force", cid], capture_output=True, timeout=30)
+
+    def list_ids(self) -> list[str]:
+        if not self.root.is_dir() or tools.which(self.binary) is None:
+            return []
+        # state dirs are named after the container id in every runtime's root
+        return sorted(p.name for p in self.root.iterdir() if p.name.startswith(NAME_PREFIX))
+
+
+class Crun(OciRuntime):
+    name = binary = "crun"
+
+    def prepare(self) -> None:
+        super().prepare()
+        ensure_hybrid_hugetlb()
+
+
+class Runc(OciRuntime):
+    name = binary = "runc"
+
+
+class Runsc(OciRuntime):
+    """gVisor: a user-space kernel. Here only its ptrace platform works (no usable KVM)."""
+
+    name = binary = "runsc"
+    joins_netns = False  # HOST-NOTES: joining a pre-made netns fails on these hosts
+
+    def base(self) -> list[str]:
+        net = "host" if self.network == "host" else "sandbox"
+        return [self.binary, "--root", str(self.root), "--platform=ptrace", f"--network={net}"]
+
+    def exec_argv(self, cid, argv, env, pid_file):
+        out = [*self.base(), "exec"]
+        for k, v in (env or {}).items():
+            out += ["-env", f"{k}={v}"]
+        if pid_file:
+            out += ["-pid-file", pid_file]
+        return [*out, cid, *argv]
+
+    def run_argv(self, cid, bundle, detach):
+        return [*self.base(), "run", *(["-detach"] if detach else []), "-bundle", str(bundle), cid]
+
+
+_CLASSES: dict[str, type[OciRuntime]] = {"crun": Crun, "runc": Runc, "runsc": Runsc}
+
+
+def get(name: str, network: str = "host") -> OciRuntime:
+    if name not in _CLASSES:
+        raise PlatformError(f"unknown container runtime {name!r}; allowed: {', '.join(RUNTIMES)}")
+    return _CLASSES[name](network)
+
+
+def ensure_hybrid_hugetlb(root: Path = Path("/sys/fs/cgroup")) -> bool:
+    """crun refuses hybrid cgroups ("cgroups in hybrid mode not supported") unless a v1
+    hugetlb hierarchy is mounted; mount it once if missing. Returns True if it mounted."""
+    if hostinfo.cgroup_version() != "v1" or not (root / "unified").is_dir():
+        return False
+    mountinfo = Path("/proc/self/mountinfo").read_text()
+    if any(" - cgroup " in ln and "hugetlb" in ln.split(" - ")[1] for ln in mountinfo.splitlines()):
+        return False
+    target = root / "hugetlb"
+    with contextlib.suppress(FileExistsError):
+        target.mkdir()
+    r = subprocess.run(
+        ["mount", "-t", "cgroup", "-o", "hugetlb", "cgroup", str(target)],
+        capture_output=True,
+        text=True,
+    )
+    if r.returncode != 0:
+        raise PlatformError(
+            f"crun needs a cgroup v1 hugetlb hierarchy on this hybrid-cgroup host and "
+            f'mounting it at {target} failed: {r.stderr.strip()}; use runtime = "runc"'
+        )
+    return True
