@@ -1,0 +1,206 @@
+"""httperf: the open-loop load generator of seeds 000 and 003 — argv, output parser, health.
+
+httperf has no machine-readable output; its summary is a stable block of `Label: k v k v`
+lines (format unchanged since 0.9.0), parsed here field by field and tested on real outputs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..errors import WorkloadError
+
+ERROR_CLASSES = (
+    "client-timo",
+    "socket-timo",
+    "connrefused",
+    "connreset",
+    "fd-unavail",
+    "addrunavail",
+    "ftab-full",
+    "other",
+)
+# errors that mean the CLIENT ran out of a resource, so the step says nothing about the server
+CLIENT_RESOURCE_ERRORS = ("fd-unavail", "addrunavail", "ftab-full")
+# httperf multiplexes with select(): it can never hold more than FD_SETSIZE sockets
+FD_SETSIZE = 1024
+# below this share of the offered connection rate, the client did not really offer it
+MIN_SEND_SHARE = 0.90
+
+
+def argv(
+    host: str,
+    port: int,
+    uri: str,
+    conn_rate: float,
+    num_conns: int,
+    calls: int = 1,
+    timeout: float = 5.0,
+    hog: bool = False,
+) -> list[str]:
+    cmd = [
+        "httperf",
+        "--server",
+        host,
+        "--port",
+        str(port),
+        "--uri",
+        uri,
+        "--rate",
+        f"{conn_rate:.3f}",
+        "--num-conns",
+        str(num_conns),
+        "--num-calls",
+        str(calls),
+        "--timeout",
+        f"{timeout:g}",
+    ]
+    if hog:
+        cmd.insert(1, "--hog")
+    return cmd
+
+
+@dataclass
+class HttperfResult:
+    connections: int
+    requests: int
+    replies: int
+    duration_s: float
+    conn_rate: float
+    conn_time_avg_ms: float
+    conn_time_median_ms: float
+    conn_time_max_ms: float
+    connect_time_ms: float
+    concurrent_max: int
+    request_rate: float
+    reply_rate_avg: float
+    reply_rate_min: float
+    reply_rate_max: float
+    reply_rate_stddev: float
+    reply_rate_samples: int
+    reply_time_ms: float
+    transfer_time_ms: float
+    status: dict[str, int]
+    cpu_pct: float  # httperf's own view of its CPU share
+    net_kb_s: float
+    errors: dict[str, int] = field(default_factory=dict)
+    max_burst: int = 0
+
+    @property
+    def errors_total(self) -> int:
+        return sum(self.errors.values())
+
+    @property
+    def throughput(self) -> float:
+        """Replies per second over the whole step: the server throughput of the papers."""
+        return self.replies / self.duration_s if self.duration_s > 0 else 0.0
+
+    @property
+    def attempts(self) -> int:
+        """Connections httperf tried to open: opened ones plus those it had no fd/port for."""
+        return self.connections + sum(self.errors.get(c, 0) for c in CLIENT_RESOURCE_ERRORS)
+
+    def send_rate(self) -> float:
+        """Connections issued per second. The test duration also covers the tail of the last
+        connections; the median connection time estimates that tail."""
+        span = max(self.duration_s - self.conn_time_median_ms / 1000.0, 1e-3)
+        return self.attempts / span
+
+
+def _num(text: str, pattern: str, what: str) -> list[float]:
+    m = re.search(pattern, text, re.MULTILINE)
+    if not m:
+        raise WorkloadError(f"httperf output has no {what} line; is it httperf 0.9?")
+    return [float(g) for g in m.groups()]
+
+
+_F = r"([-\d.]+)"
+
+
+def parse(text: str) -> HttperfResult:
+    conns, reqs, reps, dur = _num(
+        text,
+        rf"^Total: connections {_F} requests {_F} replies {_F} test-duration {_F} s",
+        "'Total:'",
+    )
+    (crate, conc) = _num(text, rf"^Connection rate: {_F} conn/s .*<={_F} concurrent", "rate")
+    ct_min, ct_avg, ct_max, ct_med, _ct_sd = _num(
+        text,
+        rf"^Connection time \[ms\]: min {_F} avg {_F} max {_F} median {_F} stddev {_F}",
+        "connection time",
+    )
+    (connect,) = _num(text, rf"^Connection time \[ms\]: connect {_F}", "connect time")
+    (rrate,) = _num(text, rf"^Request rate: {_F} req/s", "request rate")
+    rmin, ravg, rmax, rsd, rn = _num(
+        text,
+        rf"^Reply rate \[replies/s\]: min {_F} avg {_F} max {_F} stddev {_F} \({_F} samples\)",
+        "reply rate",
+    )
+    resp, xfer = _num(text, rf"^Reply time \[ms\]: response {_F} transfer {_F}", "reply time")
+    st = _num(
+        text,
+        rf"^Reply status: 1xx={_F} 2xx={_F} 3xx={_F} 4xx={_F} 5xx={_F}",
+        "reply status",
+    )
+    (cpu,) = _num(text, rf"^CPU time \[s\]: .*total {_F}%\)", "CPU time")
+    (net,) = _num(text, rf"^Net I/O: {_F} KB/s", "Net I/O")
+    e1 = _num(
+        text,
+        rf"^Errors: total {_F} client-timo {_F} socket-timo {_F} connrefused {_F}"
+        rf" connreset {_F}",
+        "errors",
+    )
+    e2 = _num(
+        text,
+        rf"^Errors: fd-unavail {_F} addrunavail {_F} ftab-full {_F} other {_F}",
+        "errors",
+    )
+    burst = re.search(r"^Maximum connect burst length: (\d+)", text, re.MULTILINE)
+    del ct_min
+    return HttperfResult(
+        connections=int(conns),
+        requests=int(reqs),
+        replies=int(reps),
+        duration_s=dur,
+        conn_rate=crate,
+        conn_time_avg_ms=ct_avg,
+        conn_time_median_ms=ct_med,
+        conn_time_max_ms=ct_max,
+        connect_time_ms=connect,
+        concurrent_max=int(conc),
+        request_rate=rrate,
+        reply_rate_avg=ravg,
+        reply_rate_min=rmin,
+        reply_rate_max=rmax,
+        reply_rate_stddev=rsd,
+        reply_rate_samples=int(rn),
+        reply_time_ms=resp,
+        transfer_time_ms=xfer,
+        status={f"{i}xx": int(v) for i, v in enumerate(st, start=1)},
+        cpu_pct=cpu,
+        net_kb_s=net,
+        errors=dict(zip(ERROR_CLASSES, (int(v) for v in e1[1:] + e2), strict=True)),
+        max_burst=int(burst.group(1)) if burst else 0,
+    )
+
+
+def invalid_reason(r: HttperfResult, conn_rate: float, client_util: float) -> str | None:
+    """Why this step measured the client rather than the server, or None if it is sound."""
+    reasons = []
+    if client_util > 0.90:
+        reasons.append(f"load generator CPU saturated ({client_util:.0%} of its CPU)")
+    starved = {c: r.errors[c] for c in CLIENT_RESOURCE_ERRORS if r.errors.get(c)}
+    if starved:
+        what = ", ".join(f"{c}={n}" for c, n in starved.items())
+        reasons.append(
+            f"load generator ran out of sockets ({what}; httperf holds at most"
+            f" {FD_SETSIZE} connections)"
+        )
+    sent = r.send_rate()
+    if conn_rate > 0 and sent < MIN_SEND_SHARE * conn_rate:
+        reasons.append(
+            f"load generator could not send at the offered rate ({sent:.0f} of"
+            f" {conn_rate:.0f} conn/s)"
+        )
+    return "; ".join(reasons) or None

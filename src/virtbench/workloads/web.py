@@ -1,0 +1,390 @@
+"""Web suite (seeds 000, 003): nginx inside the environment serving static files; an httperf
+open-loop rate sweep that finds the saturation point, and a wrk closed-loop maximum.
+
+Every sweep step records the load generator's own CPU; a step where the client, not the
+server, was the limit is stored with labels["invalid"] and never becomes the headline.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from ..errors import WorkloadError
+from ..platforms.base import Platform
+from . import httperf, nginx, sweep, wrk
+from .base import Metric, Param, RunContext, Sample, Workload
+from .registry import register
+from .serving import ClientRun, Served, raise_nofile, run_client, serve
+
+PAPER_SIZES = [1, 4, 10, 30, 50, 70, 100, 200]
+
+COMMON_PARAMS = {
+    "file_sizes": Param(PAPER_SIZES, "static file sizes in KB", min=nginx.MIN_KB, max=nginx.MAX_KB),
+    "port": Param(0, "server port inside the environment; 0 picks a free one", min=0, max=65535),
+    "workers": Param(0, "nginx worker processes; 0 = one per CPU it sees", min=0, max=256),
+    "calls_per_conn": Param(
+        1,
+        "requests per TCP connection (1 = a new connection per request, as the papers)",
+        min=1,
+        max=100_000,
+    ),
+}
+
+
+class _NginxWorkload(Workload):
+    suite = "web"
+    tools = ("nginx",)
+
+    def sizes(self, ctx: RunContext) -> list[int]:
+        return nginx.validate_sizes(ctx.params.get("file_sizes", PAPER_SIZES))
+
+    @contextmanager
+    def nginx(self, platform: Platform, ctx: RunContext, sizes: list[int]) -> Iterator[Served]:
+        p = ctx.params
+        state: dict[str, str] = {}
+
+        def make_argv(port: int) -> list[str]:
+            root, conf = nginx.prepare(platform, sizes, port, int(p.get("workers", 0)))
+            state["root"] = root
+            return nginx.argv(root, conf)
+
+        with serve(
+            platform,
+            make_argv,
+            ctx,
+            what=f"{self.name}: nginx",
+            port_key="suites.web.port",
+            requested_port=int(p.get("port", 0)),
+        ) as served:
+            yield served
+
+    @staticmethod
+    def url(served: Served, size: int) -> str:
+        host = f"[{served.host}]" if ":" in served.host else served.host
+        return f"http://{host}:{served.port}{nginx.uri(size)}"
+
+    def client_sample(self, run: ClientRun, **labels: Any) -> Sample:
+        s = self.sample("client_cpu_pct", 100 * run.cpu_util, **labels)
+        s.role = "client"
+        return s
+
+    @staticmethod
+    def check_alive(served: Served, what: str, samples: list[Sample]) -> None:
+        code = served.proc.poll()
+        if code is not None:
+            raise WorkloadError(
+                f"{what}: the server exited (code {code}) mid-run; samples so far are kept",
+                samples=samples,
+            )
+
+    def wrk_run(
+        self, served: Served, size: int, ctx: RunContext, threads: int, conns: int, secs: float
+    ) -> tuple[wrk.WrkResult, ClientRun]:
+        with wrk.script() as path:
+            argv = wrk.argv(self.url(served, size), path, threads, conns, secs)
+            run = run_client(
+                argv,
+                ctx,
+                threads=threads,
+                timeout=secs + 30,
+                env={"VB_CALLS_PER_CONN": str(int(ctx.params.get("calls_per_conn", 1)))},
+            )
+        if not run.result.ok:
+            tail = (run.result.stderr or run.result.stdout).strip().splitlines()[-3:]
+            raise WorkloadError(f"{self.name}: wrk failed: {' | '.join(tail)}")
+        return wrk.parse(run.result.stdout), run
+
+
+@register
+class HttperfSweep(_NginxWorkload):
+    name = "httperf-sweep"
+    description = (
+        "httperf open-loop rate sweep against nginx: throughput vs offered rate, peak"
+        " sustained throughput and the rate where it is reached (seed 000 Fig. 5, 003 Fig. 16)"
+    )
+    host_tools = ("httperf", "wrk")
+    metrics = (
+        Metric("peak_throughput", "req/s", True, primary=True),
+        Metric("peak_offered_rate", "req/s", True),
+        Metric("capacity_probe", "req/s", True),
+        Metric("offered_rate", "req/s", True),
+        Metric("reply_rate", "req/s", True),
+        Metric("reply_rate_min", "req/s", True),
+        Metric("reply_rate_max", "req/s", True),
+        Metric("reply_rate_stddev", "req/s", False),
+        Metric("send_rate", "conn/s", True),
+        Metric("reply_time_ms", "ms", False),
+        Metric("transfer_time_ms", "ms", False),
+        Metric("connection_time_ms", "ms", False),
+        Metric("connect_time_ms", "ms", False),
+        Metric("net_throughput", "KB/s", True),
+        Metric("errors", "count", False),
+        Metric("error_pct", "%", False),
+        Metric("replies_non_2xx", "count", False),
+        Metric("client_cpu_pct", "%", False),
+        Metric("steps", "count", True),
+        Metric("steps_invalid", "count", False),
+    )
+    params = {
+        **COMMON_PARAMS,
+        "mode": Param(
+            "capacity",
+            "capacity: steps are fractions of a wrk-measured capacity (seed 000);"
+            " absolute: rate_start + k * rate_step req/s (seed 003)",
+            choices=("capacity", "absolute"),
+        ),
+        "start_fraction": Param(0.1, "capacity mode: first rate as a share of capacity", 0.01, 5),
+        "step_fraction": Param(0.1, "capacity mode: rate step as a share of capacity", 0.01, 5),
+        "max_fraction": Param(1.5, "capacity mode: highest rate as a share of capacity", 0.01, 10),
+        "rate_start": Param(100, "absolute mode: first offered rate, req/s", 1, 10_000_000),
+        "rate_step": Param(100, "absolute mode: rate increment, req/s", 1, 10_000_000),
+        "max_steps": Param(30, "most steps per file size", 1, 1000),
+        "step_duration": Param(2.0, "seconds of load per step", 0.5, 3600),
+        "fall_steps": Param(2, "stop after this many steps below the best throughput", 1, 100),
+        "error_threshold_pct": Param(10.0, "stop when errors pass this % of connections", 0, 100),
+        "timeout": Param(
+            5.0, "httperf --timeout: seconds before a request counts as failed", 0.1, 600
+        ),
+        "probe_duration": Param(2.0, "capacity mode: seconds of the wrk capacity probe", 1, 600),
+        "probe_connections": Param(32, "capacity mode: wrk connections of the probe", 1, 100_000),
+        "hog": Param(
+            False,
+            "httperf --hog: bind source ports itself (more conn/s, but leaves TIME_WAIT"
+            " sockets on ports 1024-65535 that block other servers' bind() for 60 s)",
+        ),
+    }
+
+    def run(self, platform: Platform, ctx: RunContext) -> list[Sample]:
+        sizes = self.sizes(ctx)
+        nofile = raise_nofile()
+        samples: list[Sample] = []
+        t0 = time.monotonic()
+        with self.nginx(platform, ctx, sizes) as served:
+            for size in sizes:
+                self.sweep_one(served, size, ctx, samples, t0, nofile)
+        return samples
+
+    def plan(self, ctx: RunContext, capacity: float | None) -> sweep.Plan:
+        p = ctx.params
+        if p.get("mode", "capacity") == "absolute":
+            return sweep.Plan(float(p["rate_start"]), float(p["rate_step"]), int(p["max_steps"]))
+        assert capacity is not None
+        plan = sweep.capacity_plan(
+            capacity,
+            float(p["start_fraction"]),
+            float(p["step_fraction"]),
+            float(p["max_fraction"]),
+        )
+        return sweep.Plan(
+            plan.start, plan.step, min(plan.max_steps, int(p["max_steps"])), plan.max_rate
+        )
+
+    def sweep_one(
+        self,
+        served: Served,
+        size: int,
+        ctx: RunContext,
+        samples: list[Sample],
+        t0: float,
+        nofile: int,
+    ) -> None:
+        p = ctx.params
+        calls = int(p.get("calls_per_conn", 1))
+        what = f"{self.name} {size}KB"
+        capacity = None
+        if p.get("mode", "capacity") == "capacity":
+            res, run = self.wrk_run(
+                served, size, ctx, 1, int(p["probe_connections"]), float(p["probe_duration"])
+            )
+            capacity = res.req_per_s
+            probe = self.sample("capacity_probe", capacity, file_size_kb=size)
+            if run.saturated:
+                probe.labels["client_saturated"] = f"{run.cpu_util:.0%}"
+            samples += [probe, self.client_sample(run, file_size_kb=size, phase="probe")]
+            self.check_alive(served, what, samples)
+        plan = self.plan(ctx, capacity)
+        steps: list[sweep.StepResult] = []
+        stopped = "max steps or max rate reached"
+        for i, rate in enumerate(plan.rates()):
+            step = self.step(served, size, ctx, i, rate, calls, samples, t0, nofile)
+            steps.append(step)
+            self.check_alive(served, what, samples)
+            reason = sweep.stop_reason(
+                steps, int(p["fall_steps"]), float(p["error_threshold_pct"]) / 100
+            )
+            if reason:
+                stopped = reason
+                break
+        samples += self.headline(steps, size, stopped)
+
+    def step(
+        self,
+        served: Served,
+        size: int,
+        ctx: RunContext,
+        index: int,
+        rate: float,
+        calls: int,
+        samples: list[Sample],
+        t0: float,
+        nofile: int,
+    ) -> sweep.StepResult:
+        p = ctx.params
+        conn_rate = rate / calls
+        num_conns = max(1, round(conn_rate * float(p["step_duration"])))
+        argv = httperf.argv(
+            served.host,
+            served.port,
+            nginx.uri(size),
+            conn_rate,
+            num_conns,
+            calls,
+            float(p["timeout"]),
+            bool(p.get("hog", False)),
+        )
+        run = run_client(argv, ctx, threads=1, timeout=float(p["step_duration"]) * 3 + 60)
+        if not run.result.ok:
+            tail = (run.result.stderr or run.result.stdout).strip().splitlines()[-3:]
+            raise WorkloadError(
+                f"{self.name}: httperf failed at {rate:.0f} req/s: {' | '.join(tail)}",
+                samples=samples,
+            )
+        r = httperf.parse(run.result.stdout)
+        invalid = httperf.invalid_reason(r, conn_rate, run.cpu_util)
+        labels: dict[str, Any] = {
+            "step": index,
+            "offered_rate": round(rate, 1),
+            "file_size_kb": size,
+            "calls_per_conn": calls,
+            "client_nofile": nofile,
+        }
+        if invalid:
+            labels["invalid"] = invalid
+        values = {
+            "offered_rate": rate,
+            "reply_rate": r.throughput,
+            "send_rate": r.send_rate(),
+            "reply_time_ms": r.reply_time_ms,
+            "transfer_time_ms": r.transfer_time_ms,
+            "connection_time_ms": r.conn_time_avg_ms,
+            "connect_time_ms": r.connect_time_ms,
+            "net_throughput": r.net_kb_s,
+            "errors": r.errors_total,
+            "error_pct": 100 * r.errors_total / max(r.attempts, 1),
+            "replies_non_2xx": r.replies - r.status.get("2xx", 0),
+        }
+        if r.reply_rate_samples:  # httperf samples the reply rate only every 5 s
+            values |= {
+                "reply_rate_min": r.reply_rate_min,
+                "reply_rate_max": r.reply_rate_max,
+                "reply_rate_stddev": r.reply_rate_stddev,
+            }
+        for metric, value in values.items():
+            extra = {"reply_rate_samples": r.reply_rate_samples} if metric == "reply_rate" else {}
+            samples.append(self.sample(metric, value, **labels, **extra))
+        for cls, n in r.errors.items():
+            if n:
+                samples.append(self.sample("errors", n, **labels, error_class=cls))
+        client = self.client_sample(run, **labels)
+        samples.append(client)
+        t = time.monotonic() - t0
+        for metric, unit in (("offered_rate", "req/s"), ("reply_rate", "req/s")):
+            ctx.series(f"{metric}.{size}KB", t, values[metric], unit, "target")
+        ctx.series(f"client_cpu_pct.{size}KB", t, client.value, "%", "client")
+        ctx.log(
+            f"{self.name} {size}KB step {index}: offered {rate:.0f} -> {r.throughput:.0f} req/s"
+            + (f" (invalid: {invalid})" if invalid else "")
+        )
+        return sweep.StepResult(index, rate, r.throughput, r.errors_total, r.attempts, invalid)
+
+    def headline(self, steps: list[sweep.StepResult], size: int, stopped: str) -> list[Sample]:
+        best = sweep.peak(steps)
+        n_invalid = sum(1 for s in steps if s.invalid)
+        labels: dict[str, Any] = {"file_size_kb": size, "stopped": stopped}
+        out = [
+            self.sample("steps", len(steps), **labels),
+            self.sample("steps_invalid", n_invalid, **labels),
+        ]
+        if best is None:
+            # no sound step: report the best raw figure, flagged, rather than nothing
+            raw = max(steps, key=lambda s: s.throughput)
+            labels |= {"invalid": "no valid step: " + (raw.invalid or "unknown")}
+            best = raw
+        labels |= {"step": best.index, "offered_rate": round(best.offered_rate, 1)}
+        out.append(self.sample("peak_throughput", best.throughput, **labels))
+        out.append(self.sample("peak_offered_rate", best.offered_rate, **labels))
+        return out
+
+
+@register
+class WrkMax(_NginxWorkload):
+    name = "wrk-max"
+    description = "wrk closed-loop maximum against nginx: req/s and latency percentiles"
+    host_tools = ("wrk",)
+    metrics = (
+        Metric("requests_per_s", "req/s", True, primary=True),
+        Metric("transfer", "KB/s", True),
+        Metric("latency_mean_ms", "ms", False),
+        Metric("latency_stdev_ms", "ms", False),
+        Metric("latency_max_ms", "ms", False),
+        *(Metric(f"latency_p{p:g}_ms", "ms", False) for p in wrk.PERCENTILES),
+        Metric("errors", "count", False),
+        Metric("client_cpu_pct", "%", False),
+    )
+    params = {
+        **COMMON_PARAMS,
+        "duration": Param(3.0, "seconds per file size", 1, 3600),
+        "connections": Param(32, "concurrent connections", 1, 100_000),
+        "threads": Param(1, "wrk threads (each pins one client CPU)", 1, 256),
+    }
+
+    def run(self, platform: Platform, ctx: RunContext) -> list[Sample]:
+        sizes = self.sizes(ctx)
+        nofile = raise_nofile()
+        p = ctx.params
+        samples: list[Sample] = []
+        with self.nginx(platform, ctx, sizes) as served:
+            for size in sizes:
+                res, run = self.wrk_run(
+                    served,
+                    size,
+                    ctx,
+                    int(p["threads"]),
+                    int(p["connections"]),
+                    float(p["duration"]),
+                )
+                labels: dict[str, Any] = {
+                    "file_size_kb": size,
+                    "connections": int(p["connections"]),
+                    "calls_per_conn": int(p.get("calls_per_conn", 1)),
+                    "client_nofile": nofile,
+                }
+                if run.saturated:
+                    labels["invalid"] = (
+                        f"load generator CPU saturated ({run.cpu_util:.0%} of its CPUs)"
+                    )
+                elif res.requests == 0:
+                    labels["invalid"] = f"no request completed (errors {res.errors})"
+                samples += self.wrk_samples(res, run, labels)
+                self.check_alive(served, f"{self.name} {size}KB", samples)
+        return samples
+
+    def wrk_samples(self, res: wrk.WrkResult, run: ClientRun, labels: dict) -> list[Sample]:
+        lat = res.latency_us
+        out = [
+            self.sample("requests_per_s", res.req_per_s, **labels),
+            self.sample("transfer", res.kb_per_s, **labels),
+            self.sample("latency_mean_ms", lat["mean"] / 1000, **labels),
+            self.sample("latency_stdev_ms", lat["stdev"] / 1000, **labels),
+            self.sample("latency_max_ms", lat["max"] / 1000, **labels),
+            self.sample("errors", sum(res.errors.values()), **labels, **res.errors),
+            self.client_sample(run, **labels),
+        ]
+        for p in wrk.PERCENTILES:
+            value = res.percentiles_us.get(f"{p:g}")
+            if value is not None:
+                out.append(self.sample(f"latency_p{p:g}_ms", value / 1000, **labels))
+        return out
