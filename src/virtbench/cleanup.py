@@ -57,6 +57,9 @@ def run_all() -> list[str]:
     from .platforms import registry
 
     registry.load_all()  # platform modules register their cleaners on import
+    from .scenarios import registry as scenarios
+
+    scenarios.load_all()  # so do scenario helpers that change host settings (quantum)
     removed: list[str] = []
     for what, fn in CLEANERS:
         try:

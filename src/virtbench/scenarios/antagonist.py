@@ -1,0 +1,159 @@
+"""`antagonist`: the target beside k antagonist neighbours, placed on CPUs (seed 001 §6.3).
+
+Grammar (positional parts after the load are optional, options in any order):
+
+    antagonist:<load>[:<placement>][:<k>][:cpu=N][:on=<type>][:quantum=<dur>][:knob=<knob>]
+              [:mb=<MiB>]
+
+  load       cpu-load | memory-load | stress-ng-<stressor>   (workloads/antagonists.py)
+  placement  free | affinity | same-cpu (default same-cpu)   (scenarios/placement.py)
+  k          number of antagonists, 1..64 (default 1), each in its own environment
+  cpu=N      the target's CPU for affinity/same-cpu
+  on=<type>  platform type of the antagonists' environments (default: same as the target's
+             platform, with the same options; e.g. on=native puts host processes beside a VM)
+  quantum=   scheduler time slice during the run, e.g. 1ms, 30ms (scenarios/quantum.py)
+  knob=      which quantum knob: auto | base_slice | min_granularity | rr_timeslice
+  mb=        memory-load copy size in MiB (default 9, as seed 001)
+
+Seed 001's scenarios: 1 `solo`, 2 `pinned`, 3 `antagonist:cpu-load:same-cpu` (with
+`quantum=30ms` / `quantum=1ms`), 4 `antagonist:memory-load:same-cpu`,
+5 `antagonist:cpu-load:free:3`, 6 `antagonist:memory-load:free:3`,
+7 `antagonist:memory-load:free:1`.
+
+Every target sample is labelled with the placement, CPUs, antagonist and quantum; each
+antagonist adds a neighbour-N sample of the work it got done. An antagonist that dies during
+the run makes the target's samples invalid (the load was not there the whole time).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+
+from ..errors import WorkloadError
+from ..platforms import registry as platform_registry
+from ..platforms.base import PlatformSpec
+from ..workloads import antagonists
+from ..workloads.base import Sample
+from .base import Scenario, ScenarioEnv
+from .neighbours import NeighbourPlan, Neighbours
+from .placement import PLACEMENTS, parse_cpu, place, split_options
+from .quantum import KNOBS, parse_duration_ns, quantum
+from .registry import register
+
+OPTIONS = ("cpu", "on", "quantum", "knob", "mb")
+MAX_K = 64
+
+
+@register
+class AntagonistScenario(Scenario):
+    kind = "antagonist"
+    usage = (
+        "antagonist:<cpu-load|memory-load|stress-ng-NAME>[:free|affinity|same-cpu][:K]"
+        "[:cpu=N][:on=TYPE][:quantum=1ms][:knob=auto|base_slice|min_granularity|rr_timeslice]"
+        "[:mb=9]"
+    )
+    description = "k antagonists (CPU, memory, stress-ng) beside the target, placed on CPUs"
+
+    def __init__(self, args: list[str]) -> None:
+        self.args = args
+        pos, opts = split_options(args)
+        if not pos:
+            raise ValueError(f"scenario 'antagonist' needs a load; usage: {self.usage}")
+        for key in opts:
+            if key not in OPTIONS:
+                raise ValueError(f"unknown option '{key}'; allowed: {', '.join(OPTIONS)}")
+        mb = _positive(opts.get("mb", "9"), "mb")
+        self.antagonist = antagonists.get(pos[0], mb)
+        self.placement, self.k = "same-cpu", 1
+        for part in pos[1:]:
+            if part in PLACEMENTS:
+                self.placement = part
+            elif part.isdigit() and 1 <= int(part) <= MAX_K:
+                self.k = int(part)
+            else:
+                raise ValueError(
+                    f"'{part}' is neither a placement ({', '.join(PLACEMENTS)}) "
+                    f"nor a count 1..{MAX_K}"
+                )
+        self.cpu = parse_cpu(opts["cpu"]) if "cpu" in opts else None
+        self.on = opts.get("on", "same")
+        if self.on != "same":
+            kinds = sorted(platform_registry.load_all())
+            if self.on not in kinds:
+                raise ValueError(
+                    f"on={self.on}: unknown platform type; allowed: same, {', '.join(kinds)}"
+                )
+        self.quantum_ns = parse_duration_ns(opts["quantum"]) if "quantum" in opts else None
+        self.knob = opts.get("knob", "auto")
+        if self.knob not in KNOBS:
+            raise ValueError(f"knob={self.knob}: allowed: {', '.join(KNOBS)}")
+        if "knob" in opts and self.quantum_ns is None:
+            raise ValueError("knob= needs quantum=<duration>")
+
+    def _spec(self, env: ScenarioEnv) -> PlatformSpec:
+        if self.on == "same":
+            return env.target.spec
+        return PlatformSpec(f"antagonist-{self.on}", self.on)
+
+    def run(self, env: ScenarioEnv) -> list[Sample]:
+        ctx = env.ctx
+        where = place(self.placement, self.k, self.cpu, ctx.cpus)
+        labels: dict[str, object] = {
+            **where.labels(),
+            "antagonist": self.antagonist.name,
+            "antagonists": self.k,
+            "antagonist_cpus": where.neighbours,
+        }
+        with contextlib.ExitStack() as stack:
+            params = dict(ctx.params)
+            policy = priority = None
+            if self.quantum_ns is not None:
+                q = stack.enter_context(quantum(self.quantum_ns, self.knob))
+                labels.update(q.labels())
+                if q.policy_hint == "rr":  # only SCHED_RR tasks feel sched_rr_timeslice_ms
+                    policy, priority = "rr", int(params.get("priority", -1))
+                    if "policy" in params:
+                        params["policy"] = "rr"
+                    labels["quantum_policy"] = "rr"
+            argv = functools.partial(
+                self.antagonist.argv,
+                max_seconds=(ctx.timeout or 3600) + 60,
+                policy=policy,
+                priority=priority,
+            )
+            plans = [
+                NeighbourPlan(f"neighbour-{i + 1}", self._spec(env), argv, cpus)
+                for i, cpus in enumerate(where.neighbours)
+            ]
+            group = stack.enter_context(Neighbours(env, plans))
+            samples = env.workload.run(
+                env.target, dataclasses.replace(ctx, cpus=where.target, params=params)
+            )
+            died = None
+            try:
+                group.check_alive()
+            except WorkloadError as exc:
+                died = str(exc)
+            group.stop()
+        for s in samples:
+            s.labels.update(labels)
+            if died:
+                s.labels.setdefault("invalid", f"an antagonist stopped during the run: {died}")
+        for n in group.finished:
+            if n.result is not None:
+                for s in self.antagonist.samples(n.result, n.plan.role):
+                    s.labels.update(labels, cpus=n.plan.cpus)
+                    samples.append(s)
+        return samples
+
+
+def _positive(text: str, key: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if value <= 0:
+        raise ValueError(f"{key}={text}: must be a positive number")
+    return value

@@ -1,0 +1,323 @@
+"""Latency suite (seed 001 §6.2): timer tick processing duration, thread switch latency,
+cyclictest.
+
+`tick` and `thread-switch-*` run virtbench's own static probes (probes/*.c, built by
+probes_build) which `Platform.put_file` makes available inside any environment. All figures
+are in µs; `max_us` is the headline (seed 001's tables report the maximum). Time series and
+the head of the raw samples are written through `ctx.series` with t in seconds since the
+probe started.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from .. import probes_build
+from ..errors import WorkloadError
+from ..platforms.base import Platform
+from .base import Metric, Param, RunContext, Sample, Workload, check
+from .latency_parse import (
+    EXIT_NOPERM,
+    EXIT_USAGE,
+    modes,
+    parse_cyclictest,
+    parse_probe,
+    percentile_rank,
+    probe_failure,
+    value_at_rank,
+)
+from .registry import register
+
+LIB = False  # lower is better for every latency figure
+
+_STAT_METRICS = (
+    Metric("max_us", "us", LIB, primary=True),
+    Metric("p9999_us", "us", LIB),
+    Metric("p99_us", "us", LIB),
+    Metric("median_us", "us", LIB),
+    Metric("mean_us", "us", LIB),
+    Metric("min_us", "us", LIB),
+)
+_STAT_KEYS = {
+    "max_us": "max",
+    "p9999_us": "p9999",
+    "p99_us": "p99",
+    "median_us": "median",
+    "mean_us": "mean",
+    "min_us": "min",
+}
+
+_COMMON_PARAMS = {
+    "policy": Param("fifo", "scheduling policy of the measuring threads", choices=("fifo", "rr")),
+    "priority": Param(-1, "real-time priority; -1: the policy's highest (99)", min=-1, max=99),
+    "allow_unprivileged": Param(
+        False, "without SCHED_FIFO permission, measure as SCHED_OTHER (labelled) instead of failing"
+    ),
+    "clock": Param(
+        "auto",
+        "auto: TSC if invariant, else CLOCK_MONOTONIC_RAW",
+        choices=("auto", "tsc", "monotonic_raw"),
+    ),
+}
+
+
+def _rt_throttle(platform: Platform) -> str | None:
+    """sched_rt_runtime_us/period inside the environment: RT throttling (or the fair server)
+    lets other tasks take this much of each period even from a SCHED_FIFO probe."""
+    r = platform.exec(
+        ["cat", "/proc/sys/kernel/sched_rt_runtime_us", "/proc/sys/kernel/sched_rt_period_us"],
+        timeout=10,
+    )
+    parts = r.stdout.split()
+    return f"{parts[0]}/{parts[1]}" if r.ok and len(parts) == 2 else None
+
+
+def _timeout(ctx: RunContext, seconds: float, what: str) -> float:
+    need = seconds + 30  # calibration, building, put_file and output
+    if ctx.timeout is not None and ctx.timeout < need:
+        raise WorkloadError(
+            f"{what}: duration {seconds:g}s needs cell_timeout >= {need:g}s, "
+            f"campaign has {ctx.timeout:g}s"
+        )
+    return ctx.timeout or need
+
+
+class _Probe(Workload):
+    """Runs one of virtbench's probes inside the environment and parses its JSON."""
+
+    suite = "latency"
+    probe: str  # vb-<probe>
+
+    def probe_argv(self, ctx: RunContext) -> list[str]:
+        p = ctx.params
+        argv = ["--policy", p["policy"], "--clock", p["clock"]]
+        if p["priority"] >= 0:  # else the probe takes the policy's highest priority
+            argv += ["--priority", str(p["priority"])]
+        return argv + (["--allow-unprivileged"] if p["allow_unprivileged"] else [])
+
+    def run_probe(
+        self, platform: Platform, ctx: RunContext, extra: list[str], seconds: float
+    ) -> tuple[Any, dict[str, Any]]:
+        path = platform.put_file(probes_build.probe_path(self.probe))
+        argv = [path, *self.probe_argv(ctx), *extra]
+        result = platform.exec(argv, cpus=ctx.cpus, timeout=_timeout(ctx, seconds, self.name))
+        if result.returncode in (EXIT_USAGE, EXIT_NOPERM) and not result.timed_out:
+            raise probe_failure(self.name, result.returncode, result.stderr)
+        check(result, self.name)
+        parsed = parse_probe(result.stdout, self.name)
+        throttle = _rt_throttle(platform)
+        if throttle:
+            parsed.labels["rt_runtime_period_us"] = throttle
+        return parsed, parsed.labels
+
+    def stat_samples(self, stats_us: dict[str, float], labels: dict[str, Any]) -> list[Sample]:
+        return [self.sample(m, stats_us[k], **labels) for m, k in _STAT_KEYS.items()]
+
+
+@register
+class Tick(_Probe):
+    name = "tick"
+    description = (
+        "clock tick processing duration: SCHED_FIFO busy loop of ~65 µs timed with the TSC; "
+        "durations above the main mode are ticks/interrupts/preemptions (seed 001 §6.2.1)"
+    )
+    probe = "tick"
+    metrics = (
+        *_STAT_METRICS,
+        Metric("disturbed_per_s", "1/s", LIB),
+        Metric("tick_delay_us", "us", LIB),
+    )
+    params = {
+        "duration": Param(10.0, "seconds of back-to-back busy loops", min=0.1, max=86400),
+        "loop_us": Param(65.0, "undisturbed busy-loop duration in µs", min=5, max=10000),
+        "hist_bin_ns": Param(100.0, "histogram bin width near the modes", min=1, max=1e6),
+        "series_points": Param(2000, "points of the duration-over-time series", min=10, max=1e6),
+        **_COMMON_PARAMS,
+    }
+
+    def run(self, platform: Platform, ctx: RunContext) -> list[Sample]:
+        p = ctx.params
+        extra = [
+            "--duration",
+            str(p["duration"]),
+            "--loop-us",
+            str(p["loop_us"]),
+            "--hist-bin-ns",
+            str(p["hist_bin_ns"]),
+            "--series-points",
+            str(p["series_points"]),
+        ]
+        parsed, labels = self.run_probe(platform, ctx, extra, float(p["duration"]))
+        return self.to_samples(parsed.data, parsed.stats_us, labels, ctx)
+
+    def to_samples(
+        self, data: dict[str, Any], stats_us: dict[str, float], labels: dict[str, Any], ctx
+    ) -> list[Sample]:
+        labels = dict(labels)
+        labels["cpu_migrations"] = data.get("cpu", {}).get("migrations")
+        if data.get("truncated"):
+            labels["invalid"] = "sample buffer filled before the duration ended"
+        bins = data.get("histogram", {}).get("bins", [])
+        m = modes(bins)
+        duration = float(data.get("duration_s") or 0) or 1.0
+        labels["main_mode_us"] = m.main_us
+        samples = self.stat_samples(stats_us, labels)
+        samples[0].labels = {**labels, "histogram_ns": bins, "loop": data.get("loop")}
+        samples.append(self.sample("disturbed_per_s", m.disturbed / duration, **labels))
+        if m.delay_us is not None:
+            samples.append(self.sample("tick_delay_us", m.delay_us, **labels))
+        for t, lo, hi in data.get("series", {}).get("points", []):
+            ctx.series("tick_max_us", t, hi / 1000.0, "us", "target")
+            ctx.series("tick_min_us", t, lo / 1000.0, "us", "target")
+        for t, d in data.get("head", {}).get("points", []):
+            ctx.series("tick_head_us", t, d / 1000.0, "us", "target")
+        return samples
+
+
+class _ThreadSwitch(_Probe):
+    probe = "switch"
+    description = "thread switch latency between SCHED_FIFO threads on one CPU (seed 001 §6.2.2)"
+    metrics = _STAT_METRICS
+    fixed_threads: tuple[int, ...] = ()
+    params = {
+        "switches": Param(200000, "thread switches to record per run", min=100, max=1e9),
+        "max_duration": Param(30.0, "stop a run after this many seconds", min=0.1, max=86400),
+        **_COMMON_PARAMS,
+    }
+
+    def thread_counts(self, ctx: RunContext) -> list[int]:
+        return list(self.fixed_threads)
+
+    def run(self, platform: Platform, ctx: RunContext) -> list[Sample]:
+        p = ctx.params
+        samples: list[Sample] = []
+        for n in self.thread_counts(ctx):
+            extra = [
+                "--threads",
+                str(n),
+                "--switches",
+                str(p["switches"]),
+                "--duration",
+                str(p["max_duration"]),
+            ]
+            parsed, labels = self.run_probe(platform, ctx, extra, float(p["max_duration"]))
+            labels = {**labels, "threads": n, "self_yields": parsed.data.get("self_yields", 0)}
+            if parsed.data.get("self_yields") and labels.get("realtime"):
+                labels["warning"] = "threads ran on after sched_yield: not a pure FIFO switch"
+            out = self.stat_samples(parsed.stats_us, labels)
+            out[0].labels = {**labels, "histogram_ns": parsed.data.get("histogram", {}).get("bins")}
+            samples += out
+        return samples
+
+
+@register
+class ThreadSwitch2(_ThreadSwitch):
+    name = "thread-switch-2"
+    description = _ThreadSwitch.description + ", 2 threads"
+    fixed_threads = (2,)
+
+
+@register
+class ThreadSwitch1000(_ThreadSwitch):
+    name = "thread-switch-1000"
+    description = _ThreadSwitch.description + ", 1000 threads (caches no longer hold them)"
+    fixed_threads = (1000,)
+
+
+@register
+class ThreadSwitchSweep(_ThreadSwitch):
+    name = "thread-switch-sweep"
+    description = _ThreadSwitch.description + ", for each count in `threads` (label threads)"
+    params = {
+        **_ThreadSwitch.params,
+        "threads": Param([2, 10, 100, 1000], "thread counts to sweep", min=2, max=10000),
+    }
+
+    def thread_counts(self, ctx: RunContext) -> list[int]:
+        counts = ctx.params["threads"]
+        if any(not isinstance(n, int) for n in counts):
+            raise WorkloadError(f"{self.name}: threads must be integers, got {counts!r}")
+        return list(counts)
+
+
+@register
+class Cyclictest(Workload):
+    suite = "latency"
+    name = "cyclictest"
+    description = "cyclictest (rt-tests): timer wake-up latency of a SCHED_FIFO thread"
+    tools = ("cyclictest",)
+    metrics = (
+        Metric("max_us", "us", LIB, primary=True),
+        Metric("p9999_us", "us", LIB),
+        Metric("p99_us", "us", LIB),
+        Metric("avg_us", "us", LIB),
+        Metric("min_us", "us", LIB),
+    )
+    params = {
+        "duration": Param(10.0, "seconds", min=1, max=86400),
+        "interval_us": Param(1000, "wake-up interval in µs", min=50, max=1_000_000),
+        "histogram_us": Param(10000, "histogram range in µs (above: overflows)", min=10, max=1e6),
+        "policy": _COMMON_PARAMS["policy"],
+        "priority": _COMMON_PARAMS["priority"],
+    }
+
+    def command(self, ctx: RunContext, platform: Platform) -> list[str]:
+        raise NotImplementedError  # run() below: the result is a file read back afterwards
+
+    def run(self, platform: Platform, ctx: RunContext) -> list[Sample]:
+        p = ctx.params
+        out = f"{platform.workdir}/vb-cyclictest-{secrets.token_hex(4)}.json"
+        prio = 99 if p["priority"] < 0 else p["priority"]
+        argv = [
+            "cyclictest",
+            "--mlockall",
+            "--quiet",
+            "--threads=1",
+            f"--priority={prio}",
+            f"--policy={p['policy']}",
+            f"--interval={p['interval_us']}",
+            f"--duration={int(p['duration'])}",
+            f"--histogram={int(p['histogram_us'])}",
+            f"--json={out}",
+        ]
+        try:
+            result = platform.exec(
+                argv, cpus=ctx.cpus, timeout=_timeout(ctx, p["duration"], self.name)
+            )
+            if "Unable to change scheduling policy" in result.stderr:
+                raise WorkloadError(
+                    "cyclictest: no permission for a real-time policy (it has no unprivileged "
+                    "mode): run virtbench as root or give CAP_SYS_NICE / RLIMIT_RTPRIO"
+                )
+            check(result, self.name)
+            got = platform.exec(["cat", out], timeout=30)
+            check(got, "cyclictest (reading --json)")
+        finally:
+            platform.exec(["rm", "-f", out], timeout=30)
+        return self.to_samples(got.stdout, platform)
+
+    def to_samples(self, text: str, platform: Platform | None = None) -> list[Sample]:
+        r = parse_cyclictest(text)
+        labels = dict(r.labels)
+        if platform is not None and (throttle := _rt_throttle(platform)):
+            labels["rt_runtime_period_us"] = throttle
+        in_hist = sum(r.histogram.values())
+        labels["histogram_overflows"] = max(0, labels["cycles"] - in_hist)
+        mx = max(float(t["max"]) for t in r.threads)
+        mn = min(float(t["min"]) for t in r.threads)
+        cycles = [int(t.get("cycles", 0)) for t in r.threads]
+        avg = sum(float(t["avg"]) * c for t, c in zip(r.threads, cycles, strict=True)) / max(
+            1, sum(cycles)
+        )
+        samples = [
+            self.sample("max_us", mx, **labels, histogram_us=sorted(r.histogram.items())),
+            self.sample("avg_us", avg, **labels),
+            self.sample("min_us", mn, **labels),
+        ]
+        # a percentile whose rank lies among the overflows is beyond the histogram: omitted
+        for metric, pct in (("p99_us", 99.0), ("p9999_us", 99.99)):
+            value = value_at_rank(r.histogram, percentile_rank(labels["cycles"], pct))
+            if value is not None:
+                samples.append(self.sample(metric, value, **labels))
+        return samples
