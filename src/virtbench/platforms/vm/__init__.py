@@ -1,0 +1,1 @@
+"""The `vm` platform: QEMU guests (KVM or TCG) controlled through qemu-guest-agent."""

@@ -1,0 +1,202 @@
+"""The `vm` platform: a QEMU guest booted from the shared root filesystem, controlled only
+through qemu-guest-agent; resources through cgroups and vCPU thread pinning."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from typing import Any
+
+from ... import cleanup, tools
+from ...cgroups import Cgroup
+from ...errors import PlatformError
+from ..base import Accounting, ExecResult, Platform, Process
+from ..registry import register
+from . import accel, image, modules, options, paths, qemu
+from .guest import GuestProcess
+from .guest import run as guest_run
+from .machine import Machine
+from .network import GuestNet
+
+GUEST_WORKROOT = "/var/tmp"
+
+
+@register
+class VmPlatform(Platform):
+    kind = "vm"
+    description = (
+        "a QEMU guest (KVM, or TCG binary translation) on the Debian kernel, root filesystem "
+        "from the shared image, controlled through qemu-guest-agent"
+    )
+    options_schema = options.SCHEMA
+
+    def __init__(self, spec, instance, host=None) -> None:
+        super().__init__(spec, instance, host)
+        self.machine: Machine | None = None
+        self.net: GuestNet | None = None
+        self.cgroup: Cgroup | None = None
+        self.accel_used: str | None = None
+        self.accel_reason = ""
+        self.facts: dict[str, Any] = {}
+        self._procs: list[GuestProcess] = []
+        self._pinned: list[int] | None = None
+
+    # --- lifecycle ----------------------------------------------------------------------
+    def provision(self) -> None:
+        if self.host is not None:
+            raise PlatformError(
+                f"platform '{self.name}': a vm cannot run inside another platform "
+                f"('{self.host.name}'); nested virtualization is not supported"
+            )
+        options.validate(self.name, self.options)
+        tools.require(["qemu-system-x86_64", "qemu-img"], needed_by="the vm platform")
+        cleanup.claim(self.instance)  # `virtbench cleanup` spares us while we run
+        self.accel_used, self.accel_reason = accel.resolve(self.options["accel"])
+        files = image.boot_files(self.options["disk_gb"], log=lambda m: None)
+        run_dir = paths.run_dir() / self.instance
+        run_dir.mkdir(parents=True, exist_ok=True)
+        overlay = run_dir / "root.qcow2"
+        image.create_overlay(files.root, overlay)
+        self.net = GuestNet.setup(self.instance, self.options["network"])
+        wanted = qemu.guest_modules(self.options["net"], self.options["disk"])
+        cfg = qemu.VmConfig(
+            name=self.instance,
+            run_dir=run_dir,
+            vmlinux=files.vmlinux,
+            initrd=files.initrd,
+            overlay=overlay,
+            accel=self.accel_used,
+            vcpus=self.options["vcpus"],
+            memory_mb=self.options["memory_mb"],
+            net=self.options["net"],
+            disk=self.options["disk"],
+            disk_cache=self.options["disk_cache"],
+            tap=self.net.tap,
+            guest_ip=self.net.cidr,
+            gateway=self.net.gateway,
+            modules=modules.resolve(files.kernel.modules, wanted),
+        )
+        self.cgroup = self._make_cgroup()
+        self.machine = Machine(cfg)
+        self.machine.start(self.options["boot_timeout"], on_pid=self._enter_cgroup)
+        self._pinned = self.options.get("vcpu_pin")
+        self.machine.pin_vcpus(self._pinned)
+        self.facts = {
+            "accel_used": self.accel_used,
+            "accel_reason": self.accel_reason,
+            "network_used": self.net.mode,
+            "guest_kernel": files.kernel.version,
+            "rootfs_key": files.rootfs_key,
+            "qemu_version": tools.version("qemu-system-x86_64"),
+            "boot_s": round(self.machine.timings["boot_s"], 3),
+        }
+        if self.net.fallback_reason:
+            self.facts["network_fallback"] = self.net.fallback_reason
+        self._guest(["mkdir", "-p", self.workdir], "creating the guest work directory")
+        if self.net.mode in ("bridge", "nat"):
+            # the first TCP connect after boot can fail until ARP settles: resolve it now
+            self.exec(["/run/vb/busybox", "ping", "-c", "1", "-W", "2", str(self.net.gateway)])
+
+    def _make_cgroup(self) -> Cgroup | None:
+        o = self.options
+        limits = {
+            "cpu_weight": o.get("cpu_weight"),
+            "cpu_quota_us": o.get("cpu_quota_us"),
+            "cpu_period_us": o.get("cpu_period_us"),
+        }
+        try:
+            return Cgroup.create(self.instance, **limits)
+        except (PlatformError, OSError) as exc:
+            if any(v is not None for v in limits.values()):
+                raise PlatformError(
+                    f"platform '{self.name}': cannot apply CPU limits {limits}: {exc}"
+                ) from exc
+            return None  # accounting falls back to the QEMU process's own CPU time
+
+    def _enter_cgroup(self, pid: int) -> None:
+        if self.cgroup is not None:
+            self.cgroup.add_pid(pid)  # moves all QEMU threads, vCPUs included
+
+    def shutdown(self, timeout: float = 30.0) -> float:
+        """Graceful guest poweroff; returns the seconds until QEMU exited (lifecycle suite)."""
+        if self.machine is None:
+            raise PlatformError(f"platform '{self.name}' is not provisioned")
+        return self.machine.shutdown(timeout)
+
+    def teardown(self) -> None:
+        for p in self._procs:
+            with contextlib.suppress(Exception):
+                p.stop(timeout=2)
+        self._procs.clear()
+        if self.machine is not None:
+            self.machine.stop()
+        if self.cgroup is not None:
+            with contextlib.suppress(PlatformError):
+                self.cgroup.destroy()
+            self.cgroup = None
+        if self.net is not None:
+            self.net.teardown()
+            self.net = None
+        shutil.rmtree(paths.run_dir() / self.instance, ignore_errors=True)
+        cleanup.release(self.instance)
+
+    # --- running things inside ----------------------------------------------------------
+    def _agent(self):
+        if self.machine is None or not self.machine.alive():
+            raise PlatformError(f"platform '{self.name}': the guest is not running")
+        return self.machine.agent
+
+    def _guest(self, argv: list[str], what: str) -> ExecResult:
+        r = self.exec(argv, timeout=60)
+        if not r.ok:
+            raise PlatformError(f"{self.name}: {what} failed: {(r.stderr or r.stdout).strip()}")
+        return r
+
+    def _place(self, cpus: list[int] | None) -> None:
+        if self.machine is not None and cpus != self._pinned:
+            self.machine.pin_vcpus(cpus or self.options.get("vcpu_pin"))
+            self._pinned = cpus
+
+    def exec(self, argv, *, cpus=None, timeout=None, env=None) -> ExecResult:
+        agent = self._agent()
+        self._place(cpus)
+        return guest_run(agent, list(argv), timeout, env)
+
+    def spawn(self, argv, *, cpus=None, env=None) -> Process:
+        agent = self._agent()
+        self._place(cpus)
+        proc = GuestProcess(agent, list(argv), env)
+        self._procs.append(proc)
+        return proc
+
+    def endpoint(self, port: int) -> tuple[str, int]:
+        if self.net is None or self.machine is None:
+            raise PlatformError(f"platform '{self.name}' is not provisioned")
+        if self.options["net"] == "none":
+            raise PlatformError(f"platform '{self.name}' has net = \"none\": no endpoint")
+        return self.net.endpoint(port, self.machine.qmp)
+
+    @property
+    def workdir(self) -> str:
+        return f"{GUEST_WORKROOT}/{self.instance}"
+
+    def accounting(self) -> Accounting:
+        m = self.machine
+        threads = m.threads() if m is not None else {}
+        io = sorted(t for t, n in threads.items() if n.startswith(("IO ", "iothread", "worker")))
+        return Accounting(
+            pids=[m.pid] if m is not None and m.pid and m.alive() else [],
+            threads=list(m.vcpu_threads) if m is not None else [],
+            cgroups=self.cgroup.paths() if self.cgroup is not None else {},
+            net_ifaces=[self.net.tap] if self.net is not None and self.net.tap else [],
+            extra={
+                "qemu_pid": m.pid if m is not None else None,
+                "vcpu_threads": list(m.vcpu_threads) if m is not None else [],
+                "io_threads": io,
+                "tap": self.net.tap if self.net is not None else None,
+                "accel": self.accel_used,
+            },
+        )
+
+    def labels(self) -> dict[str, Any]:
+        return {**super().labels(), **self.facts}
