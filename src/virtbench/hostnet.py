@@ -257,7 +257,7 @@ def nat_rules(table: str, host_ip: str, host_port: int, dest_ip: str, dest_port:
     for chain, hook in (("output", "output"), ("prerouting", "prerouting")):
         chains.append(
             f"  chain {chain} {{\n"
-            f"    type nat hook {hook} priority dstnat; policy accept;\n{rules}\n  }}"
+            f"    type nat hook {hook} priority -100; policy accept;\n{rules}\n  }}"
         )
     return f"table ip {table} {{\n" + "\n".join(chains) + "\n}\n"
 

@@ -1,0 +1,92 @@
+"""Lifecycle suite: how long a fresh instance takes to start and to go away (seed 003 §4.4).
+
+`container-startup` asks the platform for cold starts of a fresh sibling instance whose first
+process is `date +%s.%N`: start-up is from just before anything of the instance exists
+(cgroup, overlay, network, bundle) to the wall-clock time that first process reads, i.e. the
+first instruction of the workload plus its exec and dynamic loading (well under 1 ms).
+Teardown is the time to remove everything again. Platforms without cold starts (native) run
+the same probe as a plain process, the baseline any isolation layer adds to.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+from ..errors import WorkloadError
+from .base import Metric, Param, RunContext, Workload
+from .registry import register
+
+PROBE = ["date", "+%s.%N"]
+
+
+def parse_probe(stdout: str) -> float:
+    """Epoch seconds printed by the probe (`date +%s.%N`)."""
+    for line in stdout.split():
+        try:
+            return float(line)
+        except ValueError:
+            continue
+    raise WorkloadError(f"container-startup: no timestamp in probe output {stdout[-80:]!r}")
+
+
+def _median_sample(w: Workload, metric: str, values_ms: list[float], **labels):
+    return w.sample(
+        metric,
+        statistics.median(values_ms),
+        n=len(values_ms),
+        min=round(min(values_ms), 3),
+        max=round(max(values_ms), 3),
+        values=[round(v, 3) for v in values_ms],
+        **labels,
+    )
+
+
+@register
+class ContainerStartup(Workload):
+    suite = "lifecycle"
+    name = "container-startup"
+    description = (
+        "fresh instance: create -> first instruction of the workload, run to exit, teardown "
+        "(median of `starts` cold starts)"
+    )
+    tools = ("date",)
+    metrics = (
+        Metric("startup_ms", "ms", False, primary=True),
+        Metric("run_ms", "ms", False),
+        Metric("teardown_ms", "ms", False),
+    )
+    params = {"starts": Param(10, "cold starts per repetition (median reported)", 1, 1000)}
+
+    def run(self, platform, ctx: RunContext):
+        cold = getattr(platform, "cold_start", None)
+        startup, run, teardown = [], [], []
+        for _ in range(int(ctx.params["starts"])):
+            if cold is not None:
+                t = cold(PROBE, timeout=ctx.timeout)
+                if not t.result.ok:
+                    tail = (t.result.stderr or t.result.stdout).strip()[-300:]
+                    raise WorkloadError(f"{self.name}: cold start failed: {tail}")
+                first = parse_probe(t.result.stdout)
+                startup.append((first - t.created_at) * 1e3)
+                run.append((t.exited_at - t.created_at) * 1e3)
+                teardown.append(t.teardown_s * 1e3)
+            else:
+                t0 = time.time()
+                r = platform.exec(PROBE, timeout=ctx.timeout)
+                done = time.time()
+                if not r.ok:
+                    raise WorkloadError(f"{self.name}: probe failed: {r.stderr.strip()[-300:]}")
+                startup.append((parse_probe(r.stdout) - t0) * 1e3)
+                run.append((done - t0) * 1e3)
+        mode = "cold-start" if cold is not None else "exec"
+        samples = [
+            _median_sample(self, "startup_ms", startup, mode=mode),
+            _median_sample(self, "run_ms", run, mode=mode),
+        ]
+        if teardown:
+            samples.append(_median_sample(self, "teardown_ms", teardown, mode=mode))
+        if min(startup) < 0:
+            for s in samples:  # clocks disagree (e.g. a guest clock): not a valid figure
+                s.labels["invalid"] = "probe clock earlier than the start: clocks not in sync"
+        return samples
