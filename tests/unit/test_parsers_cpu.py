@@ -1,0 +1,213 @@
+"""CPU suite parsers against real outputs captured on the development machine (tests/data)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from virtbench.errors import WorkloadError
+from virtbench.platforms.base import ExecResult
+from virtbench.workloads import registry
+from virtbench.workloads.base import RunContext
+from virtbench.workloads.cpu import (
+    HpccLinpack,
+    StressNgInt64,
+    StressNgMatrixprod,
+    StressNgQsort,
+    SysbenchCpu1,
+    SysbenchCpuAll,
+    hpcc_input,
+    parse_hpcc_summary,
+    parse_stress_ng_yaml,
+)
+
+DATA = Path(__file__).parent.parent / "data"
+
+
+def read(rel: str) -> str:
+    return (DATA / rel).read_text()
+
+
+def ctx(workload, **params) -> RunContext:
+    return RunContext(params={k: p.default for k, p in workload.params.items()} | params)
+
+
+def result(stdout: str, argv: tuple[str, ...] = ("tool",)) -> ExecResult:
+    return ExecResult(list(argv), 0, stdout, "", 1.0)
+
+
+# --- sysbench cpu ---------------------------------------------------------------------------
+
+
+def test_sysbench_cpu_1t():
+    w = SysbenchCpu1()
+    (s,) = w.parse(result(read("sysbench/cpu-1t.txt")), ctx(w))
+    assert (s.metric, s.value, s.unit, s.higher_is_better) == (
+        "events_per_s",
+        1208.55,
+        "events/s",
+        True,
+    )
+    assert s.labels == {"threads": 1}
+
+
+def test_sysbench_cpu_all_uses_pinned_cpus():
+    w = SysbenchCpuAll()
+    c = ctx(w)
+    c.cpus = [0, 1]
+    (s,) = w.parse(result(read("sysbench/cpu-2t.txt")), c)
+    assert s.value == 2131.70 and s.labels == {"threads": 2}
+    assert "--threads=2" in w.command(c, None)
+
+
+def test_sysbench_cpu_malformed():
+    w = SysbenchCpu1()
+    with pytest.raises(WorkloadError, match="events per second"):
+        w.parse(result("sysbench 1.0.20\nFATAL: something\n"), ctx(w))
+
+
+# --- stress-ng ------------------------------------------------------------------------------
+
+
+def test_stress_ng_matrixprod_yaml():
+    w = StressNgMatrixprod()
+    samples = w.parse_yaml(read("stress-ng/cpu-matrixprod-1.yaml"), ctx(w))
+    by = {s.metric: s for s in samples}
+    assert by["bogo_ops_per_s"].value == pytest.approx(970.512522)
+    assert by["bogo_ops_per_cpu_s"].value == pytest.approx(988.543212)
+    assert by["bogo_ops_per_s"].unit == "bogo-ops/s"
+    labels = by["bogo_ops_per_s"].labels
+    assert labels["stressor"] == "cpu" and labels["workers"] == 1
+    assert labels["bogo_ops"] == 2914 and labels["args"] == "--cpu-method matrixprod"
+    assert "invalid" not in labels
+
+
+def test_stress_ng_int64_all_workers():
+    w = StressNgInt64()
+    samples = w.parse_yaml(read("stress-ng/cpu-int64-all.yaml"), ctx(w, workers=0))
+    assert samples[0].value == pytest.approx(2879.364478)
+    assert samples[0].labels["workers"] == "all-online"
+
+
+def test_stress_ng_qsort_few_bogo_ops_flagged_not_dropped():
+    w = StressNgQsort()
+    samples = w.parse_yaml(read("stress-ng/qsort-1.yaml"), ctx(w))
+    assert samples[0].value == pytest.approx(14.99867)
+    assert "invalid" not in samples[0].labels  # 30 bogo-ops: enough
+    text = read("stress-ng/qsort-1.yaml").replace("bogo-ops: 30", "bogo-ops: 3")
+    flagged = w.parse_yaml(text, ctx(w))
+    assert len(flagged) == 2 and all("run longer" in s.labels["invalid"] for s in flagged)
+
+
+def test_stress_ng_yaml_wrong_stressor_or_malformed():
+    with pytest.raises(WorkloadError, match="stressor 'qsort' missing"):
+        parse_stress_ng_yaml(read("stress-ng/cpu-matrixprod-1.yaml"), "qsort", "t")
+    with pytest.raises(WorkloadError, match="no 'metrics' list"):
+        parse_stress_ng_yaml("---\nsystem-info:\n  cpus: 2\n...\n", "cpu", "t")
+    with pytest.raises(WorkloadError, match="does not parse"):
+        parse_stress_ng_yaml("metrics: [\n  - stressor: cpu\n", "cpu", "t")
+    w = StressNgMatrixprod()
+    broken = read("stress-ng/cpu-matrixprod-1.yaml").replace(
+        "bogo-ops-per-second-real-time", "renamed"
+    )
+    with pytest.raises(WorkloadError, match="bogo-ops-per-second-real-time"):
+        w.parse_yaml(broken, ctx(w))
+
+
+class FakePlatform:
+    """Answers exec calls from a script; records argv (unit tests only)."""
+
+    workdir = "/wd"
+
+    def __init__(self, outputs: dict[str, str]) -> None:
+        self.outputs = outputs
+        self.calls: list[list[str]] = []
+        self.put: list[tuple[str, str, str]] = []
+
+    def exec(self, argv, *, cpus=None, timeout=None, env=None):
+        self.calls.append(list(argv))
+        return ExecResult(list(argv), 0, self.outputs.get(argv[0], ""), "", 0.1)
+
+    def put_file(self, host_path, dest=None, mode=0o755):
+        self.put.append((host_path, dest, Path(host_path).read_text()))
+        return dest
+
+    def supports_direct_io(self) -> bool:
+        return True
+
+
+def test_stress_ng_run_reads_yaml_through_platform_and_cleans_up():
+    p = FakePlatform({"cat": read("stress-ng/cpu-matrixprod-1.yaml")})
+    w = StressNgMatrixprod()
+    samples = w.run(p, ctx(w, duration=2))
+    assert samples[0].value == pytest.approx(970.512522)
+    stress = next(c for c in p.calls if c[0] == "stress-ng")
+    yaml_path = stress[stress.index("--yaml") + 1]
+    assert yaml_path.startswith("/wd/vb-stress-ng-") and "--metrics-brief" in stress
+    assert stress[1:3] == ["--cpu", "1"] and "2s" in stress
+    assert ["cat", yaml_path] in p.calls
+    assert p.calls[-1][:3] == ["rm", "-rf", "--"] and yaml_path.startswith(p.calls[-1][3])
+
+
+# --- hpcc / LINPACK -------------------------------------------------------------------------
+
+
+def test_hpcc_summary_and_samples():
+    w = HpccLinpack()
+    samples = w.parse_output(read("hpcc/hpccoutf-n3000.txt"))
+    by = {s.metric: s for s in samples}
+    assert by["hpl_gflops"].value == pytest.approx(1.87917)
+    assert by["hpl_gflops"].unit == "GFLOPS" and by["hpl_gflops"].higher_is_better
+    assert by["dgemm_gflops"].value == pytest.approx(3.6807)
+    assert by["stream_triad_gbs"].value == pytest.approx(31.4183)
+    assert by["random_access_gups"].value == pytest.approx(0.0829037)
+    assert by["fft_gflops"].value == pytest.approx(1.95543)
+    assert by["hpl_gflops"].labels == {"n": 3000, "nb": 80, "processes": 1, "hpl_time_s": 9.5859}
+    assert all("invalid" not in s.labels for s in samples)
+    assert w.primary().name == "hpl_gflops"
+
+
+def test_hpcc_failed_residual_is_flagged():
+    text = read("hpcc/hpccoutf-n3000.txt")
+    bad = text.replace("...... PASSED", "...... FAILED")
+    samples = HpccLinpack().parse_output(bad)
+    assert all(s.labels["invalid"] == "HPL residual check FAILED" for s in samples)
+    samples = HpccLinpack().parse_output(text.replace("Success=1", "Success=0"))
+    assert all("Success=0" in s.labels["invalid"] for s in samples)
+
+
+def test_hpcc_malformed():
+    text = read("hpcc/hpccoutf-n3000.txt")
+    with pytest.raises(WorkloadError, match="no Summary section"):
+        parse_hpcc_summary(text.split("Begin of Summary section.")[0], "t")
+    with pytest.raises(WorkloadError, match="HPL_Tflops"):
+        HpccLinpack().parse_output(text.replace("HPL_Tflops=", "HPL_Xflops="))
+
+
+def test_hpcc_input_file_and_run():
+    inf = hpcc_input(1234, 64).splitlines()
+    assert inf[5].split()[0] == "1234" and inf[7].split()[0] == "64"
+    assert inf[10].split()[0] == "1" and inf[11].split()[0] == "1"  # 1 x 1 grid: no MPI
+    assert len(inf) == 36  # hpcc reads lines 33-36 (PTRANS) too
+    p = FakePlatform({"cat": read("hpcc/hpccoutf-n3000.txt")})
+    w = HpccLinpack()
+    samples = w.run(p, ctx(w, n=1234, nb=64))
+    assert samples[0].metric == "hpl_gflops"
+    ((_, dest, text),) = p.put
+    wd = dest.rsplit("/", 1)[0]
+    assert dest.endswith("/hpccinf.txt") and wd.startswith("/wd/vb-hpcc-") and "1234" in text
+    assert ["env", "-C", wd, "hpcc"] in p.calls
+    assert p.calls[-1] == ["rm", "-rf", "--", wd]
+
+
+def test_cpu_suite_registered():
+    names = {w.name for w in registry.by_suite("cpu")}
+    assert {
+        "sysbench-cpu-1t",
+        "sysbench-cpu-all",
+        "stress-ng-cpu-matrixprod",
+        "stress-ng-cpu-int64",
+        "stress-ng-qsort",
+        "hpcc-linpack",
+    } <= names
