@@ -122,11 +122,13 @@ class EnvSampler:
 
     def _sample_role(self, role: str, platform: Platform, now: float, t: float) -> None:
         acct = platform.accounting()
+        procs = schedstat.descendants(acct.pids) if acct.pids else []  # one walk per tick
+        sched = schedstat.snapshot(acct, now, procs=None if acct.threads else procs)
         cur = _Prev(
             now,
-            accounting_cpu_seconds(acct),
-            schedstat.snapshot(acct, now),
-            resources.snapshot(acct, now),
+            accounting_cpu_seconds(acct) if acct.cgroups else None,
+            sched,
+            resources.snapshot(acct, now, procs=procs, rss_kb=sched.rss_kb),
         )
         prev = self._prev.get(role)
         self._prev[role] = cur

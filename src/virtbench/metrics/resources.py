@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..platforms.base import Accounting
-from .schedstat import ROOT, descendants
+from .schedstat import ROOT, descendants, read_text
 
 NET_COUNTERS = ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets")
 
@@ -101,7 +101,7 @@ def read_disk(acct: Accounting, pids: list[int], root: Path = ROOT) -> tuple[int
     read = write = 0
     for pid in pids:
         try:
-            r, w = parse_proc_io((root / "proc" / str(pid) / "io").read_text())
+            r, w = parse_proc_io(read_text(f"{str(root).rstrip('/')}/proc/{pid}/io"))
         except (OSError, ValueError):
             continue
         read, write = read + r, write + w
@@ -127,11 +127,21 @@ def read_mem(acct: Accounting, pids: list[int], root: Path = ROOT) -> int | None
     return kb * 1024
 
 
-def snapshot(acct: Accounting, t: float, root: Path = ROOT) -> ResourceSnapshot:
-    pids = descendants(acct.pids, root) if acct.pids else []
-    return ResourceSnapshot(
-        t, read_net(acct.net_ifaces, root), read_disk(acct, pids, root), read_mem(acct, pids, root)
-    )
+def snapshot(
+    acct: Accounting,
+    t: float,
+    root: Path = ROOT,
+    procs: list[int] | None = None,
+    rss_kb: dict[int, int] | None = None,
+) -> ResourceSnapshot:
+    """`procs` (processes with descendants) and `rss_kb` (VmRSS by task, from the schedstat
+    snapshot) save walking and reading /proc twice per second."""
+    pids = procs if procs is not None else descendants(acct.pids, root) if acct.pids else []
+    if rss_kb is not None and not acct.cgroups and pids:
+        mem: int | None = sum(rss_kb.get(p, 0) for p in pids) * 1024
+    else:
+        mem = read_mem(acct, pids, root)
+    return ResourceSnapshot(t, read_net(acct.net_ifaces, root), read_disk(acct, pids, root), mem)
 
 
 def rates(a: ResourceSnapshot, b: ResourceSnapshot) -> dict[str, tuple[float, str]]:
