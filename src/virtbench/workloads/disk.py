@@ -1,0 +1,222 @@
+"""Disk suite: fio sequential (1 MiB) and random (4 KiB) reads and writes, buffered and O_DIRECT,
+on a file in the platform's workdir (seed 002's IOzone runs, seed 004's disk suite).
+
+O_DIRECT that the workdir cannot honour is recorded, never silently replaced by buffered I/O:
+an EINVAL from fio gives samples flagged invalid, and a filesystem that accepts O_DIRECT but
+serves it from memory (tmpfs, or a platform that says so) gives samples labelled
+direct_honoured=false and flagged invalid.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from typing import Any, ClassVar
+
+from ..errors import WorkloadError
+from ..platforms.base import NAME_PREFIX, ExecResult, Platform
+from .base import Metric, Param, RunContext, Sample, Workload, check
+from .registry import register
+
+EINVAL = 22
+# filesystems that accept O_DIRECT but keep the data in memory: the figure is not disk I/O
+MEMORY_FILESYSTEMS = {"tmpfs", "ramfs"}
+
+_METRICS = (
+    Metric("bandwidth_mib_s", "MiB/s", True),
+    Metric("iops", "IO/s", True),
+    Metric("clat_mean_us", "us", False),
+    Metric("clat_p99_us", "us", False),
+)
+
+
+def fio_json(text: str, what: str) -> dict[str, Any]:
+    """The JSON document in fio's stdout (fio prints error lines before it)."""
+    start = text.find("{")
+    if start < 0:
+        raise WorkloadError(f"{what}: no JSON in fio output")
+    try:
+        doc, _ = json.JSONDecoder().raw_decode(text[start:])
+    except json.JSONDecodeError as exc:
+        raise WorkloadError(f"{what}: fio JSON does not parse: {exc}") from exc
+    if not isinstance(doc, dict) or not doc.get("jobs"):
+        raise WorkloadError(f"{what}: fio JSON has no jobs")
+    return doc
+
+
+def fio_job_figures(doc: dict[str, Any], op: str, what: str) -> dict[str, float]:
+    """bandwidth MiB/s, IOPS and completion latency (mean, p99; microseconds) of job 0."""
+    job = doc["jobs"][0]
+    stats = job.get(op)
+    if not isinstance(stats, dict):
+        raise WorkloadError(f"{what}: fio job has no '{op}' section")
+    try:
+        clat = stats["clat_ns"]
+        p99 = clat.get("percentile", {}).get("99.000000")
+        return {
+            "bandwidth_mib_s": stats["bw_bytes"] / 2**20,
+            "iops": float(stats["iops"]),
+            "clat_mean_us": clat["mean"] / 1000.0,
+            "clat_p99_us": (p99 / 1000.0) if p99 is not None else float("nan"),
+            "io_bytes": float(stats["io_bytes"]),
+        }
+    except (KeyError, TypeError) as exc:
+        raise WorkloadError(f"{what}: fio '{op}' section lacks {exc}") from exc
+
+
+class _Fio(Workload):
+    suite = "disk"
+    tools = ("fio",)
+    rw: ClassVar[str]  # fio --rw
+    bs: ClassVar[str]  # fio --bs
+    op: ClassVar[str]  # "read" or "write": the section of fio's JSON that holds the figures
+    params = {
+        "size_mib": Param(256, "test file size, MiB", min=1, max=1024 * 1024),
+        "runtime": Param(5, "seconds of I/O per direct mode (fio --time_based)", min=1, max=3600),
+        "direct": Param([1, 0], "fio --direct values: 1 = O_DIRECT, 0 = buffered", min=0, max=1),
+        "ioengine": Param("libaio", "fio --ioengine", choices=("libaio", "psync", "io_uring")),
+        "iodepth": Param(16, "fio --iodepth (libaio, io_uring)", min=1, max=4096),
+    }
+
+    def argv(self, ctx: RunContext, path: str, direct: int) -> list[str]:
+        p = ctx.params
+        return [
+            "fio",
+            f"--name={NAME_PREFIX}{self.name}",
+            f"--filename={path}",
+            f"--size={p['size_mib']}M",
+            f"--rw={self.rw}",
+            f"--bs={self.bs}",
+            f"--direct={direct}",
+            f"--ioengine={p['ioengine']}",
+            f"--iodepth={p['iodepth']}",
+            f"--runtime={p['runtime']}",
+            "--time_based",
+            "--output-format=json",
+        ]
+
+    def run(self, platform: Platform, ctx: RunContext) -> list[Sample]:
+        modes = _direct_modes(ctx.params["direct"], self.name)
+        end = None if ctx.timeout is None else time.monotonic() + ctx.timeout
+        scratch = f"{platform.workdir.rstrip('/')}/{NAME_PREFIX}fio-{secrets.token_hex(3)}"
+        check(platform.exec(["mkdir", "-p", scratch], timeout=30), f"mkdir {scratch}")
+        try:
+            fs = _fs_type(platform, scratch)
+            samples: list[Sample] = []
+            for direct in modes:
+                left = None if end is None else max(1.0, end - time.monotonic())
+                argv = self.argv(ctx, f"{scratch}/fio.dat", direct)
+                result = platform.exec(argv, cpus=ctx.cpus, timeout=left)
+                honoured = platform.supports_direct_io() and fs not in MEMORY_FILESYSTEMS
+                samples += self.parse_run(result, ctx, direct, fs, honoured)
+            return samples
+        finally:
+            # the test file can be large: always delete it
+            platform.exec(["rm", "-rf", "--", scratch], timeout=120)
+
+    def parse_run(
+        self, result: ExecResult, ctx: RunContext, direct: int, fs: str, honoured: bool
+    ) -> list[Sample]:
+        """Samples of one fio run (one direct mode); O_DIRECT problems flag, never drop."""
+        what = f"{self.name} direct={direct}"
+        labels: dict[str, Any] = {
+            "direct": direct,
+            "rw": self.rw,
+            "bs": self.bs,
+            "iodepth": ctx.params["iodepth"],
+            "ioengine": ctx.params["ioengine"],
+            "size_mib": ctx.params["size_mib"],
+            "fs_type": fs,
+        }
+        if direct:
+            labels["direct_honoured"] = honoured
+        if result.timed_out:
+            check(result, what)
+        if result.returncode != 0 and direct and _einval(result):
+            reason = f"O_DIRECT refused on {fs} (EINVAL): {_tail(result)}"
+            return [self._flagged(m.name, 0.0, labels, reason) for m in self.metrics]
+        if result.returncode != 0:
+            check(result, what)
+        doc = fio_json(result.stdout, what)
+        error = doc["jobs"][0].get("error", 0)
+        if error:
+            raise WorkloadError(f"{what}: fio job error {error}: {_tail(result)}")
+        figures = fio_job_figures(doc, self.op, what)
+        samples = []
+        for m in self.metrics:
+            value = figures[m.name]
+            s = self.sample(m.name, 0.0 if value != value else value, **labels)  # nan -> 0
+            if value != value:
+                s.labels["invalid"] = "fio reported no p99 completion latency"
+            elif direct and not honoured:
+                s.labels["invalid"] = f"O_DIRECT not honoured on {fs}: data served from memory"
+            elif figures["io_bytes"] <= 0:
+                s.labels["invalid"] = "fio moved no data"
+            samples.append(s)
+        return samples
+
+    def _flagged(self, metric: str, value: float, labels: dict, reason: str) -> Sample:
+        s = self.sample(metric, value, **labels)
+        s.labels["invalid"] = reason
+        return s
+
+
+def _direct_modes(value: Any, what: str) -> list[int]:
+    modes = value if isinstance(value, list) else [value]
+    if not modes or any(isinstance(d, bool) or d not in (0, 1) for d in modes):
+        raise WorkloadError(f"{what}: direct must be a list of 0 and/or 1, got {value!r}")
+    return [int(d) for d in dict.fromkeys(modes)]
+
+
+def _fs_type(platform: Platform, path: str) -> str:
+    """Filesystem type of `path` as the environment sees it (ext2/ext3, xfs, tmpfs, overlayfs)."""
+    r = platform.exec(["stat", "-f", "-c", "%T", path], timeout=30)
+    return r.stdout.strip() if r.ok and r.stdout.strip() else "unknown"
+
+
+def _einval(result: ExecResult) -> bool:
+    text = result.stdout + result.stderr
+    if "Invalid argument" in text or f"err={EINVAL}/" in text:
+        return True
+    try:
+        return fio_json(result.stdout, "fio")["jobs"][0].get("error") == EINVAL
+    except WorkloadError:
+        return False
+
+
+def _tail(result: ExecResult) -> str:
+    lines = [ln for ln in (result.stderr + "\n" + result.stdout).splitlines() if "fio:" in ln]
+    return " | ".join(lines[-2:]) or f"exit {result.returncode}"
+
+
+@register
+class FioSeqRead(_Fio):
+    name = "fio-seq-read"
+    description = "fio sequential read, 1 MiB blocks, buffered and O_DIRECT"
+    rw, bs, op = "read", "1M", "read"
+    metrics = (Metric("bandwidth_mib_s", "MiB/s", True, primary=True), *_METRICS[1:])
+
+
+@register
+class FioSeqWrite(_Fio):
+    name = "fio-seq-write"
+    description = "fio sequential write, 1 MiB blocks, buffered and O_DIRECT"
+    rw, bs, op = "write", "1M", "write"
+    metrics = (Metric("bandwidth_mib_s", "MiB/s", True, primary=True), *_METRICS[1:])
+
+
+@register
+class FioRandRead(_Fio):
+    name = "fio-rand-read"
+    description = "fio random read, 4 KiB blocks, buffered and O_DIRECT"
+    rw, bs, op = "randread", "4k", "read"
+    metrics = (_METRICS[0], Metric("iops", "IO/s", True, primary=True), *_METRICS[2:])
+
+
+@register
+class FioRandWrite(_Fio):
+    name = "fio-rand-write"
+    description = "fio random write, 4 KiB blocks, buffered and O_DIRECT"
+    rw, bs, op = "randwrite", "4k", "write"
+    metrics = (_METRICS[0], Metric("iops", "IO/s", True, primary=True), *_METRICS[2:])

@@ -1,0 +1,183 @@
+"""Disk suite (fio) parsers against real outputs captured on the development machine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from virtbench.campaign import loader
+from virtbench.errors import CampaignError, WorkloadError
+from virtbench.platforms.base import ExecResult
+from virtbench.workloads.base import RunContext
+from virtbench.workloads.disk import (
+    FioRandRead,
+    FioRandWrite,
+    FioSeqRead,
+    FioSeqWrite,
+    fio_job_figures,
+    fio_json,
+)
+
+DATA = Path(__file__).parent.parent / "data" / "fio"
+
+
+def read(name: str) -> str:
+    return (DATA / name).read_text()
+
+
+def ctx(workload, **params) -> RunContext:
+    return RunContext(params={k: p.default for k, p in workload.params.items()} | params)
+
+
+def ok(stdout: str) -> ExecResult:
+    return ExecResult(["fio"], 0, stdout, "", 1.0)
+
+
+def by_metric(samples):
+    return {s.metric: s for s in samples}
+
+
+def test_seq_read_direct():
+    w = FioSeqRead()
+    s = by_metric(w.parse_run(ok(read("seq-read-direct1.json")), ctx(w), 1, "ext2/ext3", True))
+    assert s["bandwidth_mib_s"].value == pytest.approx(836804768 / 2**20)
+    assert s["iops"].value == pytest.approx(798.039216)
+    assert s["clat_mean_us"].value == pytest.approx(19877.778826781)
+    assert s["clat_p99_us"].value == pytest.approx(26869.760)
+    assert s["clat_p99_us"].unit == "us" and not s["clat_p99_us"].higher_is_better
+    assert s["bandwidth_mib_s"].labels == {
+        "direct": 1,
+        "rw": "read",
+        "bs": "1M",
+        "iodepth": 16,
+        "ioengine": "libaio",
+        "size_mib": 256,
+        "fs_type": "ext2/ext3",
+        "direct_honoured": True,
+    }
+    assert all("invalid" not in x.labels for x in s.values())
+    assert w.primary().name == "bandwidth_mib_s"
+
+
+def test_seq_write_buffered():
+    w = FioSeqWrite()
+    s = by_metric(w.parse_run(ok(read("seq-write-direct0.json")), ctx(w), 0, "ext2/ext3", True))
+    assert s["bandwidth_mib_s"].value == pytest.approx(2675387716 / 2**20)
+    assert s["iops"].value == pytest.approx(2551.448551)
+    assert s["bandwidth_mib_s"].labels["direct"] == 0
+    assert "direct_honoured" not in s["bandwidth_mib_s"].labels
+
+
+def test_rand_read_and_write():
+    r = FioRandRead()
+    s = by_metric(r.parse_run(ok(read("rand-read-direct1.json")), ctx(r), 1, "xfs", True))
+    assert s["iops"].value == pytest.approx(42209.580838)
+    assert s["clat_mean_us"].value == pytest.approx(362.486749421)
+    assert s["clat_p99_us"].value == pytest.approx(3719.168)
+    assert r.primary().name == "iops"
+    s = by_metric(r.parse_run(ok(read("rand-read-direct0.json")), ctx(r), 0, "xfs", True))
+    assert s["iops"].value == pytest.approx(12421.578422)
+    w = FioRandWrite()
+    s = by_metric(w.parse_run(ok(read("rand-write-direct0.json")), ctx(w), 0, "xfs", True))
+    assert s["iops"].value == pytest.approx(105283.716284)
+    assert s["clat_p99_us"].value == pytest.approx(321.536)
+
+
+def test_direct_not_honoured_is_flagged_not_dropped():
+    w = FioRandRead()
+    samples = w.parse_run(ok(read("rand-read-direct1.json")), ctx(w), 1, "tmpfs", False)
+    assert len(samples) == 4
+    for s in samples:
+        assert s.labels["direct_honoured"] is False
+        assert s.labels["invalid"] == "O_DIRECT not honoured on tmpfs: data served from memory"
+    assert by_metric(samples)["iops"].value == pytest.approx(42209.580838)
+
+
+def test_direct_einval_gives_invalid_samples():
+    # real fio output: O_DIRECT with a 1000-byte block size on ext4 fails with EINVAL
+    res = ExecResult(
+        ["fio"],
+        1,
+        read("rand-read-direct1-einval.stdout"),
+        read("rand-read-direct1-einval.stderr"),
+        1.0,
+    )
+    w = FioRandRead()
+    samples = w.parse_run(res, ctx(w), 1, "overlayfs", True)
+    assert [s.metric for s in samples] == [m.name for m in w.metrics]
+    for s in samples:
+        assert s.value == 0.0 and s.labels["direct"] == 1
+        assert s.labels["invalid"].startswith("O_DIRECT refused on overlayfs (EINVAL): fio:")
+
+
+def test_fio_failures_raise():
+    w = FioRandRead()
+    bad = ExecResult(["fio"], 1, "", "fio: failed to open /x: No space left on device\n", 1.0)
+    with pytest.raises(WorkloadError, match="exited 1"):
+        w.parse_run(bad, ctx(w), 0, "ext2/ext3", True)
+    with pytest.raises(WorkloadError, match="no JSON"):
+        fio_json("fio: some error\n", "t")
+    with pytest.raises(WorkloadError, match="does not parse"):
+        fio_json(read("rand-read-direct1.json")[:500], "t")
+    doc = fio_json(read("rand-read-direct1.json"), "t")
+    del doc["jobs"][0]["read"]["clat_ns"]
+    with pytest.raises(WorkloadError, match="lacks 'clat_ns'"):
+        fio_job_figures(doc, "read", "t")
+    timed_out = ExecResult(["fio"], -9, "", "", 30.0, timed_out=True)
+    with pytest.raises(WorkloadError, match="timed out"):
+        w.parse_run(timed_out, ctx(w), 1, "ext2/ext3", True)
+
+
+def test_einval_stdout_json_is_found_after_error_lines():
+    doc = fio_json(read("rand-read-direct1-einval.stdout"), "t")
+    assert doc["jobs"][0]["error"] == 22
+
+
+class FakePlatform:
+    workdir = "/wd/"
+
+    def __init__(self, fio_out: str, fs: str = "ext2/ext3", direct_ok: bool = True) -> None:
+        self.fio_out, self.fs, self.direct_ok = fio_out, fs, direct_ok
+        self.calls: list[list[str]] = []
+
+    def exec(self, argv, *, cpus=None, timeout=None, env=None):
+        self.calls.append(list(argv))
+        out = {"fio": self.fio_out, "stat": self.fs + "\n"}.get(argv[0], "")
+        return ExecResult(list(argv), 0, out, "", 0.1)
+
+    def supports_direct_io(self) -> bool:
+        return self.direct_ok
+
+
+def test_run_both_modes_in_workdir_and_delete_file():
+    p = FakePlatform(read("rand-read-direct1.json"))
+    w = FioRandRead()
+    samples = w.run(p, ctx(w, size_mib=64, runtime=2))
+    assert sorted({s.labels["direct"] for s in samples}) == [0, 1]
+    fio_calls = [c for c in p.calls if c[0] == "fio"]
+    assert [c[6] for c in fio_calls] == ["--direct=1", "--direct=0"]
+    assert fio_calls[0][2].startswith("--filename=/wd/vb-fio-")
+    assert "--size=64M" in fio_calls[0] and "--runtime=2" in fio_calls[0]
+    assert "--time_based" in fio_calls[0] and "--output-format=json" in fio_calls[0]
+    scratch = fio_calls[0][2].removeprefix("--filename=").rsplit("/", 1)[0]
+    assert p.calls[-1] == ["rm", "-rf", "--", scratch]
+
+
+def test_run_on_platform_without_direct_io():
+    p = FakePlatform(read("rand-read-direct1.json"), fs="overlayfs", direct_ok=False)
+    w = FioRandRead()
+    samples = w.run(p, ctx(w, direct=[1]))
+    assert all("not honoured on overlayfs" in s.labels["invalid"] for s in samples)
+
+
+def test_campaign_validates_direct():
+    base = '[campaign]\nname="t"\n[suites.disk]\ntest_cases=["fio-rand-read"]\n'
+    c = loader.parse(base + "direct=[1]\nruntime=2\n", "t.toml")
+    assert c.tests[0].params["direct"] == [1] and c.tests[0].params["size_mib"] == 256
+    with pytest.raises(CampaignError, match="direct.*must be <= 1"):
+        loader.parse(base + "direct=[2]\n", "t.toml")
+    with pytest.raises(CampaignError, match="direct.*must be a list"):
+        loader.parse(base + "direct=1\n", "t.toml")
+    with pytest.raises(CampaignError, match="ioengine.*allowed: libaio, psync, io_uring"):
+        loader.parse(base + "ioengine='posixaio'\n", "t.toml")
