@@ -12,6 +12,8 @@ from .errors import NeedsRootError, VirtbenchError
 
 # Packages needed beyond the tools' own (libraries, kernel for guests, helpers).
 EXTRA_PACKAGES = ["procps", "util-linux", "iproute2", "ca-certificates"]
+# the VM platform boots Debian's kernel from /boot (direct kernel boot, modules in initramfs)
+EXTRA_PACKAGES.append("linux-image-amd64")
 
 STEPS: list[tuple[str, Callable[[Callable[[str], None]], None]]] = []
 

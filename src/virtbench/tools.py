@@ -45,6 +45,7 @@ TOOLS: dict[str, Tool] = {
         Tool("qemu-system-x86_64", "qemu-system-x86", purpose="VM platform"),
         Tool("qemu-img", "qemu-utils", purpose="VM disk images"),
         Tool("mkfs.ext4", "e2fsprogs", ("-V",), purpose="VM root image"),
+        Tool("busybox", "busybox-static", ("--help",), purpose="VM guest init (static)"),
         Tool("ip", "iproute2", ("-V",), purpose="bridges, veths, namespaces"),
         Tool("nft", "nftables", ("--version",), purpose="NAT port publishing"),
         Tool("taskset", "util-linux", ("--version",), purpose="CPU pinning"),
