@@ -166,3 +166,14 @@ def test_antagonist_names():
         antagonists.get("gpu-load")
     with pytest.raises(ValueError):
         antagonists.get("stress-ng-Bad;rm")
+
+
+def test_real_non_invariant_tsc_in_a_tcg_guest_falls_back():
+    # captured inside a QEMU TCG guest: CPUID does not advertise an invariant TSC
+    r = parse_probe(read("tick/tcg-guest-1s.json"), "tick")
+    assert r.data["clock"]["cpuid_invariant"] is False
+    assert r.labels["clock"] == "monotonic_raw" and r.labels["tsc_invariant"] is False
+    assert "TSC not invariant" in r.labels["clock_fallback"]
+    assert r.stats_us["min"] > 0
+    sw = parse_probe(read("switch/tcg-guest-2.json"), "switch")
+    assert sw.labels["clock"] == "monotonic_raw" and sw.data["samples"] > 0

@@ -18,7 +18,7 @@ from ..errors import PlatformError
 if TYPE_CHECKING:
     from .base import Platform
 
-CHUNK = 96 * 1024  # raw bytes per exec; base64 makes it 128 KiB minus headroom
+CHUNK = 48 * 1024  # raw bytes per exec: 64 KiB of base64, half the 128 KiB argument cap
 
 
 def _sh(platform: Platform, script: str, *args: str, timeout: float = 60) -> str:
