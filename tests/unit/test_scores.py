@@ -139,3 +139,16 @@ def test_geomean_sweep_counts_as_one_test_case_and_has_ci():
     expected = math.exp(0.5 * math.log(0.8) + (math.log(1.0) + math.log(0.5) + math.log(0.25)) / 6)
     assert g.value == pytest.approx(expected, rel=1e-3)
     assert g.low < g.value < g.high and g.n_tests == 2
+
+
+def test_geomean_lists_test_cases_without_a_valid_ratio():
+    rows = _rows("native", "a", [10, 10]) + _rows("vm", "a", [5, 5]) + _rows("native", "b", [3, 3])
+    bad = _rows("vm", "b", [0.0, 0.0])
+    for r in bad:  # every vm sample of 'b' is invalid
+        r["valid"], r["invalid_reason"] = 0, "too few ops"
+    gs = groups_mod.build(rows + bad, primary={})
+    (g,) = geomeans(gs, against_baseline(gs, "native"), "native")
+    assert g.value == pytest.approx(0.5) and g.n_tests == 1 and g.missing == ["b"]
+    only_bad = groups_mod.build(_rows("native", "b", [3, 3]) + bad, primary={})
+    (none,) = geomeans(only_bad, against_baseline(only_bad, "native"), "native")
+    assert none.value is None and none.overhead_pct is None and none.missing == ["b"]

@@ -137,17 +137,18 @@ class GeoMean:
     suite: str  # a suite name, or "all"
     platform: str
     scenario: str
-    value: float
+    value: float | None  # None: no test case of the suite has a valid ratio
     low: float | None
     high: float | None
     n_tests: int  # test cases that contributed
-    ratio_min: float
-    ratio_max: float
+    ratio_min: float | None
+    ratio_max: float | None
     note: str = ""  # why there is no CI, if there is none
+    missing: list[str] = field(default_factory=list)  # baseline test cases without a ratio
 
     @property
-    def overhead_pct(self) -> float:
-        return (1.0 - self.value) * 100.0
+    def overhead_pct(self) -> float | None:
+        return None if self.value is None else (1.0 - self.value) * 100.0
 
 
 def weighted_geomean(
@@ -180,32 +181,51 @@ def _weights(comps: list[Comparison]) -> list[tuple[float, Comparison]]:
 def geomeans(
     groups: list[Group], comparisons: dict[GroupKey, Comparison], baseline: str | None
 ) -> list[GeoMean]:
-    """Per suite and overall ("all"), for every non-baseline (platform, scenario)."""
+    """Per suite and overall ("all"), for every non-baseline (platform, scenario).
+
+    Test cases the baseline measured but this platform has no valid ratio for (failed cells,
+    all samples invalid) are listed in `missing`: the mean is over the others only."""
     if not baseline:
         return []
+    expected: dict[tuple[str, str], set[str]] = {}  # (suite, scenario) -> baseline tests
     by_cfg: dict[Config, dict[str, list[Comparison]]] = {}
-    for g in _scored(groups):
-        c = comparisons.get(g.key)
-        if c is None or g.key.platform == baseline:
+    for g in groups:
+        if not (g.primary and g.key.role == "target"):
             continue
-        cfg = (g.key.platform, g.key.scenario)
-        by_cfg.setdefault(cfg, {}).setdefault(g.key.suite, []).append(c)
+        if g.key.platform == baseline:
+            if g.summary.mean is not None:
+                expected.setdefault((g.key.suite, g.key.scenario), set()).add(g.key.test_case)
+            continue
+        suites = by_cfg.setdefault((g.key.platform, g.key.scenario), {})
+        comps = suites.setdefault(g.key.suite, [])
+        c = comparisons.get(g.key)
+        if c is not None:
+            comps.append(c)
     out: list[GeoMean] = []
     for (platform, scenario), suites in by_cfg.items():
         overall: list[tuple[float, Comparison]] = []
+        all_missing: list[str] = []
+        usable = [s for s, comps in suites.items() if comps]
         for suite, comps in suites.items():
+            have = {c.key.test_case for c in comps}
+            missing = sorted(expected.get((suite, scenario), set()) - have)
+            all_missing += missing
             weighted = _weights(comps)
-            overall += [(w / len(suites), c) for w, c in weighted]
-            out.append(_geo(suite, platform, scenario, weighted))
+            overall += [(w / len(usable), c) for w, c in weighted]
+            out.append(_geo(suite, platform, scenario, weighted, missing))
         if len(suites) > 1:
-            out.append(_geo("all", platform, scenario, overall))
+            out.append(_geo("all", platform, scenario, overall, all_missing))
     return out
 
 
-def _geo(suite: str, platform: str, scenario: str, weighted) -> GeoMean:
+def _geo(suite: str, platform: str, scenario: str, weighted, missing: list[str]) -> GeoMean:
+    if not weighted:
+        return GeoMean(
+            suite, platform, scenario, None, None, None, 0, None, None, "no valid ratio", missing
+        )
     value, low, high, note = weighted_geomean(weighted)
     ratios = [c.ratio for _, c in weighted]
     n_tc = len({c.key.test_case for _, c in weighted})
     return GeoMean(
-        suite, platform, scenario, value, low, high, n_tc, min(ratios), max(ratios), note
+        suite, platform, scenario, value, low, high, n_tc, min(ratios), max(ratios), note, missing
     )

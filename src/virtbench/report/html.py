@@ -77,13 +77,13 @@ def md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1d1d1f;margin:0;
  background:#fafafa}
-main{max-width:1180px;margin:0 auto;padding:12px 24px 48px}
+main{max-width:1320px;margin:0 auto;padding:12px 24px 48px}
 h1{font-size:22px;margin:16px 0 4px}h2{font-size:18px;margin:28px 0 8px;
  border-bottom:2px solid #0072B2;padding-bottom:3px}h3{font-size:15px;margin:18px 0 6px}
 nav{background:#fff;border:1px solid #ddd;padding:6px 12px;margin:8px 0;font-size:13px}
 nav a{margin-right:12px;color:#0057a0;text-decoration:none}
 table{border-collapse:collapse;margin:6px 0 12px;background:#fff;font-size:13px}
-th,td{border:1px solid #d8d8d8;padding:3px 8px;text-align:left;vertical-align:top}
+th,td{border:1px solid #d8d8d8;padding:3px 6px;text-align:left;vertical-align:top}
 thead th{background:#eef3f8;position:sticky;top:0}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 table.kv th{background:#f4f4f4;font-weight:600;white-space:nowrap}

@@ -116,6 +116,11 @@ def bar_chart(
         for v in (b.value, b.low, b.high)
         if v is not None and math.isfinite(v)
     ]
+    means = [b.value for b in bars.values() if b.value is not None]
+    # a positive quantity keeps its axis at 0: a wide CI reaching below 0 is clipped there
+    floor = 0.0 if all(m >= 0 for m in means) else None
+    if floor is not None:
+        values = [max(v, floor) for v in values]
     ymin = min(0.0, *values) if values else 0.0
     ymax = max(values) if values else 1.0
     ticks = nice_ticks(ymin, ymax)
@@ -153,10 +158,12 @@ def bar_chart(
                 f"<title>{escape(tip)}</title></rect>"
             )
             if b.low is not None and b.high is not None:
-                cx = x + bw / 2
+                cx, b_low = x + bw / 2, max(b.low, lo)
                 out.append(
-                    f'<path d="M{cx:.1f} {y(b.low):.1f}V{y(b.high):.1f}'
-                    f'M{cx - 4:.1f} {y(b.low):.1f}h8M{cx - 4:.1f} {y(b.high):.1f}h8"'
+                    f'<path d="M{cx:.1f} {y(b_low):.1f}V{y(b.high):.1f}'
+                    # no bottom cap when the whisker was clipped at the axis
+                    + (f"M{cx - 4:.1f} {y(b_low):.1f}h8" if b_low == b.low else "")
+                    + f'M{cx - 4:.1f} {y(b.high):.1f}h8"'
                     ' stroke="#222" stroke-width="1.2" fill="none"/>'
                 )
         out.append(

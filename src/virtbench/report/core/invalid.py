@@ -33,4 +33,8 @@ def invalid_samples(data: ReportData) -> Section | None:
     body = note + table(
         ["platform", "test case", "scenario", "role", "metric", "rep", "value", "reason"], rows
     )
-    return Section("Invalid samples", body, f"{len(rows)} invalid samples (see the HTML report)")
+    return Section(
+        "Invalid samples",
+        body,
+        f"{len(rows)} invalid samples, all metrics (reasons in the HTML report)",
+    )

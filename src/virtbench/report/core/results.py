@@ -78,14 +78,16 @@ def group_row(data: ReportData, g: Group) -> list:
     direction = "higher is better" if g.higher_is_better else "lower is better"
     return [
         Td(describe_test(g), "name"),
-        Td(f"{g.key.metric} {'↑' if g.higher_is_better else '↓'}", "", f"{g.unit}, {direction}"),
+        Td(
+            f"{g.key.metric} {'↑' if g.higher_is_better else '↓'}", "name", f"{g.unit}, {direction}"
+        ),
         g.key.scenario,
         g.key.platform if g.key.role == "target" else f"{g.key.platform} · {g.key.role}",
         n_cell(g),
         Td(fmt.mean_ci(s.mean, s.ci_half, g.unit), "num"),
         Td(fmt.num(s.median), "num"),
         cv_td,
-        Td(f"{fmt.num(s.minimum)} – {fmt.num(s.maximum)}", "num"),
+        Td("–" if s.minimum is None else f"{fmt.num(s.minimum)} – {fmt.num(s.maximum)}", "num"),
         *ratio_cells(data, g),
     ]
 

@@ -131,9 +131,13 @@ def host_section(data: ReportData) -> Section:
     body = kv_table(facts)
     body += Raw("<h3>Platforms</h3>") + table(["platform", "type", "accel used", "options"], prow)
     if versions:
-        body += Raw("<h3>Tool versions</h3>") + table(
-            ["tool", "version"], [[k, v or "–"] for k, v in sorted(versions.items())]
-        )
+        # four tool/version pairs per row keep the long list short
+        pairs = sorted(versions.items())
+        rows = [
+            [x for k, v in pairs[i : i + 4] for x in (Td(k, "name"), v or "–")]
+            for i in range(0, len(pairs), 4)
+        ]
+        body += Raw("<h3>Tool versions</h3>") + table(["tool", "version"] * 4, rows)
     md = (
         f"host: {f.get('cpu_model', '?')}, {f.get('cores', '?')} cores, "
         f"{_gib(f.get('memory_bytes'))}, kernel {f.get('kernel', '?')}, "

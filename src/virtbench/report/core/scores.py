@@ -23,7 +23,9 @@ SEED_NOTE = (
 
 
 def _geo_ci(g: GeoMean) -> str:
-    return f"[{fmt.ratio(g.low)}–{fmt.ratio(g.high)}]" if g.low is not None else g.note or "–"
+    if g.low is not None:
+        return f"[{fmt.ratio(g.low)}–{fmt.ratio(g.high)}]"
+    return f"({g.note})" if g.note else "–"
 
 
 def geo_html(data: ReportData) -> str:
@@ -38,7 +40,11 @@ def geo_html(data: ReportData) -> str:
                 Td(fmt.ratio(g.value), f"num {cls}"),
                 Td(_geo_ci(g), "num"),
                 Td(fmt.signed_pct(g.overhead_pct), f"num {cls}"),
-                Td(str(g.n_tests), "num"),
+                Td(
+                    str(g.n_tests) + (f" (missing {len(g.missing)})" if g.missing else ""),
+                    "num bad" if g.missing else "num",
+                    "no valid ratio for: " + ", ".join(g.missing) if g.missing else "",
+                ),
                 Td(f"{fmt.ratio(g.ratio_min)} – {fmt.ratio(g.ratio_max)}", "num"),
             ]
         )
@@ -94,22 +100,30 @@ def seed_html(s: Seed004Suite) -> str:
     return Raw(f"<h3>{h(s.suite)}</h3>") + scroll(table(head, rows))
 
 
+def _md_total(s: Seed004Suite, c) -> str:
+    t = s.totals.get(c)
+    if t is None:
+        return "–"
+    return f"{t.total:.2f}" + (f" (missing {', '.join(t.missing)})" if t.missing else "")
+
+
 @register_section(60, "scores")
 def scores_section(data: ReportData) -> Section | None:
     if not data.seed004 and not data.geomeans:
         return None
-    body, md = Raw(""), ["## scores"]
+    body, md = Raw(""), ["## scores", ""]
     if data.geomeans:
         body += Raw("<h3>Geometric mean of ratios to the baseline</h3>") + geo_html(data)
         md.append(
             md_table(
-                ["suite", "platform · scenario", "geomean ratio [95% CI]", "overhead"],
+                ["suite", "platform · scenario", "geomean ratio [95% CI]", "overhead", "missing"],
                 [
                     [
                         g.suite,
                         f"{g.platform} · {g.scenario}",
                         f"{fmt.ratio(g.value)} {_geo_ci(g)}",
                         fmt.signed_pct(g.overhead_pct),
+                        ", ".join(g.missing) or "–",
                     ]
                     for g in data.geomeans
                 ],
@@ -125,10 +139,7 @@ def scores_section(data: ReportData) -> Section | None:
         md.append(
             md_table(
                 ["suite", *[f"{p} · {sc}" for p, sc in cfgs]],
-                [
-                    [s.suite, *[f"{s.totals[c].total:.2f}" if c in s.totals else "–" for c in cfgs]]
-                    for s in data.seed004
-                ],
+                [[s.suite, *[_md_total(s, c) for c in cfgs]] for s in data.seed004],
             )
         )
     return Section("Scores", body, "\n".join(md))
