@@ -260,6 +260,7 @@ class HttperfSweep(_NginxWorkload):
             "file_size_kb": size,
             "calls_per_conn": calls,
             "client_nofile": nofile,
+            "max_connect_burst": r.max_burst,  # httperf's sign of falling behind schedule
         }
         if invalid:
             labels["invalid"] = invalid

@@ -1,0 +1,153 @@
+"""httperf and wrk parsers (real outputs), step health verdicts, sweep plan and stop rules."""
+
+from pathlib import Path
+
+import pytest
+
+from virtbench.errors import VirtbenchError, WorkloadError
+from virtbench.workloads import httperf, nginx, sweep, wrk
+
+DATA = Path(__file__).parent.parent / "data"
+
+
+def load(name: str) -> httperf.HttperfResult:
+    return httperf.parse((DATA / "httperf" / name).read_text())
+
+
+def test_httperf_healthy_step():
+    r = load("rate2000_ok.txt")
+    assert (r.connections, r.replies) == (6000, 6000)
+    assert r.duration_s == pytest.approx(3.018)
+    assert r.throughput == pytest.approx(6000 / 3.018)
+    assert r.reply_time_ms == 13.5 and r.transfer_time_ms == 0.0
+    assert r.conn_time_avg_ms == 14.8 and r.conn_time_median_ms == 9.5
+    assert r.net_kb_s == pytest.approx(2586.3)
+    assert r.status["2xx"] == 6000 and r.errors_total == 0
+    assert r.cpu_pct == pytest.approx(35.7)
+    assert r.reply_rate_samples == 0
+    assert httperf.invalid_reason(r, 2000, 0.36) is None
+
+
+def test_httperf_reply_rate_samples_on_long_steps():
+    r = load("rate1000_11s_samples.txt")
+    assert r.reply_rate_samples == 2
+    assert (r.reply_rate_min, r.reply_rate_avg, r.reply_rate_max) == (998.0, 999.2, 1000.5)
+    assert r.reply_rate_stddev == 1.8
+
+
+def test_httperf_fd_unavail_marks_step_invalid():
+    r = load("rate6000_fd_unavail.txt")
+    assert r.errors["fd-unavail"] == 12379
+    assert r.attempts == 18000
+    reason = httperf.invalid_reason(r, 6000, 0.15)
+    assert reason and "fd-unavail=12379" in reason
+
+
+def test_httperf_saturated_client_is_invalid():
+    r = load("rate2000_ok.txt")
+    assert "CPU saturated" in httperf.invalid_reason(r, 2000, 0.97)
+
+
+def test_httperf_client_that_could_not_send():
+    r = load("rate2000_ok.txt")  # it issued ~2000 conn/s; claim 4000 were offered
+    assert "could not send" in httperf.invalid_reason(r, 4000, 0.3)
+
+
+def test_httperf_calls_per_connection():
+    r = load("rate500_calls5.txt")
+    assert (r.connections, r.requests, r.replies) == (1000, 5000, 5000)
+    assert r.request_rate == pytest.approx(2501.2)
+
+
+def test_httperf_refused():
+    r = load("refused.txt")
+    assert r.replies == 0 and r.errors["connrefused"] == 100
+
+
+def test_httperf_garbage_is_a_workload_error():
+    with pytest.raises(WorkloadError, match="httperf"):
+        httperf.parse("httperf: command not found")
+
+
+def test_httperf_argv():
+    a = httperf.argv("10.0.0.2", 8080, "/f1k.bin", 250.0, 500, 1, 5, hog=True)
+    assert a[:2] == ["httperf", "--hog"]
+    assert a[a.index("--rate") + 1] == "250.000"
+    assert a[a.index("--num-conns") + 1] == "500"
+
+
+@pytest.mark.parametrize(
+    "name,requests", [("lua_json_keepalive.txt", None), ("lua_json_close.txt", None)]
+)
+def test_wrk_lua_json(name, requests):
+    r = wrk.parse((DATA / "wrk" / name).read_text())
+    assert r.requests > 0 and r.duration_s > 1
+    assert r.req_per_s == pytest.approx(r.requests / r.duration_s)
+    assert set(r.percentiles_us) == {"50", "75", "90", "99", "99.9", "99.99"}
+    assert r.percentiles_us["50"] <= r.percentiles_us["99"] <= r.latency_us["max"]
+
+
+def test_wrk_without_result_line():
+    with pytest.raises(WorkloadError, match="no result line"):
+        wrk.parse((DATA / "wrk" / "latency_text.txt").read_text())
+
+
+def test_wrk_lua_script_has_no_placeholders():
+    assert "%PCTS%" not in wrk.LUA and wrk.MARKER in wrk.LUA
+
+
+def test_sweep_absolute_plan_and_zero_step():
+    assert sweep.Plan(100, 50, 4).rates() == [100, 150, 200, 250]
+    with pytest.raises(VirtbenchError, match="rate step must be > 0"):
+        sweep.Plan(100, 0, 4)
+
+
+def test_sweep_capacity_plan_tenths():
+    plan = sweep.capacity_plan(1000, 0.1, 0.1, 1.5)
+    rates = plan.rates()
+    assert rates[0] == pytest.approx(100) and rates[-1] == pytest.approx(1500)
+    assert len(rates) == 15
+
+
+def _step(i, rate, thr, errors=0, attempts=1000, invalid=None):
+    return sweep.StepResult(i, rate, thr, errors, attempts, invalid)
+
+
+def test_sweep_stops_after_two_steps_below_best():
+    steps = [_step(0, 100, 100), _step(1, 200, 200), _step(2, 300, 190)]
+    assert sweep.stop_reason(steps, 2, 0.1) is None
+    steps.append(_step(3, 400, 195))
+    assert "below its best" in sweep.stop_reason(steps, 2, 0.1)
+
+
+def test_sweep_stops_on_errors():
+    assert "errors" in sweep.stop_reason([_step(0, 100, 90, errors=200)], 2, 0.1)
+
+
+def test_peak_ignores_invalid_steps():
+    steps = [_step(0, 100, 100), _step(1, 200, 180), _step(2, 300, 250, invalid="client")]
+    best = sweep.peak(steps)
+    assert best.throughput == 180 and best.offered_rate == 200
+    assert sweep.peak([_step(0, 1, 1, invalid="x")]) is None
+
+
+@pytest.mark.parametrize("bad", [[0], [1, -4], [10**9], ["1"], [], [True]])
+def test_bad_file_sizes(bad):
+    with pytest.raises(VirtbenchError, match="file_size|file sizes"):
+        nginx.validate_sizes(bad)
+
+
+def test_nginx_conf_keeps_paths_in_root():
+    text = nginx.conf("/w/vb-nginx", 18080, 1, nginx.temp_dirs("--without-http_uwsgi_module"))
+    assert "daemon off;" in text and "listen 18080" in text
+    assert "uwsgi_temp_path" not in text and "client_body_temp_path /w/vb-nginx/tmp/body" in text
+    assert "pid /w/vb-nginx/nginx.pid" in text
+
+
+def test_workload_error_carries_partial_samples():
+    from virtbench.workloads.base import Sample
+
+    s = Sample("reply_rate", 1.0, "req/s", True)
+    exc = WorkloadError("server died", samples=[s])
+    assert exc.samples == [s] and str(exc) == "server died"
+    assert WorkloadError("plain").samples == []
