@@ -61,6 +61,7 @@ def build(log: Callable[[str], None] = lambda m: None) -> Path:
         return final
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=final.parent))
+    tmp.chmod(0o755)  # mkdtemp makes it 0700; the cache is readable like any tool dir
     try:
         for name, data in _sources().items():
             (tmp / name).write_bytes(data)

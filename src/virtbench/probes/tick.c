@@ -26,6 +26,7 @@ static uint64_t __attribute__((noinline)) busy(uint64_t iters) {
 
 /* Iterations of busy() that take loop_ns when undisturbed (minimum of several tries). */
 static uint64_t calibrate_busy(const vb_clock *c, double loop_ns) {
+    if (loop_ns <= 0) return 0; /* --loop-us 0: measure the probe's own cost per sample */
     const uint64_t probe_iters = 20000;
     double best = 1e300;
     unsigned cpu;
@@ -36,8 +37,7 @@ static uint64_t calibrate_busy(const vb_clock *c, double loop_ns) {
         double ns = (double)(t1 - t0) * c->ns_per_tick;
         if (ns < best) best = ns;
     }
-    uint64_t iters = (uint64_t)(loop_ns / (best / probe_iters));
-    return iters ? iters : 1;
+    return (uint64_t)(loop_ns / (best / probe_iters));
 }
 
 int main(int argc, char **argv) {
@@ -56,7 +56,7 @@ int main(int argc, char **argv) {
         if (strcmp(a, "--duration") == 0)
             duration_s = vb_arg_num(a, v, 0.001, 1e6);
         else if (strcmp(a, "--loop-us") == 0)
-            loop_us = vb_arg_num(a, v, 1, 1e6);
+            loop_us = vb_arg_num(a, v, 0, 1e6);
         else if (strcmp(a, "--policy") == 0)
             policy = v;
         else if (strcmp(a, "--priority") == 0)
@@ -87,7 +87,7 @@ int main(int argc, char **argv) {
 
     /* Buffers sized for the whole run, touched now so the loop never faults or allocates. */
     size_t cap = max_samples ? (size_t)max_samples
-                             : (size_t)(duration_s * 1e6 / loop_us * 1.25) + 4096;
+                             : (size_t)(duration_s * 1e6 / (loop_us > 0.02 ? loop_us : 0.02) * 1.25) + 4096;
     uint32_t *dur = malloc(cap * sizeof *dur);
     uint64_t *anchor = malloc(((cap >> ANCHOR_SHIFT) + 1) * sizeof *anchor);
     size_t nhead = (size_t)head < cap ? (size_t)head : cap;
@@ -99,6 +99,7 @@ int main(int argc, char **argv) {
     memset(head_t, 0, (nhead + 1) * sizeof *head_t);
 
     uint64_t iters = calibrate_busy(&c, loop_us * 1000.0);
+    if (!iters && loop_us > 0) iters = 1;
     unsigned cpu0 = 0, cpu_now = 0, cpu_last = 0;
     (void)vb_read_end(&c, &cpu0);
     cpu_last = cpu0;
