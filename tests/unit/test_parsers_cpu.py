@@ -197,7 +197,7 @@ def test_hpcc_input_file_and_run():
     ((_, dest, text),) = p.put
     wd = dest.rsplit("/", 1)[0]
     assert dest.endswith("/hpccinf.txt") and wd.startswith("/wd/vb-hpcc-") and "1234" in text
-    assert ["env", "-C", wd, "hpcc"] in p.calls
+    assert ["sh", "-c", 'cd "$1" && exec hpcc', "sh", wd] in p.calls
     assert p.calls[-1] == ["rm", "-rf", "--", wd]
 
 

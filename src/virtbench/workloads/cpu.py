@@ -316,8 +316,12 @@ class HpccLinpack(Workload):
                 inf = Path(tmp) / "hpccinf.txt"
                 inf.write_text(hpcc_input(int(ctx.params["n"]), int(ctx.params["nb"])))
                 platform.put_file(str(inf), f"{workdir}/hpccinf.txt", 0o644)
+            # sh, not `env -C`: busybox env (VM guests) has no -C; the path is an argument,
+            # never part of the script text
             result = platform.exec(
-                ["env", "-C", workdir, "hpcc"], cpus=ctx.cpus, timeout=deadline.left()
+                ["sh", "-c", 'cd "$1" && exec hpcc', "sh", workdir],
+                cpus=ctx.cpus,
+                timeout=deadline.left(),
             )
             check(result, self.name)
             text = _read_file(platform, f"{workdir}/hpccoutf.txt", self.name)
