@@ -153,3 +153,20 @@ def test_ratio_ci_delta_method():
     assert math.log(c.ratio_high / c.ratio) == pytest.approx(t_critical(c.log_df) * math.sqrt(var))
     lo, hi = c.overhead_range
     assert lo < c.overhead_pct < hi
+
+
+def test_constant_declared_dimensions_do_not_show_and_scoped_ones_apply():
+    groups_mod.add_dimension_labels("mode", test_cases=("t1",))
+    try:
+        rows = [
+            _row("native", 1.0, r, labels={"direct": 1, "mode": m}) for r in (0, 1) for m in "ab"
+        ]
+        for r in rows:
+            r["cell_id"] = f"c{r['repetition']}{r['labels']['mode']}"  # one sample per cell
+        gs = groups_mod.build(rows, primary={})
+        # 'direct' is declared globally but constant: no split; 'mode' is scoped to t1
+        assert [g.key.dims for g in gs] == [(("mode", "a"),), (("mode", "b"),)]
+        other = [dict(r, test_case="t2") for r in rows]
+        assert len(groups_mod.build(other, primary={})) == 1  # the scope does not leak
+    finally:
+        groups_mod.TEST_DIMENSION_LABELS.pop("t1", None)

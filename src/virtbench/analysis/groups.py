@@ -32,13 +32,22 @@ DIMENSION_LABELS: set[str] = {
     "protocol",
     "message_size_bytes",
 }
+# Labels that split groups of some test cases only: test case -> label keys.
+TEST_DIMENSION_LABELS: dict[str, set[str]] = {}
 # Labels that never split groups.
 IGNORED_LABELS: set[str] = {"invalid"}
 
 
-def add_dimension_labels(*keys: str) -> None:
-    """Let a suite declare labels that identify distinct results (call at import time)."""
-    DIMENSION_LABELS.update(keys)
+def add_dimension_labels(*keys: str, test_cases: tuple[str, ...] | None = None) -> None:
+    """Let a suite declare labels that identify distinct results (call at import time).
+
+    Prefer passing `test_cases`: a global key (e.g. "threads") otherwise also splits other
+    suites' results whenever their values differ between platforms."""
+    if test_cases is None:
+        DIMENSION_LABELS.update(keys)
+        return
+    for tc in test_cases:
+        TEST_DIMENSION_LABELS.setdefault(tc, set()).update(keys)
 
 
 def _scalar(value: Any) -> Any:
@@ -139,22 +148,35 @@ def _labels(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def dimension_keys(rows: Iterable[dict[str, Any]]) -> dict[tuple[str, str, str], set[str]]:
-    """(test case, role, metric) -> the label keys that distinguish its results."""
+    """(test case, role, metric) -> the label keys that distinguish its results.
+
+    A declared key whose value is the same in every sample of the test case splits nothing,
+    so it is left out (keeps display names short: no "[threads=1]" on a 1-thread test)."""
     seen: dict[tuple[str, str, str, str], dict[str, set[Any]]] = {}
-    present: dict[tuple[str, str, str], set[str]] = {}
+    overall: dict[tuple[str, str, str], dict[str, set[Any]]] = {}
+    count: dict[tuple[str, str, str], int] = {}
+    with_key: dict[tuple[str, str, str, str], int] = {}  # (test key..., label) -> rows having it
     for row in rows:
         labels = _labels(row)
         tkey = (row["test_case"], row["role"], row["metric"])
-        keys = present.setdefault(tkey, set())
+        count[tkey] = count.get(tkey, 0) + 1
+        values = overall.setdefault(tkey, {})
         per_cell = seen.setdefault((row["cell_id"], *tkey), {})
         for k, v in labels.items():
             if k in IGNORED_LABELS:
                 continue
-            keys.add(k)
+            values.setdefault(k, set()).add(_scalar(v))
+            with_key[(*tkey, k)] = with_key.get((*tkey, k), 0) + 1
             per_cell.setdefault(k, set()).add(_scalar(v))
-    out: dict[tuple[str, str, str], set[str]] = {
-        t: {k for k in keys if k in DIMENSION_LABELS} for t, keys in present.items()
-    }
+    out: dict[tuple[str, str, str], set[str]] = {}
+    for tkey, values in overall.items():
+        declared = DIMENSION_LABELS | TEST_DIMENSION_LABELS.get(tkey[0], set())
+        out[tkey] = {
+            k
+            for k, vs in values.items()
+            # a constant key splits nothing, unless some samples lack it
+            if k in declared and (len(vs) > 1 or with_key[(*tkey, k)] < count[tkey])
+        }
     for (_cell, *tkey), values in seen.items():
         out[tuple(tkey)].update(k for k, vs in values.items() if len(vs) > 1)
     return out
