@@ -14,6 +14,8 @@ from .errors import NeedsRootError, VirtbenchError
 EXTRA_PACKAGES = ["procps", "util-linux", "iproute2", "ca-certificates"]
 # the VM platform boots Debian's kernel from /boot (direct kernel boot, modules in initramfs)
 EXTRA_PACKAGES.append("linux-image-amd64")
+# the latency probes link statically (libc.a); gcc only recommends it
+EXTRA_PACKAGES.append("libc6-dev")
 
 STEPS: list[tuple[str, Callable[[Callable[[str], None]], None]]] = []
 
