@@ -61,6 +61,22 @@ def test_sysbench_cpu_all_uses_pinned_cpus():
     assert "--threads=2" in w.command(c, None)
 
 
+def test_sysbench_cpu_all_asks_the_environment_for_its_cpus():
+    class OneCpu:
+        def __init__(self):
+            self.calls = []
+
+        def exec(self, argv, *, cpus=None, timeout=None, env=None):
+            self.calls.append(argv)
+            out = "1\n" if argv == ["nproc"] else read("sysbench/cpu-1t.txt")
+            return ExecResult(list(argv), 0, out, "", 0.1)
+
+    p = OneCpu()
+    w = SysbenchCpuAll()
+    (s,) = w.run(p, ctx(w))
+    assert "--threads=1" in p.calls[1] and s.labels == {"threads": 1}
+
+
 def test_sysbench_cpu_malformed():
     w = SysbenchCpu1()
     with pytest.raises(WorkloadError, match="events per second"):

@@ -64,8 +64,20 @@ class SysbenchCpuAll(_SysbenchCpu):
     name = "sysbench-cpu-all"
     description = "sysbench cpu prime search, one thread per available CPU"
 
+    _online: int | None = None  # CPUs the environment itself sees (a VM's vCPUs)
+
     def threads(self, ctx):
-        return len(ctx.cpus) if ctx.cpus else os.cpu_count() or 1
+        if ctx.cpus:
+            return len(ctx.cpus)
+        return self._online or os.cpu_count() or 1
+
+    def run(self, platform, ctx):
+        # ask the environment, not the host: a 1-vCPU guest must not run 2 threads
+        if not ctx.cpus:
+            r = platform.exec(["nproc"], timeout=30)
+            if r.ok and r.stdout.strip().isdigit():
+                self._online = int(r.stdout.strip())
+        return super().run(platform, ctx)
 
 
 # --- helpers for workloads that leave files in the environment --------------------------------
