@@ -191,7 +191,11 @@ def line_chart(
     left, right, top, bottom = 70, 14, 26, 62
     pts = [p for ln in lines for p in ln.points if p[1] is not None]
     xs = [p[0] for p in pts if not log_x or p[0] > 0]
-    ys = [v for p in pts for v in (p[1], p[2], p[3]) if v is not None and math.isfinite(v)]
+    # positive quantities keep the axis at 0: CI whiskers reaching below 0 are clipped there
+    floor = 0.0 if all(p[1] >= 0 for p in pts) else -math.inf
+    ys = [
+        max(v, floor) for p in pts for v in (p[1], p[2], p[3]) if v is not None and math.isfinite(v)
+    ]
     out = _frame(width, height, title)
     if not xs or not ys:
         out.append(f'<text x="20" y="60" {FONT}>no data</text></svg>')
@@ -246,7 +250,8 @@ def line_chart(
         for x, v, lo, hi in good:
             if lo is not None and hi is not None:
                 out.append(
-                    f'<path d="M{px(x):.1f} {py(lo):.1f}V{py(hi):.1f}" stroke="{ln.colour}"'
+                    f'<path d="M{px(x):.1f} {py(max(lo, floor)):.1f}V{py(hi):.1f}"'
+                    f' stroke="{ln.colour}"'
                     ' stroke-width="1"/>'
                 )
             if len(good) <= 60:  # markers only where they stay readable
