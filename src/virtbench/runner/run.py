@@ -206,7 +206,9 @@ class Runner:
                 try:
                     cm = provisioned(spec)
                     platform = cm.__enter__()
-                except VirtbenchError as exc:
+                except Exception as exc:  # any provisioning failure fails this group only
+                    if not isinstance(exc, VirtbenchError):
+                        exc = f"{type(exc).__name__}: {exc}"
                     for cell in cells:
                         self._commit(run_id, cell, "failed", [], [], f"provision: {exc}", {})
                         progress.advance(task)
@@ -257,8 +259,8 @@ class Runner:
                 scenario_registry.parse(cell.scenario).run(
                     self._scenario_env(platform, wcls(), ctx, campaign)
                 )
-            except (WorkloadError, VirtbenchError):
-                return  # the measured run will fail too, and record why
+            except Exception:  # noqa: BLE001 - the measured run will fail too and record why
+                return
 
     def _run_cell(
         self, run_id: str, platform: Platform, wcls, cell: Cell, campaign: Campaign
