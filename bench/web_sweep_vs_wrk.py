@@ -60,6 +60,7 @@ def main() -> None:
             samples: list = []
             w.sweep_one(served, a.size, ctx, samples, time.monotonic(), nofile)
             peak = next(s for s in samples if s.metric == "peak_throughput")
+            stopped = next(s for s in samples if s.metric == "steps").labels["stopped"]
             invalid = sum(
                 1 for s in samples if s.metric == "reply_rate" and s.labels.get("invalid")
             )
@@ -69,7 +70,7 @@ def main() -> None:
                 f"round {rnd}: wrk {res.req_per_s:8.0f} req/s (client CPU"
                 f" {run.cpu_util:.0%})  sweep peak {peak.value:8.0f} req/s at offered"
                 f" {peak.labels['offered_rate']:.0f} ({invalid} invalid steps;"
-                f" stopped: {peak.labels['stopped']})  ratio {ratio:.3f}"
+                f" stopped: {stopped})  ratio {ratio:.3f}"
                 + (
                     f"  [peak invalid: {peak.labels['invalid']}]"
                     if peak.labels.get("invalid")

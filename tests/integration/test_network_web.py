@@ -53,7 +53,7 @@ def by_metric(samples, metric):
 
 @pytest.mark.parametrize("name", ["iperf3-tcp", "iperf3-udp", "sockperf-tcp-rr", "sockperf-udp-rr"])
 def test_network_suite_native(native, name):
-    samples = run(native, name, duration=1)
+    samples = run(native, name, duration=2)
     primary = registry.load_all()[name].primary().name
     (head,) = by_metric(samples, primary)
     assert head.value > 0

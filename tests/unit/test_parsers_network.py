@@ -59,3 +59,9 @@ def test_sockperf_connect_error():
     text = "sockperf: ERROR: Can`t connect socket (errno=111 Connection refused)\n"
     with pytest.raises(WorkloadError, match="Connection refused"):
         parse_sockperf(text)
+
+
+def test_sockperf_no_valid_observations_says_what_to_do():
+    text = (DATA / "sockperf" / "udp_no_valid_observations.txt").read_text()
+    with pytest.raises(WorkloadError, match="no valid observations.*duration"):
+        parse_sockperf(text)

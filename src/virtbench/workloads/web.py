@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from ..analysis import groups
 from ..errors import WorkloadError
 from ..platforms.base import Platform
 from . import httperf, nginx, sweep, wrk
@@ -20,6 +21,13 @@ from .registry import register
 from .serving import ClientRun, Served, raise_nofile, run_client, serve
 
 PAPER_SIZES = [1, 4, 10, 30, 50, 70, 100, 200]
+
+# A sweep point is identified by file size and step index (in capacity mode the offered rate
+# follows each repetition's probe, so it is a fact of the point, not its identity).
+groups.add_dimension_labels("file_size_kb", "step", "error_class", "phase")
+groups.IGNORED_LABELS.update(
+    {"offered_rate", "peak_step", "max_connect_burst", "client_nofile", "stopped"}
+)
 
 COMMON_PARAMS = {
     "file_sizes": Param(PAPER_SIZES, "static file sizes in KB", min=nginx.MIN_KB, max=nginx.MAX_KB),
@@ -122,6 +130,8 @@ class HttperfSweep(_NginxWorkload):
         Metric("connect_time_ms", "ms", False),
         Metric("net_throughput", "KB/s", True),
         Metric("errors", "count", False),
+        Metric("errors_by_class", "count", False),
+        Metric("max_connect_burst", "conns", False),
         Metric("error_pct", "%", False),
         Metric("replies_non_2xx", "count", False),
         Metric("client_cpu_pct", "%", False),
@@ -207,7 +217,7 @@ class HttperfSweep(_NginxWorkload):
             self.check_alive(served, what, samples)
         plan = self.plan(ctx, capacity)
         steps: list[sweep.StepResult] = []
-        stopped = "max steps or max rate reached"
+        stopped = "max-steps"
         for i, rate in enumerate(plan.rates()):
             step = self.step(served, size, ctx, i, rate, calls, samples, t0, nofile)
             steps.append(step)
@@ -216,7 +226,8 @@ class HttperfSweep(_NginxWorkload):
                 steps, int(p["fall_steps"]), float(p["error_threshold_pct"]) / 100
             )
             if reason:
-                stopped = reason
+                stopped = "errors" if reason.startswith("errors") else "falling"
+                ctx.log(f"{what}: sweep stopped: {reason}")
                 break
         samples += self.headline(steps, size, stopped)
 
@@ -260,7 +271,6 @@ class HttperfSweep(_NginxWorkload):
             "file_size_kb": size,
             "calls_per_conn": calls,
             "client_nofile": nofile,
-            "max_connect_burst": r.max_burst,  # httperf's sign of falling behind schedule
         }
         if invalid:
             labels["invalid"] = invalid
@@ -283,12 +293,12 @@ class HttperfSweep(_NginxWorkload):
                 "reply_rate_max": r.reply_rate_max,
                 "reply_rate_stddev": r.reply_rate_stddev,
             }
+        values["max_connect_burst"] = r.max_burst
         for metric, value in values.items():
-            extra = {"reply_rate_samples": r.reply_rate_samples} if metric == "reply_rate" else {}
-            samples.append(self.sample(metric, value, **labels, **extra))
+            samples.append(self.sample(metric, value, **labels))
         for cls, n in r.errors.items():
             if n:
-                samples.append(self.sample("errors", n, **labels, error_class=cls))
+                samples.append(self.sample("errors_by_class", n, **labels, error_class=cls))
         client = self.client_sample(run, **labels)
         samples.append(client)
         t = time.monotonic() - t0
@@ -304,9 +314,9 @@ class HttperfSweep(_NginxWorkload):
     def headline(self, steps: list[sweep.StepResult], size: int, stopped: str) -> list[Sample]:
         best = sweep.peak(steps)
         n_invalid = sum(1 for s in steps if s.invalid)
-        labels: dict[str, Any] = {"file_size_kb": size, "stopped": stopped}
+        labels: dict[str, Any] = {"file_size_kb": size}
         out = [
-            self.sample("steps", len(steps), **labels),
+            self.sample("steps", len(steps), **labels, stopped=stopped),
             self.sample("steps_invalid", n_invalid, **labels),
         ]
         if best is None:
@@ -314,7 +324,7 @@ class HttperfSweep(_NginxWorkload):
             raw = max(steps, key=lambda s: s.throughput)
             labels |= {"invalid": "no valid step: " + (raw.invalid or "unknown")}
             best = raw
-        labels |= {"step": best.index, "offered_rate": round(best.offered_rate, 1)}
+        labels |= {"offered_rate": round(best.offered_rate, 1), "peak_step": best.index}
         out.append(self.sample("peak_throughput", best.throughput, **labels))
         out.append(self.sample("peak_offered_rate", best.offered_rate, **labels))
         return out
@@ -333,6 +343,7 @@ class WrkMax(_NginxWorkload):
         Metric("latency_max_ms", "ms", False),
         *(Metric(f"latency_p{p:g}_ms", "ms", False) for p in wrk.PERCENTILES),
         Metric("errors", "count", False),
+        Metric("errors_by_class", "count", False),
         Metric("client_cpu_pct", "%", False),
     )
     params = {
@@ -381,9 +392,12 @@ class WrkMax(_NginxWorkload):
             self.sample("latency_mean_ms", lat["mean"] / 1000, **labels),
             self.sample("latency_stdev_ms", lat["stdev"] / 1000, **labels),
             self.sample("latency_max_ms", lat["max"] / 1000, **labels),
-            self.sample("errors", sum(res.errors.values()), **labels, **res.errors),
+            self.sample("errors", sum(res.errors.values()), **labels),
             self.client_sample(run, **labels),
         ]
+        for cls, n in res.errors.items():
+            if n:
+                out.append(self.sample("errors_by_class", n, **labels, error_class=cls))
         for p in wrk.PERCENTILES:
             value = res.percentiles_us.get(f"{p:g}")
             if value is not None:
