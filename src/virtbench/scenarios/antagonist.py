@@ -117,6 +117,14 @@ class AntagonistScenario(Scenario):
                     if "policy" in params:
                         params["policy"] = "rr"
                     labels["quantum_policy"] = "rr"
+                    if env.target.kind not in ("native", "container"):
+                        # a VM's vCPU threads are host CFS tasks: RR inside guests is moot
+                        labels["quantum_effective"] = False
+                        labels["warning"] = (
+                            f"quantum knob rr_timeslice only affects host SCHED_RR tasks; "
+                            f"the {env.target.kind} platform's threads are not, so the quantum "
+                            "was not in effect"
+                        )
             argv = functools.partial(
                 self.antagonist.argv,
                 max_seconds=(ctx.timeout or 3600) + 60,
