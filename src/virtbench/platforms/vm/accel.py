@@ -58,12 +58,13 @@ def _store(key: str, verdict: tuple[bool, str]) -> None:
         tmp.rename(CACHE)
 
 
-def probe_argv(name: str, vmlinux: Path, initrd: Path) -> list[str]:
+def probe_argv(name: str, vmlinux: Path, initrd: Path, accel: str = "kvm") -> list[str]:
+    """`accel` is kvm for the probe itself; tests use tcg as the positive control."""
     return [
         "qemu-system-x86_64",
         "-name", name,
-        "-machine", "q35,accel=kvm",
-        "-cpu", "host",  # the model real KVM guests use, so the probe tests what they will get
+        "-machine", f"q35,accel={accel}",
+        "-cpu", "host" if accel == "kvm" else "max",  # the model real guests get
         "-smp", "1", "-m", "256",
         "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
         "-kernel", str(vmlinux), "-initrd", str(initrd),

@@ -170,3 +170,18 @@ DEFAULT_ROOT_GB = 4
 def _setup_step(log: Callable[[str], None]) -> None:
     files = boot_files(DEFAULT_ROOT_GB, log)
     log(f"VM boot files ready: {files.vmlinux.name}, {files.initrd.name}, {files.root.name}")
+
+
+def create_disk(tree: Path, target: Path, size_gb: int, preallocation: str) -> None:
+    """A standalone root disk for a new VM (lifecycle suite): allocate `size_gb` GiB with
+    qemu-img's preallocation mode, then fill it with the tree (mkfs.ext4 -d keeps the size)."""
+    _run(
+        ["qemu-img", "create", "-q", "-f", "raw", "-o", f"preallocation={preallocation}",
+         str(target), f"{size_gb}G"],
+        "allocating a VM disk",
+    )  # fmt: skip
+    _run(
+        ["mkfs.ext4", "-q", "-F", "-L", "vb-root", "-E", "root_owner=0:0,nodiscard", "-d",
+         str(tree), str(target)],
+        "filling a VM disk",
+    )  # fmt: skip

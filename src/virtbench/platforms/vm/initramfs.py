@@ -89,7 +89,13 @@ def _busybox() -> bytes:
             f"{BUSYBOX} missing: the guest init needs a static busybox; "
             "apt-get install busybox-static   (or run: virtbench setup)"
         )
-    return BUSYBOX.read_bytes()
+    data = BUSYBOX.read_bytes()
+    if b"ld-linux" in data[:65536]:  # a dynamic busybox cannot run without the guest's libc
+        raise VirtbenchError(
+            f"{BUSYBOX} is dynamically linked; the guest init needs the static one: "
+            "apt-get install busybox-static"
+        )
+    return data
 
 
 def _base(init: str) -> CpioWriter:

@@ -153,9 +153,11 @@ class VmPlatform(Platform):
         return r
 
     def _place(self, cpus: list[int] | None) -> None:
-        if self.machine is not None and cpus != self._pinned:
-            self.machine.pin_vcpus(cpus or self.options.get("vcpu_pin"))
-            self._pinned = cpus
+        """Pin vCPU threads to the cell's host CPUs, else to vcpu_pin, else let them float."""
+        target = cpus or self.options.get("vcpu_pin")
+        if self.machine is not None and target != self._pinned:
+            self.machine.pin_vcpus(target)
+            self._pinned = target
 
     def exec(self, argv, *, cpus=None, timeout=None, env=None) -> ExecResult:
         agent = self._agent()

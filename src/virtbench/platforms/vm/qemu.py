@@ -152,9 +152,13 @@ def thread_names(pid: int) -> dict[int, str]:
 def qemu_name(pid: int) -> str | None:
     """The -name of a running QEMU (from its command line), or None if it is not QEMU."""
     try:
-        args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        return name_from_cmdline(Path(f"/proc/{pid}/cmdline").read_bytes())
     except OSError:
         return None
+
+
+def name_from_cmdline(raw: bytes) -> str | None:
+    args = raw.split(b"\0")
     if not args or b"qemu-system" not in args[0]:
         return None
     for i, a in enumerate(args[:-1]):
