@@ -183,6 +183,7 @@ class Cgroup:
             (root / PARENT).mkdir(exist_ok=True)
             _enable_v2_controllers(root / PARENT)
             self._dirs["unified"].mkdir(exist_ok=True)
+            rebalance_parent(self.layout)
             return
         for ctrl, d in self._dirs.items():
             d.parent.mkdir(exist_ok=True)
@@ -192,6 +193,7 @@ class Cgroup:
             d.mkdir(exist_ok=True)
             if ctrl == "cpuset":
                 _inherit_cpuset(d)
+        rebalance_parent(self.layout)
 
     # --- limits -------------------------------------------------------------------------
     def _dir(self, ctrl: str) -> Path:
@@ -320,6 +322,27 @@ class Cgroup:
             time.sleep(0.02)
         for d in [*self._dirs.values(), *(p / self.name for p in self.layout.other_parent_dirs())]:
             _rmdir_tree(d, deadline)
+        rebalance_parent(self.layout)
+
+
+def rebalance_parent(layout: Layout) -> None:
+    """Give the `virtbench` parent one default weight per child group.
+
+    Without this, every group under the parent (containers, VMs, neighbours of several runs)
+    shares ONE default weight against the host's root-level tasks, so under host load a
+    container gets less CPU than the same process run natively: a harness artefact, not a
+    cost of containers. Siblings' relative weights (256 vs 1024) are unaffected.
+    """
+    parent = layout.parent_dirs().get("cpu" if layout.version == "v1" else "unified")
+    if parent is None or not parent.is_dir():
+        return
+    n = max(1, sum(1 for p in parent.iterdir() if p.is_dir() and p.name.startswith(NAME_PREFIX)))
+    if layout.version == "v1":
+        fname, value = "cpu.shares", min(SHARES_MAX, 1024 * n)
+    else:
+        fname, value = "cpu.weight", min(10000, 100 * n)
+    with contextlib.suppress(OSError):  # the parent may be going away under `cleanup`
+        (parent / fname).write_text(str(value))
 
 
 def _enable_v2_controllers(d: Path) -> None:

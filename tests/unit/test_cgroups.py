@@ -153,3 +153,13 @@ def test_bad_weight_and_name(tmp_path):
         cg.set_cpu_weight(1)
     with pytest.raises(ValueError, match="vb-"):
         Cgroup("nope", _fake_v2(tmp_path))
+
+
+def test_parent_weight_follows_child_count(tmp_path):
+    layout = _fake_v1(tmp_path)
+    Cgroup.create("vb-a", layout=layout)
+    Cgroup.create("vb-b", layout=layout)
+    assert (tmp_path / "cpu/virtbench/cpu.shares").read_text() == "2048"
+    layout2 = _fake_v2(tmp_path / "v2" if (tmp_path / "v2").mkdir() is None else tmp_path)
+    Cgroup.create("vb-c", layout=layout2)
+    assert (tmp_path / "v2/virtbench/cpu.weight").read_text() == "100"
