@@ -27,7 +27,7 @@ def register(what: str):
 OWNERS_DIR = Path("/run/virtbench/owners")
 
 
-def _start_time(pid: int) -> str | None:
+def process_start_time(pid: int) -> str | None:
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
     except (OSError, IndexError):
@@ -37,7 +37,7 @@ def _start_time(pid: int) -> str | None:
 def claim(name: str) -> None:
     """Record that this process owns the host object(s) named `name`."""
     OWNERS_DIR.mkdir(parents=True, exist_ok=True)
-    (OWNERS_DIR / name).write_text(f"{os.getpid()} {_start_time(os.getpid())}\n")
+    (OWNERS_DIR / name).write_text(f"{os.getpid()} {process_start_time(os.getpid())}\n")
 
 
 def release(name: str) -> None:
@@ -50,7 +50,7 @@ def in_use(name: str) -> bool:
         pid, start = (OWNERS_DIR / name).read_text().split()
     except (OSError, ValueError):
         return False
-    return _start_time(int(pid)) == start
+    return process_start_time(int(pid)) == start
 
 
 def run_all() -> list[str]:

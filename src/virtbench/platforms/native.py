@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
+import signal
 from pathlib import Path
 
-from .base import Accounting, ExecResult, Platform, Process
+from .. import cleanup
+from .base import NAME_PREFIX, Accounting, ExecResult, Platform, Process
 from .procs import HostProcess, run_host
 from .registry import register
+
+# Per-instance record of the workdir and the process groups started, so `virtbench cleanup`
+# can kill servers and antagonists and remove the workdir if virtbench itself was killed.
+STATE_DIR = Path("/run/virtbench/native")
 
 
 @register
@@ -22,7 +30,10 @@ class NativePlatform(Platform):
     def provision(self) -> None:
         self._pids: set[int] = set()
         self._procs: list[HostProcess] = []
+        self._groups: list[tuple[int, str | None]] = []
         self._workdir = Path(self.options["workdir"]) / self.instance
+        cleanup.claim(self.instance)
+        self._save_state()
         self._workdir.mkdir(parents=True, exist_ok=True)
 
     def teardown(self) -> None:
@@ -31,19 +42,37 @@ class NativePlatform(Platform):
         wd = getattr(self, "_workdir", None)
         if wd is not None:
             shutil.rmtree(wd, ignore_errors=True)
+        (STATE_DIR / self.instance).unlink(missing_ok=True)
+        cleanup.release(self.instance)
+
+    def _save_state(self) -> None:
+        STATE_DIR.mkdir(parents=True, exist_ok=True)
+        state = {"workdir": str(self._workdir), "groups": self._groups}
+        (STATE_DIR / self.instance).write_text(json.dumps(state))
+
+    def _track(self, pid: int) -> None:
+        self._groups.append((pid, cleanup.process_start_time(pid)))
+        self._save_state()
 
     def exec(self, argv, *, cpus=None, timeout=None, env=None) -> ExecResult:
         def track(pid: int) -> None:
             self._pids.add(pid)
+            self._track(pid)
 
         try:
             return run_host(argv, cpus=cpus, timeout=timeout, env=env, on_start=track)
         finally:
             self._pids.clear()
+            self._groups = [g for g in self._groups if g[0] in self._live_pids()]
+
+    def _live_pids(self) -> set[int]:
+        return {p.pid for p in self._procs if p.poll() is None and p.pid}
 
     def spawn(self, argv, *, cpus=None, env=None) -> Process:
         proc = HostProcess(argv, cpus=cpus, env=env)
         self._procs.append(proc)
+        if proc.pid:
+            self._track(proc.pid)
         return proc
 
     def endpoint(self, port: int) -> tuple[str, int]:
@@ -60,3 +89,30 @@ class NativePlatform(Platform):
     def accounting(self) -> Accounting:
         pids = set(self._pids) | {p.pid for p in self._procs if p.poll() is None and p.pid}
         return Accounting(pids=sorted(pids), extra={"host_pid": os.getpid()})
+
+
+@cleanup.register("native processes and workdirs")
+def _clean_native() -> list[str]:
+    removed: list[str] = []
+    if not STATE_DIR.is_dir():
+        return removed
+    for state_file in STATE_DIR.glob(NAME_PREFIX + "*"):
+        if cleanup.in_use(state_file.name):
+            continue  # a live run owns it
+        try:
+            state = json.loads(state_file.read_text())
+        except (OSError, ValueError):
+            state = {"workdir": None, "groups": []}
+        for pid, start in state.get("groups", []):
+            # the start time guards against killing an unrelated process that reused the PID
+            if start is not None and cleanup.process_start_time(pid) == start:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pid, signal.SIGKILL)
+                    removed.append(f"killed process group {pid} of {state_file.name}")
+        wd = state.get("workdir")
+        if wd and Path(wd).name.startswith(NAME_PREFIX) and Path(wd).exists():
+            shutil.rmtree(wd, ignore_errors=True)
+            removed.append(f"removed workdir {wd}")
+        state_file.unlink(missing_ok=True)
+        cleanup.release(state_file.name)
+    return removed
