@@ -137,6 +137,14 @@ class ContainerPlatform(Platform):
         "publish_port_offset": (20000, None, "nat: host port = container port + offset"),
     }
 
+    def __new__(cls, spec_=None, instance=None, host: Platform | None = None):
+        if host is not None:
+            # container@vm: the runtime runs inside the host platform, through its exec
+            from ..vm.stacked import StackedContainer
+
+            return StackedContainer(spec_, instance, host)
+        return super().__new__(cls)
+
     def __init__(self, spec_, instance: str, host: Platform | None = None) -> None:
         super().__init__(spec_, instance, host)
         if host is not None:
@@ -220,10 +228,25 @@ class ContainerPlatform(Platform):
     def exec(self, argv, *, cpus=None, timeout=None, env=None) -> ExecResult:
         inst = self._live()
         pid_file = self._pid_file()
+        ooms = self._oom_kills()
         try:
-            return inst.exec(self._pinned(argv, cpus), timeout=timeout, env=env, pid_file=pid_file)
+            r = inst.exec(self._pinned(argv, cpus), timeout=timeout, env=env, pid_file=pid_file)
         finally:
             _unlink(pid_file)
+        if not r.ok and self._oom_kills() > ooms:
+            # say why in the tool's own stream, so the failed cell records the reason
+            r.stderr += (
+                f"\nkilled by the OOM killer: the container's memory_limit "
+                f"({self.options['memory_limit']}) is below what {argv[0]} needs"
+            )
+        return r
+
+    def _oom_kills(self) -> int:
+        cg = self._live().cgroup
+        try:
+            return cg.memory_stat().get("oom_kills", 0) if cg else 0
+        except (OSError, PlatformError):
+            return 0
 
     def spawn(self, argv, *, cpus=None, env=None) -> Process:
         inst = self._live()
