@@ -56,6 +56,7 @@ arg() { for x in $($B cat /proc/cmdline); do case "$x" in "$1="*) echo "${x#*=}"
 $B mkdir -p /dev/pts /dev/shm
 $B mount -t devpts devpts /dev/pts
 $B mount -t tmpfs tmpfs /dev/shm
+$B mount -t cgroup2 cgroup2 /sys/fs/cgroup  # for OCI runtimes in the guest (container@vm)
 $B hostname "$(arg vb.name)"
 $B ip link set lo up
 ip=$(arg vb.ip)

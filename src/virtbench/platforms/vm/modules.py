@@ -23,6 +23,7 @@ GUEST_MODULES = (
     "sd_mod",
     "crc32c_generic",  # ext4 metadata checksums ask the crypto API for crc32c at mount time
     "ext4",
+    "overlay",  # containers inside the guest (container@vm) use an overlayfs root
 )
 
 

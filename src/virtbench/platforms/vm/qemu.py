@@ -28,7 +28,7 @@ DISK_MODULES = {
     "ide": ("ata_piix", "sd_mod"),
 }
 ROOT_DEVICE = {"virtio-blk": "/dev/vda", "sata": "/dev/sda", "ide": "/dev/sda"}
-BASE_MODULES = ("virtio_pci", "virtio_console", "crc32c_generic", "ext4")
+BASE_MODULES = ("virtio_pci", "virtio_console", "crc32c_generic", "ext4", "overlay")
 
 
 @dataclass
