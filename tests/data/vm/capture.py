@@ -61,6 +61,11 @@ def main() -> None:
             json.dumps({"running": running, "exited": done, "killed": killed}, indent=1) + "\n"
         )
         (HERE / "qemu-argv.json").write_text(json.dumps(qemu.argv(m.cfg), indent=1) + "\n")
+    capture_modules()
+
+
+def capture_modules() -> None:
+    """The guest modules' lines of the real modules.dep (no guest needed: --modules-only)."""
     k = kernel.find_kernel()
     text = (k.modules / "modules.dep").read_text()
     closure = set(modules.resolve(k.modules, modules.GUEST_MODULES))
@@ -73,4 +78,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    capture_modules() if "--modules-only" in sys.argv else main()
