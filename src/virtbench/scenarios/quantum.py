@@ -178,6 +178,7 @@ def _cleanup() -> list[str]:
             _debugfs([])  # remount to reach the file
         path.write_text(saved["old"])
         STATE_FILE.unlink()
+        cleanup.release(OWNER)  # the owner died: drop its stale claim
         removed.append(f"restored {path} = {saved['old']}")
     if DEBUGFS_MNT.exists():
         _unmount(str(DEBUGFS_MNT))
