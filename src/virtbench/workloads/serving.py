@@ -21,8 +21,9 @@ from ..platforms.base import ExecResult, Platform, Process
 from ..platforms.procs import run_host
 from .base import RunContext
 
-# Ports below the kernel's ephemeral range, so a client's own source ports never collide.
-PORT_LOW, PORT_HIGH = 18000, 28000
+# Well below the kernel's ephemeral range (32768+), also after a NAT platform adds its publish
+# offset (20000 by default): a client's own source ports and TIME_WAIT sockets never collide.
+PORT_LOW, PORT_HIGH = 10000, 12500
 IN_USE_MARKERS = ("address already in use", "errno=98", "eaddrinuse")
 # A load generator above this share of its usable CPUs is the bottleneck, not the server.
 CLIENT_SATURATED = 0.90
@@ -110,7 +111,12 @@ def serve(
     tried: list[int] = []
     for port in candidate_ports(requested_port):
         tried.append(port)
-        host, outer = platform.endpoint(port)
+        try:
+            host, outer = platform.endpoint(port)
+        except VirtbenchError:
+            if requested_port:
+                raise
+            continue  # e.g. NAT: the published host port is taken; try another port
         if requested_port and _is_loopback(host) and not port_free_on_host(outer):
             # a connect would reach the other program and hide the clash: refuse up front
             raise VirtbenchError(
