@@ -1,0 +1,71 @@
+"""Container start-up (create -> first instruction) per runtime, and CPU/memory overhead of a
+crun host-network overlay container vs native, measured side by side in one run.
+
+Targets (issue 3): crun start-up median <= 50 ms; CPU and memory within 3% of native.
+Run as root: python bench/container_startup.py [--starts 20] [--reps 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+
+from virtbench.platforms.base import PlatformSpec
+from virtbench.platforms.container.platform import ContainerPlatform
+from virtbench.platforms.native import NativePlatform
+from virtbench.workloads.base import RunContext
+from virtbench.workloads.lifecycle import ContainerStartup
+
+
+def ci95(values: list[float]) -> float:
+    if len(values) < 2:
+        return float("nan")
+    return 1.96 * statistics.stdev(values) / len(values) ** 0.5
+
+
+def startup(runtime: str, starts: int) -> list[float]:
+    p = ContainerPlatform(PlatformSpec(runtime, "container", {"runtime": runtime}), "vb-bench1")
+    with p:
+        s = ContainerStartup().run(p, RunContext(params={"starts": starts}, timeout=60))
+    return s[0].labels["values"]
+
+
+def throughput(p, argv: list[str], pattern: str) -> float:
+    r = p.exec(argv, cpus=[1])
+    return float(re.search(pattern, r.stdout).group(1))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--starts", type=int, default=20)
+    ap.add_argument("--reps", type=int, default=5)
+    a = ap.parse_args()
+    for rt in ("crun", "runc", "runsc"):
+        v = startup(rt, a.starts)
+        print(
+            f"start-up {rt:6s} median {statistics.median(v):7.1f} ms  "
+            f"(min {min(v):.1f}, max {max(v):.1f}, n={len(v)})"
+        )
+    tests = {
+        "sysbench-cpu": (["sysbench", "cpu", "--time=3", "run"], r"events per second:\s*([\d.]+)"),
+        "sysbench-mem": (
+            ["sysbench", "memory", "--memory-total-size=4G", "run"],
+            r"\(([\d.]+) MiB/sec\)",
+        ),
+    }
+    nat = NativePlatform(PlatformSpec("native", "native", {}), "vb-bench-n")
+    con = ContainerPlatform(PlatformSpec("crun", "container", {}), "vb-bench2")
+    with nat, con:
+        for name, (argv, pat) in tests.items():
+            ratios = []
+            for _ in range(a.reps):  # alternate so host noise hits both alike
+                n = throughput(nat, argv, pat)
+                c = throughput(con, argv, pat)
+                ratios.append(c / n)
+            m = statistics.mean(ratios)
+            print(f"{name}: container/native = {m:.3f} ± {ci95(ratios):.3f} (95% CI, n={a.reps})")
+
+
+if __name__ == "__main__":
+    main()
