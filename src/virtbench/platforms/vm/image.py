@@ -129,6 +129,7 @@ def boot_kernel(log: Callable[[str], None]) -> tuple[kernel.Kernel, Path, Path]:
         initrd = initramfs.write_cached(
             cache / f"initramfs-{k.version}-{initramfs.script_digest()}.cpio",
             lambda: initramfs.guest_initramfs(k.modules),
+            stale="initramfs-*.cpio",
         )
     return k, vmlinux, initrd
 
@@ -137,7 +138,9 @@ def probe_initrd() -> Path:
     cache = paths.image_dir()
     with _lock(cache):
         return initramfs.write_cached(
-            cache / f"probe-{initramfs.script_digest()}.cpio", initramfs.probe_initramfs
+            cache / f"probe-{initramfs.script_digest()}.cpio",
+            initramfs.probe_initramfs,
+            stale="probe-*.cpio",
         )
 
 

@@ -128,12 +128,15 @@ def script_digest() -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def write_cached(path: Path, build) -> Path:
-    """Write build() to path atomically unless it already exists."""
-    if path.exists():
-        return path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    tmp.write_bytes(build())
-    tmp.rename(path)
+def write_cached(path: Path, build, stale: str | None = None) -> Path:
+    """Write build() to path atomically unless it already exists; then remove older builds
+    matching the glob `stale` (earlier init recipes) so the cache does not grow."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+        tmp.write_bytes(build())
+        tmp.rename(path)
+    for old in path.parent.glob(stale) if stale else ():
+        if old != path and ".tmp" not in old.name:
+            old.unlink(missing_ok=True)
     return path

@@ -52,7 +52,8 @@ class VmPlatform(Platform):
         tools.require(["qemu-system-x86_64", "qemu-img"], needed_by="the vm platform")
         cleanup.claim(self.instance)  # `virtbench cleanup` spares us while we run
         self.accel_used, self.accel_reason = accel.resolve(self.options["accel"])
-        files = image.boot_files(self.options["disk_gb"], log=lambda m: None)
+        # first use builds the shared tree (minutes, with progress) and the ext4 image (seconds)
+        files = image.boot_files(self.options["disk_gb"], log=lambda m: print(m, flush=True))
         run_dir = paths.run_dir() / self.instance
         run_dir.mkdir(parents=True, exist_ok=True)
         overlay = run_dir / "root.qcow2"
