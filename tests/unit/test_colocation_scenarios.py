@@ -8,7 +8,7 @@ import pytest
 from virtbench.errors import VirtbenchError
 from virtbench.platforms.base import Accounting, ExecResult, Platform, PlatformSpec, Process
 from virtbench.scenarios import colocation_engine as engine
-from virtbench.scenarios import registry
+from virtbench.scenarios import memory_check, rates, registry
 from virtbench.scenarios.base import ScenarioEnv
 from virtbench.workloads.base import Metric, Param, RunContext, Workload
 
@@ -51,11 +51,11 @@ def test_memory_checked_before_anything_starts():
     vm = PlatformSpec("vm", "vm", {"memory_mib": 1024})
     plans = [engine.EnvPlan("target")] + [engine.EnvPlan(f"neighbour-{i}", vm) for i in (1, 2)]
     with pytest.raises(VirtbenchError, match=r"need about 2048 MiB .* only 1536 MiB"):
-        engine.check_memory(plans, "idle-neighbours:2:vm", MEMINFO)
-    engine.check_memory(plans[:2], "idle-neighbours:1:vm", MEMINFO)  # 1024 fits
+        memory_check.check_memory(plans, "idle-neighbours:2:vm", MEMINFO)
+    memory_check.check_memory(plans[:2], "idle-neighbours:1:vm", MEMINFO)  # 1024 fits
     # a stacked platform needs its host's memory too
     stacked = PlatformSpec("c@vm", "container", {}, host=PlatformSpec("vm", "vm", {}))
-    assert engine.spec_mib(stacked) == 64 + 1024  # the vm schema's memory_mb default
+    assert memory_check.spec_mib(stacked) == 64 + 1024  # the vm schema's memory_mb default
 
 
 class FakeProcess(Process):
@@ -145,7 +145,7 @@ def test_neighbour_failing_to_start_tears_down_the_started_ones():
 
 def test_roles_loads_and_sizes():
     log = []
-    engine._PEAKS.clear()
+    rates._PEAKS.clear()
     samples = registry.parse("different:10:load=50").run(_env(log))
     ops = {s.role: s for s in samples if s.metric == "ops"}
     # each environment at 50 % of its own solo peak: target 1 kB -> 500, neighbour 10 kB -> 5000

@@ -135,7 +135,7 @@ class AntagonistScenario(Scenario):
                 NeighbourPlan(f"neighbour-{i + 1}", self._spec(env), argv, cpus)
                 for i, cpus in enumerate(where.neighbours)
             ]
-            group = stack.enter_context(Neighbours(env, plans))
+            group = stack.enter_context(Neighbours(env, plans, self.text()))
             samples = env.workload.run(
                 env.target, dataclasses.replace(ctx, cpus=where.target, params=params)
             )

@@ -45,6 +45,10 @@ class Scenario(abc.ABC):
         """Platform names (campaign [[platforms]]) this scenario refers to, checked at load."""
         return []
 
+    def text(self) -> str:
+        """The scenario string as written in the campaign (for messages)."""
+        return ":".join([self.kind, *self.args])
+
     @abc.abstractmethod
     def run(self, env: ScenarioEnv) -> list[Sample]:
         """Run the target workload under this scenario and return all roles' samples."""

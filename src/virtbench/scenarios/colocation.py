@@ -10,7 +10,8 @@
 
 PLATFORM names a [[platforms]] entry of the campaign (default: the target's own).
 load=PCT sets each environment's offered rate to PCT % of its solo peak (the workload's
-`rate` parameter), for rate sweeps in 10 % steps. The engine is colocation_engine.py.
+`rate` parameter, rates.py), for rate sweeps in 10 % steps. The engine is colocation_engine.py;
+neighbour environments come from neighbours.py.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 from ..platforms.base import PlatformSpec
 from ..workloads.base import Sample
 from . import colocation_engine as engine
+from . import rates
 from .base import Scenario, ScenarioEnv
 from .registry import register
 
@@ -92,9 +94,6 @@ class _Colocation(Scenario):
 
     def platform_refs(self) -> list[str]:
         return [self.platform_ref] if self.platform_ref else []
-
-    def text(self) -> str:
-        return ":".join([self.kind, *self.args])
 
     def neighbour_spec(self, env: ScenarioEnv) -> PlatformSpec:
         if self.platform_ref is None:
@@ -183,11 +182,11 @@ class Different(_Colocation):
         from ..errors import VirtbenchError
 
         w = type(env.workload)
-        size_param = next((p for p in engine.SIZE_PARAMS if p in w.params), None)
+        size_param = next((p for p in rates.SIZE_PARAMS if p in w.params), None)
         if size_param is None:
             raise VirtbenchError(
                 f"scenario '{self.text()}' needs a workload with a file size parameter "
-                f"({', '.join(engine.SIZE_PARAMS)}); test case {w.name} has: "
+                f"({', '.join(rates.SIZE_PARAMS)}); test case {w.name} has: "
                 f"{', '.join(sorted(w.params)) or 'none'}"
             )
         return [
@@ -218,7 +217,7 @@ class Many(_Colocation):
 
     def _pct(self, env: ScenarioEnv) -> float | None:
         # seed 003 Fig. 21: 10 % each; a workload without a rate knob runs unthrottled
-        if self.load is None and engine.RATE_PARAM in type(env.workload).params:
+        if self.load is None and rates.RATE_PARAM in type(env.workload).params:
             return 10.0
         return self.load
 

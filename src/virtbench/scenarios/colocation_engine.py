@@ -2,9 +2,10 @@
 run over one time window, sampled once a second, torn down in reverse order.
 
 A scenario (scenarios/colocation.py) only builds a list of `EnvPlan`s; this module does the
-rest: memory check before anything starts, provisioning (a neighbour that fails to start
-fails the cell and tears down what was started), CPU weights, rates as a % of each
-environment's solo peak, concurrent runs, window coverage, sampling and role naming.
+rest: the neighbours' environments come from the neighbour layer (neighbours.py: memory
+check before anything starts, provisioning in order, a neighbour that fails to start fails
+the cell and tears down what was started), then CPU weights, rates as a % of each
+environment's solo peak (rates.py), concurrent runs, window coverage, sampling and role naming.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import threading
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from ..errors import VirtbenchError, WorkloadError
@@ -23,17 +23,9 @@ from ..platforms.base import Platform, PlatformSpec
 from ..workloads.base import RunContext, Sample
 from . import weights as weights_mod
 from .base import ScenarioEnv
+from .neighbours import NeighbourPlan, Neighbours, idle
+from .rates import apply_load
 
-IDLE_ARGV = ["sleep", "infinity"]
-# The parameter of a workload that sets its offered rate (absolute, per second); `load=PCT`
-# scenarios set it to PCT % of the environment's solo peak.
-RATE_PARAM = "rate"
-# Names a workload may give its served file size (KiB); `different:SIZE` sets it.
-SIZE_PARAMS = ("file_sizes", "file_kb", "file_size_kb", "size_kb", "file_size")
-# Rough memory each environment needs when its spec does not say (MiB).
-DEFAULT_MIB = {"native": 16, "container": 64, "vm": 512}
-MEMORY_KEYS = ("memory_mib", "memory_mb", "mem_mib", "mem_mb", "memory")
-RESERVE_MIB = 512  # left for the host, the clients and the other engineers' work
 MIN_COVERAGE = 0.95  # busy environments must overlap this much of each other's run
 
 
@@ -51,50 +43,11 @@ class EnvPlan:
 @dataclass
 class _Env:
     plan: EnvPlan
-    platform: Platform
+    platform: Platform | None  # None until a start-up storm newcomer is provisioned
     samples: list[Sample] = field(default_factory=list)
     error: str | None = None
     window: tuple[float, float] | None = None
     startup_s: float | None = None
-
-
-# solo peaks measured in this process: (platform name, test case, params) -> value
-_PEAKS: dict[tuple[str, str, str], float] = {}
-
-
-def spec_mib(spec: PlatformSpec) -> int:
-    from ..platforms import registry
-
-    cls = registry.load_all().get(spec.type)
-    schema = {k: v[0] for k, v in cls.options_schema.items()} if cls else {}
-    for key in MEMORY_KEYS:
-        value = spec.options.get(key, schema.get(key))
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return int(value)
-    own = DEFAULT_MIB.get(spec.type, 64)
-    return own + (spec_mib(spec.host) if spec.host is not None else 0)
-
-
-def mem_available_mib(meminfo: str | None = None) -> int:
-    text = meminfo if meminfo is not None else Path("/proc/meminfo").read_text()
-    for line in text.splitlines():
-        if line.startswith("MemAvailable:"):
-            return int(line.split()[1]) // 1024
-    raise VirtbenchError("cannot read MemAvailable from /proc/meminfo")
-
-
-def check_memory(plans: list[EnvPlan], what: str, meminfo: str | None = None) -> None:
-    """Refuse before starting anything if the neighbours cannot fit in memory."""
-    new = [p for p in plans if p.spec is not None]
-    need = sum(spec_mib(p.spec) for p in new)  # type: ignore[arg-type]
-    have = mem_available_mib(meminfo) - RESERVE_MIB
-    if need > have:
-        per = ", ".join(f"{p.role} {p.spec.name} ~{spec_mib(p.spec)} MiB" for p in new)  # type: ignore[union-attr]
-        raise VirtbenchError(
-            f"scenario '{what}': {len(new)} neighbour environments need about {need} MiB "
-            f"({per}) but only {have} MiB are available (MemAvailable minus {RESERVE_MIB} MiB "
-            "reserve); use fewer neighbours or smaller ones (platform option memory_mib)"
-        )
 
 
 def _ctx_for(env: ScenarioEnv, params: dict[str, Any], tag: str) -> RunContext:
@@ -104,42 +57,9 @@ def _ctx_for(env: ScenarioEnv, params: dict[str, Any], tag: str) -> RunContext:
     return replace(env.ctx, params=params, series=record)
 
 
-def _params(env: ScenarioEnv, plan: EnvPlan) -> dict[str, Any]:
-    params = dict(env.ctx.params) | plan.params
-    return params
-
-
-def solo_peak(env: ScenarioEnv, platform: Platform, params: dict[str, Any]) -> float:
-    """The environment's solo peak of the primary metric, measured once per run and cached."""
-    w = env.workload
-    unlimited = {k: v for k, v in params.items() if k != RATE_PARAM} | {
-        RATE_PARAM: type(w).params[RATE_PARAM].default
-    }
-    key = (platform.name, w.name, repr(sorted(unlimited.items())))
-    if key not in _PEAKS:
-        env.ctx.log(f"measuring solo peak of {w.name} on {platform.name}")
-        samples = type(w)().run(platform, replace(env.ctx, params=unlimited))
-        primary = type(w).primary().name
-        values = [s.value for s in samples if s.metric == primary and not s.labels.get("invalid")]
-        if not values:
-            raise WorkloadError(f"{w.name}: no valid {primary} sample in the solo-peak run")
-        _PEAKS[key] = max(values)
-    return _PEAKS[key]
-
-
-def _apply_load(env: ScenarioEnv, e: _Env, params: dict[str, Any]) -> dict[str, Any]:
-    if e.plan.load_pct is None:
-        return params
-    w = type(env.workload)
-    if RATE_PARAM not in w.params:
-        raise VirtbenchError(
-            f"load=PCT needs a workload with a '{RATE_PARAM}' parameter; test case {w.name} "
-            f"has: {', '.join(sorted(w.params)) or 'none'}"
-        )
-    peak = solo_peak(env, e.platform, params)
-    rate = max(1.0, peak * e.plan.load_pct / 100.0)
-    default = w.params[RATE_PARAM].default
-    return params | {RATE_PARAM: int(rate) if isinstance(default, int) else rate}
+def _params(env: ScenarioEnv, e: _Env) -> dict[str, Any]:
+    params = dict(env.ctx.params) | e.plan.params
+    return apply_load(env, e.platform, params, e.plan.load_pct)  # type: ignore[arg-type]
 
 
 def _label(samples: list[Sample], e: _Env, extra: dict[str, Any]) -> list[Sample]:
@@ -189,29 +109,27 @@ def run(
 
     `host_weight` (cpu.shares scale) goes to the host-side back-end work that can be grouped
     (see scenarios/weights.py)."""
-    check_memory(plans, what)
     with ExitStack() as stack:
-        envs = _start(env, plans, what, stack)
+        # idle neighbours start their sleeping process here: they are part of the scene
+        group = stack.enter_context(Neighbours(env, _neighbour_plans(plans), what, settle_s=0))
+        envs = [_Env(p, env.target if p.spec is None else _started(group, p.role)) for p in plans]
         weight_notes = weights_mod.apply(
-            [(e.platform, e.plan.cpu_weight, e.plan.role) for e in envs],
+            [(e.platform, e.plan.cpu_weight, e.plan.role) for e in envs if e.platform],
             host_weight,
             stack,
         )
         active = [e for e in envs if e.plan.start_after_s is None]
         late = [e for e in envs if e.plan.start_after_s is not None]
         sampler = EnvSampler(
-            {e.plan.role: e.platform for e in active},
+            {e.plan.role: e.platform for e in active},  # type: ignore[misc]
             env.ctx.series,
             t0=env.started,
             skip_cpu=frozenset({"target"}),
         )
         target = next(e for e in envs if e.plan.role == "target")
-        params = {e.plan.role: _apply_load(env, e, _params(env, e.plan)) for e in active}
-        # idle neighbours first (they are part of the scene), then every busy environment
-        # at once behind a barrier so all measure the same window with the same duration
-        for e in active:
-            if e.plan.activity == "idle":
-                stack.enter_context(_idle(e))
+        params = {e.plan.role: _params(env, e) for e in active}
+        # every busy environment at once behind a barrier so all measure the same window
+        # with the same duration
         busy = [e for e in active if e.plan.activity == "workload"]
         gate = threading.Barrier(len(busy))
         threads = [
@@ -221,7 +139,7 @@ def run(
             for e in busy
         ]
         with sampler:
-            storm = _Storm(env, late, sampler, stack)
+            storm = _Storm(group, late, sampler)
             for th in threads:
                 th.start()
             storm.start()
@@ -230,47 +148,39 @@ def run(
             storm.join()
         if target.error:
             raise WorkloadError(target.error)
+        dead = group.exited()
+        for e in envs:  # an idle neighbour whose process died was not there all along
+            e.error = e.error or dead.get(e.plan.role)
         return _collect(envs, target, sampler, labels | weight_notes, params)
 
 
-def _start(env: ScenarioEnv, plans: list[EnvPlan], what: str, stack: ExitStack) -> list[_Env]:
-    envs = []
-    for plan in plans:
-        if plan.spec is None:
-            envs.append(_Env(plan, env.target))
-            continue
-        if plan.start_after_s is not None:
-            envs.append(_Env(plan, None))  # type: ignore[arg-type] - provisioned by the storm
-            continue
-        try:
-            platform = stack.enter_context(env.new_platform(plan.spec, plan.role))
-        except Exception as exc:
-            started = [e.plan.role for e in envs if e.plan.spec is not None]
-            raise VirtbenchError(
-                f"scenario '{what}': {plan.role} on platform '{plan.spec.name}' failed to start:"
-                f" {exc}; torn down: {', '.join(started) or 'nothing else was started'}"
-            ) from exc
-        envs.append(_Env(plan, platform))
-    return envs
+def _neighbour_plans(plans: list[EnvPlan]) -> list[NeighbourPlan]:
+    """What the neighbour layer provisions: every environment but the runner's target.
+
+    Busy neighbours get no command (their workload runs in them later); storm newcomers are
+    deferred and, as before, keep no sleeping process (their start-up time is what counts)."""
+    return [
+        NeighbourPlan(
+            p.role,
+            p.spec,
+            argv=idle if p.activity == "idle" and p.start_after_s is None else None,
+            deferred=p.start_after_s is not None,
+        )
+        for p in plans
+        if p.spec is not None
+    ]
 
 
-@contextlib.contextmanager
-def _idle(e: _Env):
-    """An idle neighbour keeps one sleeping process, so it has something to account."""
-    proc = e.platform.spawn(IDLE_ARGV)
-    try:
-        yield
-    finally:
-        proc.stop(timeout=2)
+def _started(group: Neighbours, role: str) -> Platform | None:
+    return None if group.plan(role).deferred else group.platform(role)
 
 
 class _Storm:
     """Start newcomers while the target runs; time each one's start-up."""
 
-    def __init__(self, env: ScenarioEnv, late: list[_Env], sampler: EnvSampler, stack) -> None:
-        self.env, self.late, self.sampler, self.stack = env, late, sampler, stack
+    def __init__(self, group: Neighbours, late: list[_Env], sampler: EnvSampler) -> None:
+        self.group, self.late, self.sampler = group, late, sampler
         self.threads: list[threading.Thread] = []
-        self.lock = threading.Lock()
 
     def start(self) -> None:
         for e in self.late:
@@ -286,13 +196,7 @@ class _Storm:
         time.sleep(e.plan.start_after_s or 0)
         t0 = time.monotonic()
         try:
-            cm = self.env.new_platform(e.plan.spec, e.plan.role)  # type: ignore[arg-type]
-            platform = cm.__enter__()
-            with self.lock:
-                self.stack.push(cm.__exit__)
-            check = platform.exec(["true"], timeout=120)
-            if not check.ok:
-                raise VirtbenchError(f"first command failed: {check.stderr.strip()[-200:]}")
+            platform = self.group.start(self.group.plan(e.plan.role), ready=True).platform
         except Exception as exc:  # noqa: BLE001 - recorded on the newcomer, target keeps going
             e.error = f"failed to start: {exc}"
             e.window = (t0, time.monotonic())

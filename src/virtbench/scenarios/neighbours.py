@@ -1,40 +1,54 @@
-"""Start neighbour environments beside the target, run a command in each, stop them all.
-
-The one mechanism every neighbour scenario (antagonists, idle neighbours, weights, ...)
-shares. Usage:
+"""Neighbour environments beside the target: the one layer every neighbour scenario uses
+(antagonists, idle neighbours, co-located workloads, start-up storms) to provision, pin,
+start, health-check, stop and tear them down.
 
     plans = [NeighbourPlan("neighbour-1", spec, argv=lambda p: [...], cpus=[1])]
-    with Neighbours(env, plans) as group:
+    with Neighbours(env, plans, "antagonist:cpu-load") as group:
         group.check_alive()          # fail early if a neighbour died at start
         samples = env.workload.run(env.target, ctx)
         group.check_alive()          # a neighbour that died mid-run invalidates the run
     for n in group.finished:         # each neighbour's ExecResult after stop
         ...
 
-Each neighbour gets its own environment from `ScenarioEnv.new_platform(spec, role)` (so it
-is torn down even on error), and its command is started with `Platform.spawn(cpus=...)`.
+On entry: the memory of every plan (deferred ones included) is checked before anything
+starts (memory_check.py); then each plan that is not deferred, in order, gets its own
+environment from `ScenarioEnv.new_platform(spec, role)` and its command (if any) started with
+`Platform.spawn(cpus=...)`. A neighbour that fails to start fails the group with a
+VirtbenchError naming it; whatever was started is torn down, in reverse order, as it is on
+exit. Deferred plans (start-up storms) are started later with `start()` from any thread.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 
-from ..errors import WorkloadError
+from ..errors import VirtbenchError, WorkloadError
 from ..platforms.base import ExecResult, Platform, PlatformSpec, Process
 from .base import ScenarioEnv
+from .memory_check import check_memory
+
+# An idle neighbour keeps one sleeping process, so it has something to account.
+IDLE_ARGV = ["sleep", "infinity"]
+
+
+def idle(_platform: Platform) -> list[str]:
+    return IDLE_ARGV
 
 
 @dataclass
 class NeighbourPlan:
     role: str  # "neighbour-1", ... (the export contract's role column)
     spec: PlatformSpec  # the environment to provision for it
-    # the command to run inside, given its provisioned platform; None: an idle neighbour
+    # the command to run inside, given its provisioned platform (`idle` for a sleeping one);
+    # None: no command, the caller runs its workload in the environment
     argv: Callable[[Platform], list[str]] | None = None
     cpus: list[int] | None = None  # host CPUs to pin it to; None: free
     env: dict[str, str] | None = None
+    deferred: bool = False  # not started on entry; the caller starts it with `start()`
 
 
 @dataclass
@@ -49,56 +63,106 @@ class RunningNeighbour:
 class Neighbours:
     """Context manager over a group of neighbours; stops and tears down all on exit."""
 
-    def __init__(self, env: ScenarioEnv, plans: list[NeighbourPlan], settle_s: float = 0.5):
+    def __init__(
+        self,
+        env: ScenarioEnv,
+        plans: list[NeighbourPlan],
+        what: str = "neighbours",
+        settle_s: float = 0.5,
+        meminfo: str | None = None,
+    ) -> None:
         self.env = env
         self.plans = plans
+        self.what = what  # the scenario string, for error messages
         self.settle_s = settle_s  # let the commands reach their steady state
+        self.meminfo = meminfo  # /proc/meminfo text (tests); None: read it
         self.running: list[RunningNeighbour] = []
         self.finished: list[RunningNeighbour] = []
         self._stack = ExitStack()
+        self._lock = threading.Lock()  # deferred starts come from other threads
 
     def __enter__(self) -> Neighbours:
+        check_memory(self.plans, self.what, self.meminfo)
         try:
             for plan in self.plans:
-                platform = self._stack.enter_context(self.env.new_platform(plan.spec, plan.role))
-                n = RunningNeighbour(plan, platform)
-                self.running.append(n)  # before spawn, so a failed spawn is still torn down
-                if plan.argv is not None:
-                    n.process = platform.spawn(plan.argv(platform), cpus=plan.cpus, env=plan.env)
+                if not plan.deferred:
+                    self._start_or_fail(plan)
             if self.settle_s and any(n.process for n in self.running):
                 time.sleep(self.settle_s)
             self.check_alive()
         except BaseException:
-            self.stop()
-            self._stack.close()
+            self.__exit__()
             raise
         return self
 
-    def check_alive(self) -> None:
-        """Raise WorkloadError if a neighbour's command has already exited."""
-        for n in self.running:
+    def _start_or_fail(self, plan: NeighbourPlan) -> None:
+        try:
+            self.start(plan)
+        except Exception as exc:
+            others = [n.plan.role for n in self.running if n.plan is not plan]
+            raise VirtbenchError(
+                f"scenario '{self.what}': {plan.role} on platform '{plan.spec.name}' failed to "
+                f"start: {exc}; torn down: {', '.join(others) or 'nothing else was started'}"
+            ) from exc
+
+    def start(self, plan: NeighbourPlan, ready: bool = False) -> RunningNeighbour:
+        """Provision `plan`'s environment and start its command; with `ready`, also wait until
+        the environment runs a first command. Raises what failed; the group tears down
+        whatever was provisioned."""
+        cm = self.env.new_platform(plan.spec, plan.role)
+        platform = cm.__enter__()
+        n = RunningNeighbour(plan, platform)
+        with self._lock:  # registered before spawn, so a failed spawn is still torn down
+            self._stack.push(cm.__exit__)
+            self.running.append(n)
+        if plan.argv is not None:
+            n.process = platform.spawn(plan.argv(platform), cpus=plan.cpus, env=plan.env)
+        if ready:
+            check = platform.exec(["true"], timeout=120)
+            if not check.ok:
+                raise VirtbenchError(f"first command failed: {check.stderr.strip()[-200:]}")
+        return n
+
+    def plan(self, role: str) -> NeighbourPlan:
+        return next(p for p in self.plans if p.role == role)
+
+    def platform(self, role: str) -> Platform:
+        """The provisioned environment of a started neighbour."""
+        return next(n.platform for n in self.running + self.finished if n.plan.role == role)
+
+    def exited(self) -> dict[str, str]:
+        """Role -> what happened, for every neighbour whose command has already exited."""
+        out = {}
+        for n in list(self.running):
             if n.process is not None and n.process.poll() is not None:
                 res = n.process.stop(timeout=1)
                 tail = (res.stderr or res.stdout).strip().splitlines()[-3:]
-                raise WorkloadError(
+                out[n.plan.role] = (
                     f"{n.plan.role} on {n.platform.name} exited early "
                     f"(code {res.returncode}): {' | '.join(tail)}"
                 )
+        return out
+
+    def check_alive(self) -> None:
+        """Raise WorkloadError if a neighbour's command has already exited."""
+        for why in self.exited().values():
+            raise WorkloadError(why)
 
     def stop(self) -> list[RunningNeighbour]:
         """Stop every command (idempotent); results land in `finished`."""
-        while self.running:
-            n = self.running.pop(0)
-            if n.process is not None:
-                try:
-                    n.result = n.process.stop()
-                except Exception as exc:  # noqa: BLE001 - stop the others regardless
-                    n.labels["stop_error"] = str(exc)
-            self.finished.append(n)
+        with self._lock:
+            while self.running:
+                n = self.running.pop(0)
+                if n.process is not None:
+                    try:
+                        n.result = n.process.stop()
+                    except Exception as exc:  # noqa: BLE001 - stop the others regardless
+                        n.labels["stop_error"] = str(exc)
+                self.finished.append(n)
         return self.finished
 
     def __exit__(self, *exc: object) -> None:
         try:
             self.stop()
         finally:
-            self._stack.close()
+            self._stack.close()  # environments torn down in reverse order of start
