@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
 import signal
 import time
@@ -133,6 +134,8 @@ class Cgroup:
         self.name = name
         self.layout = layout
         self._dirs = {c: p / name for c, p in layout.parent_dirs().items()}
+        self.rt_runtime_us: int | None = None  # RT bandwidth granted (None: not applicable)
+        self.rt_period_us: int | None = None
 
     # --- creation -----------------------------------------------------------------------
     @classmethod
@@ -146,15 +149,20 @@ class Cgroup:
         cpuset_cpus: list[int] | None = None,
         memory_limit_bytes: int | None = None,
         pids_max: int | None = None,
+        rt_runtime_us: int | str | None = None,
         layout: Layout | None = None,
     ) -> Cgroup:
         """Create `name` under the virtbench parent and apply the given limits.
 
         `cpu_weight` is on the v1 cpu.shares scale (2..262144); on v2 it is converted.
+        `rt_runtime_us` (an int or RT_AUTO) reserves real-time bandwidth where the kernel has
+        RT group scheduling (see set_rt_runtime); elsewhere it is ignored.
         """
         cg = cls(name, layout or Layout.detect())
         cg._make_dirs()
         try:
+            if rt_runtime_us is not None:
+                cg.set_rt_runtime(rt_runtime_us)
             if cpu_weight is not None:
                 cg.set_cpu_weight(cpu_weight)
             if cpu_quota_us is not None or cpu_period_us is not None:
@@ -236,6 +244,58 @@ class Cgroup:
 
     def set_pids_max(self, pids_max: int) -> None:
         _write(self._dir("pids") / "pids.max", str(pids_max))
+
+    def set_rt_runtime(self, runtime_us: int | str) -> int | None:
+        """Reserve real-time bandwidth (µs of every rt period) for this group.
+
+        With CONFIG_RT_GROUP_SCHED on v1, a new group has cpu.rt_runtime_us = 0 and
+        sched_setscheduler(SCHED_FIFO) fails with EPERM inside it, even for root. A group may
+        not hold more than its parent, and siblings together not more than the parent either,
+        so the `virtbench` parent is raised first (top-down) to what its groups hold; destroy()
+        lowers it again. RT_AUTO takes what is free, up to the host's own share (950000/1000000
+        by default). Returns the granted runtime, or None where not applicable (v2, no RT
+        group scheduling).
+        """
+        rt = rt_layout(self.layout)
+        if rt is None:
+            return None
+        parent, period = rt
+        with _rt_locked():
+            free = _rt_free(parent, period, exclude=self.name)
+            if runtime_us == RT_AUTO:
+                want = free
+            else:
+                want = int(runtime_us)
+                if want > free:
+                    raise PlatformError(
+                        f"cannot reserve rt_runtime_us = {want} for {self.name}: only {free} "
+                        f"of every {period} µs is free under {parent} (other groups hold the "
+                        f'rest); allowed: 0..{free} or "auto"'
+                    )
+            child = self._dir("cpu")
+            held = sum(_rt_children(parent, exclude=self.name).values())
+            if want > 0:
+                _rt_write(parent / "cpu.rt_runtime_us", held + want)  # parent before child
+            _write(child / "cpu.rt_period_us", str(period))
+            _rt_write(child / "cpu.rt_runtime_us", want)
+            if want == 0:
+                _rt_write(parent / "cpu.rt_runtime_us", held, strict=False)
+        self.rt_runtime_us, self.rt_period_us = want, period
+        return want
+
+    def drop_rt(self) -> None:
+        """Give the group's real-time bandwidth back now (best effort). The kernel counts a
+        removed group's bandwidth until the group is freed, which can take seconds after its
+        tasks die, so zero it while the group still exists; it fails (EBUSY) only while
+        SCHED_FIFO/RR tasks still run in it, and destroy() tries again."""
+        rt = rt_layout(self.layout)
+        f = self._dirs.get("cpu", Path("/nonexistent")) / "cpu.rt_runtime_us"
+        if rt is None or not f.exists():
+            return
+        with contextlib.suppress(OSError, ValueError):
+            if int(_read(f)) != 0:
+                _rt_write(f, 0, strict=False, timeout=0.2)
+        release_rt(self.layout)
 
     # --- membership ---------------------------------------------------------------------
     def add_pid(self, pid: int) -> None:
@@ -320,9 +380,11 @@ class Cgroup:
             if time.monotonic() > deadline:
                 break
             time.sleep(0.02)
+        self.drop_rt()  # before rmdir: a removed group's bandwidth lingers in the kernel
         for d in [*self._dirs.values(), *(p / self.name for p in self.layout.other_parent_dirs())]:
             _rmdir_tree(d, deadline)
         rebalance_parent(self.layout)
+        release_rt(self.layout)
 
 
 def rebalance_parent(layout: Layout) -> None:
@@ -343,6 +405,105 @@ def rebalance_parent(layout: Layout) -> None:
         fname, value = "cpu.weight", min(10000, 100 * n)
     with contextlib.suppress(OSError):  # the parent may be going away under `cleanup`
         (parent / fname).write_text(str(value))
+
+
+# --- real-time bandwidth (cgroup v1 with CONFIG_RT_GROUP_SCHED) ------------------------------
+RT_AUTO = "auto"
+RT_LOCK = Path("/run/virtbench/rt.lock")
+
+
+def rt_layout(layout: Layout) -> tuple[Path, int] | None:
+    """(virtbench parent in the cpu hierarchy, the host's rt period) where groups have
+    cpu.rt_runtime_us (v1 with RT group scheduling); None elsewhere (v2 needs nothing)."""
+    if layout.version != "v1" or not layout.v1_mounts or "cpu" not in layout.v1_mounts:
+        return None
+    root = layout.v1_mounts["cpu"]
+    if not (root / "cpu.rt_runtime_us").exists():
+        return None
+    return root / PARENT, int(_read(root / "cpu.rt_period_us"))
+
+
+def rt_supported(layout: Layout | None = None) -> bool:
+    try:
+        return rt_layout(layout or Layout.detect()) is not None
+    except PlatformError:
+        return False
+
+
+@contextlib.contextmanager
+def _rt_locked():
+    """One budget for all virtbench processes: grant under a file lock."""
+    RT_LOCK.parent.mkdir(parents=True, exist_ok=True)
+    with open(RT_LOCK, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _rt_of(d: Path) -> tuple[int, int]:
+    """(runtime, period) of a group; runtime -1 (unlimited) counts as its whole period."""
+    period = int(_read(d / "cpu.rt_period_us"))
+    runtime = int(_read(d / "cpu.rt_runtime_us"))
+    return (period if runtime < 0 else runtime), period
+
+
+def _rt_children(parent: Path, exclude: str | None = None) -> dict[str, int]:
+    """name -> rt runtime (µs per parent period) of each child group of `parent`."""
+    out: dict[str, int] = {}
+    if not parent.is_dir():
+        return out
+    _rt, period = _rt_of(parent)
+    for d in parent.iterdir():
+        if d.is_dir() and d.name != exclude:
+            with contextlib.suppress(OSError, ValueError):
+                runtime, p = _rt_of(d)
+                out[d.name] = runtime * period // p
+    return out
+
+
+def _rt_free(parent: Path, period: int, exclude: str | None = None) -> int:
+    """Runtime per `period` a new group under `parent` can get: the hierarchy root's share
+    less what the root's other children and the parent's children already hold."""
+    root = parent.parent
+    root_rt, root_period = _rt_of(root)
+    cap = root_rt * period // root_period
+    cap -= sum(v for k, v in _rt_children(root).items() if k != parent.name) * period // root_period
+    held = sum(_rt_children(parent, exclude=exclude).values())
+    return max(0, cap - held)
+
+
+def _rt_write(path: Path, value: int, strict: bool = True, timeout: float = 1.0) -> None:
+    """Write an rt runtime; the kernel refuses (EINVAL/EBUSY) while a just-removed group's
+    bandwidth still counts, so retry briefly."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            path.write_text(str(value))
+            return
+        except OSError as exc:
+            if time.monotonic() < deadline and exc.errno in (errno.EINVAL, errno.EBUSY):
+                time.sleep(0.01)
+                continue
+            if strict:
+                raise PlatformError(
+                    f"cannot write rt runtime {value} to {path}: {exc.strerror or exc}"
+                ) from exc
+            return
+
+
+def release_rt(layout: Layout) -> None:
+    """Lower the virtbench parent's rt runtime to what its remaining groups hold (0 when
+    none), so virtbench keeps no real-time bandwidth from the rest of the host."""
+    rt = rt_layout(layout)
+    if rt is None or not rt[0].is_dir():
+        return
+    parent, _period = rt
+    with _rt_locked(), contextlib.suppress(OSError, ValueError):
+        held = sum(_rt_children(parent).values())
+        if _rt_of(parent)[0] != held:
+            _rt_write(parent / "cpu.rt_runtime_us", held, strict=False)
 
 
 def _enable_v2_controllers(d: Path) -> None:
@@ -437,6 +598,7 @@ def clean(layout: Layout | None = None) -> list[str]:
             continue  # claimed by a virtbench process that is still running
         Cgroup(name, layout).destroy()
         removed.append(f"cgroup {PARENT}/{name}")
+    release_rt(layout)
     for parent in [*layout.parent_dirs().values(), *layout.other_parent_dirs()]:
         with contextlib.suppress(OSError):  # busy while another run uses it: keep it
             parent.rmdir()

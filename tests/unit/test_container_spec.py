@@ -66,7 +66,7 @@ def test_parse_cpus():
 def test_bad_resource_values_name_allowed():
     with pytest.raises(PlatformError, match="cpu_weight .* allowed: 2..262144"):
         resources_from({"cpu_weight": 1})
-    with pytest.raises(PlatformError, match="allowed: bytes or '512M'"):
+    with pytest.raises(PlatformError, match="allowed: bytes > 0 or '512M'"):
         resources_from({"memory_limit": "much"})
 
 

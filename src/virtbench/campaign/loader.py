@@ -221,6 +221,9 @@ def _platforms(file: str, entries: Any) -> list[PlatformSpec]:
             _default, allowed, _help = schema[key]
             if allowed is not None and value not in allowed:
                 raise CampaignError(file, f"{where}.{key}", "not allowed", value, allowed)
+        for key, problem, allowed in kinds[kind].validate_options(dict(entry)):
+            allowed = allowed if isinstance(allowed, (list, tuple)) else [allowed]
+            raise CampaignError(file, f"{where}.{key}", problem, entry.get(key), allowed)
         spec = PlatformSpec(name, kind, entry)
         specs[name] = spec
         if host is not None:

@@ -77,6 +77,14 @@ class Platform(abc.ABC):
     # option name -> (default, allowed values or None for free-form, help)
     options_schema: ClassVar[dict[str, tuple[Any, tuple[Any, ...] | None, str]]] = {}
 
+    @classmethod
+    def validate_options(cls, options: dict[str, Any]) -> list[tuple[str, str, Any]]:
+        """Check free-form option values (numbers, sizes, CPU lists) when the campaign loads,
+        before anything runs: return (key, problem, allowed) for each bad one, [] if all are
+        fine. `options` holds only what the campaign set; choices in options_schema are
+        already checked. The default accepts everything."""
+        return []
+
     def __init__(self, spec: PlatformSpec, instance: str, host: Platform | None = None) -> None:
         self.spec = spec
         self.instance = instance  # unique per provisioned environment, starts with NAME_PREFIX

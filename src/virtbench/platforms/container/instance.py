@@ -8,6 +8,7 @@ fresh instances whose init is the workload itself, timing every phase (like `doc
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import resource
@@ -32,6 +33,9 @@ class Config:
     storage: str = "overlay"
     network: str = "host"
     resources: spec.Resources = field(default_factory=spec.Resources)
+    # real-time bandwidth to reserve (µs per rt period, or "auto": what is free); it only
+    # matters on v1 hosts with RT group scheduling, where SCHED_FIFO needs it
+    rt_runtime_us: int | str | None = cgroups.RT_AUTO
 
 
 class Instance:
@@ -64,7 +68,14 @@ class Instance:
         self.runtime.prepare()
         # the runtime creates the group at cgroupsPath; making it first prepares the parent
         # (v1 cpuset inheritance, v2 controller delegation) and lets teardown find it
-        self.cgroup = cgroups.Cgroup.create(self.name)
+        self.cgroup = cgroups.Cgroup.create(self.name, rt_runtime_us=self.config.rt_runtime_us)
+        resources = self.config.resources
+        if self.cgroup.rt_runtime_us:  # the runtime re-applies what the group was granted
+            resources = dataclasses.replace(
+                resources,
+                realtime_runtime_us=self.cgroup.rt_runtime_us,
+                realtime_period_us=self.cgroup.rt_period_us,
+            )
         self.storage.create()
         netns: str | None = None
         if self.config.network != "host":
@@ -80,7 +91,7 @@ class Instance:
                 cgroups_path=f"/{cgroups.PARENT}/{self.name}",
                 netns=netns,
                 binds=binds,
-                resources=self.config.resources,
+                resources=resources,
                 nofile=min(nofile, 1 << 20),
             )
         )
@@ -129,6 +140,8 @@ class Instance:
         t = time.monotonic()
         errors: list[str] = []
         for step in (
+            # the runtime's delete removes the group, whose rt bandwidth would linger
+            lambda: self.cgroup.drop_rt() if self.cgroup else None,
             lambda: self.runtime.delete(self.name),
             lambda: self.cgroup.destroy() if self.cgroup else None,
             lambda: hostnet.unpublish(self.name),

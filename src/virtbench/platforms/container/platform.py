@@ -11,9 +11,10 @@ import secrets
 import shutil
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from ... import cleanup, hostnet, tools
+from ... import cgroups, cleanup, hostnet, tools
 from ...errors import NeedsRootError, PlatformError
 from ...images import rootfs
 from ..base import NAME_PREFIX, Accounting, ExecResult, Platform, Process
@@ -27,21 +28,40 @@ _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
+class OptionError(PlatformError):
+    """A bad platform option: which key, what is wrong, what is allowed."""
+
+    def __init__(self, key: str, value: Any, problem: str, allowed: str) -> None:
+        super().__init__(f"option {key} = {value!r} {problem}; allowed: {allowed}")
+        self.key, self.value, self.problem, self.allowed = key, value, problem, allowed
+
+
 def parse_size(key: str, value: Any) -> int:
     """Bytes from an int or a string like '512M', '2G', '1.5GiB'."""
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return value
     m = _SIZE.match(value) if isinstance(value, str) else None
-    if not m:
-        raise PlatformError(
-            f"option {key} = {value!r} is not a size; allowed: bytes or '512M', '2G'"
-        )
+    if not m or float(m.group(1)) <= 0:
+        raise OptionError(key, value, "is not a size", "bytes > 0 or '512M', '2G', '1.5GiB'")
     return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+
+
+def host_cpus() -> list[int]:
+    """CPUs online on this host (a cpuset may only name these)."""
+    try:
+        text = Path("/sys/devices/system/cpu/online").read_text().strip()
+        return parse_cpus("online", text)
+    except (OSError, PlatformError):
+        return list(range(os.cpu_count() or 1))
 
 
 def parse_cpus(key: str, value: Any) -> list[int]:
     """CPU list from [0, 1] or '0-1,3'."""
-    if isinstance(value, list) and value and all(isinstance(c, int) and c >= 0 for c in value):
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in value)
+    ):
         return sorted(set(value))
     if isinstance(value, str) and re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", value.strip()):
         out: set[int] = set()
@@ -49,12 +69,28 @@ def parse_cpus(key: str, value: Any) -> list[int]:
             lo, _, hi = part.partition("-")
             out.update(range(int(lo), int(hi or lo) + 1))
         return sorted(out)
-    raise PlatformError(f"option {key} = {value!r} is not a CPU list; allowed: [0, 1] or '0-1'")
+    raise OptionError(key, value, "is not a CPU list", "[0, 1] or '0-1,3'")
 
 
 def _int_opt(key: str, value: Any, lo: int, hi: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-        raise PlatformError(f"option {key} = {value!r} out of range; allowed: {lo}..{hi}")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise OptionError(key, value, "is not an integer", f"{lo}..{hi}")
+    if not lo <= value <= hi:
+        raise OptionError(key, value, "is out of range", f"{lo}..{hi}")
+    return value
+
+
+RT_MAX_US = 1_000_000  # the kernel's default rt period; the runtime cannot exceed the period
+
+
+def rt_runtime_opt(value: Any) -> int | str:
+    if value == cgroups.RT_AUTO:
+        return value
+    allowed = f'"auto" or 0..{RT_MAX_US}'
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise OptionError("rt_runtime_us", value, "is not allowed", allowed)
+    if not 0 <= value <= RT_MAX_US:
+        raise OptionError("rt_runtime_us", value, "is out of range", allowed)
     return value
 
 
@@ -69,15 +105,48 @@ def resources_from(options: dict[str, Any]) -> spec.Resources:
         r.cpu_period_us = _int_opt("cpu_period_us", options["cpu_period_us"], 1000, 1_000_000)
     if options.get("cpuset") is not None:
         r.cpuset_cpus = parse_cpus("cpuset", options["cpuset"])
-        online = os.cpu_count() or 1
-        bad = [c for c in r.cpuset_cpus if c >= online]
+        online = host_cpus()
+        bad = [c for c in r.cpuset_cpus if c not in online]
         if bad:
-            raise PlatformError(f"option cpuset names CPUs {bad}; allowed: 0..{online - 1}")
+            raise OptionError(
+                "cpuset",
+                options["cpuset"],
+                f"names CPUs {bad} this host does not have",
+                _cpu_range(online),
+            )
     if options.get("memory_limit") is not None:
         r.memory_limit_bytes = parse_size("memory_limit", options["memory_limit"])
     if options.get("pids_max") is not None:
         r.pids_max = _int_opt("pids_max", options["pids_max"], 1, 4_194_304)
     return r
+
+
+def _cpu_range(cpus: list[int]) -> str:
+    return f"{cpus[0]}..{cpus[-1]}" if cpus == list(range(cpus[0], cpus[-1] + 1)) else str(cpus)
+
+
+def option_problems(options: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """Every bad option as (key, problem, allowed): the campaign loader reports them before
+    anything runs; provision() would raise the same errors one at a time."""
+    checks = {
+        "cpu_weight": lambda v: _int_opt("cpu_weight", v, 2, 262144),
+        "cpu_quota_us": lambda v: _int_opt("cpu_quota_us", v, 1000, 10**9),
+        "cpu_period_us": lambda v: _int_opt("cpu_period_us", v, 1000, 1_000_000),
+        "cpuset": lambda v: resources_from({"cpuset": v}),
+        "memory_limit": lambda v: parse_size("memory_limit", v),
+        "pids_max": lambda v: _int_opt("pids_max", v, 1, 4_194_304),
+        "publish_port_offset": lambda v: _int_opt("publish_port_offset", v, 0, 65534),
+        "rt_runtime_us": rt_runtime_opt,
+    }
+    problems = []
+    for key, check in checks.items():
+        if options.get(key) is None:
+            continue
+        try:
+            check(options[key])
+        except OptionError as exc:
+            problems.append((key, exc.problem, exc.allowed))
+    return problems
 
 
 @dataclass
@@ -94,8 +163,9 @@ class StartupTiming:
 class _ContainerProcess(Process):
     """A background `runtime exec`; stopping it signals the process inside via its pid file."""
 
-    def __init__(self, proc: HostProcess, pid_file: str) -> None:
+    def __init__(self, proc: HostProcess, pid_file: str, hint=None) -> None:
         self._proc, self._pid_file = proc, pid_file
+        self._hint = hint  # adds the reason to the stderr of a failed process
 
     @property
     def pid(self) -> int | None:
@@ -117,7 +187,10 @@ class _ContainerProcess(Process):
             while self._proc.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.02)
             kill_pid_file(self._pid_file)
-        return self._proc.stop(timeout=timeout)
+        r = self._proc.stop(timeout=timeout)
+        if self._hint is not None and r.returncode not in (0, -15, 143):
+            r.stderr += self._hint(r.stderr)
+        return r
 
 
 @register
@@ -135,7 +208,17 @@ class ContainerPlatform(Platform):
         "memory_limit": (None, None, "memory limit: bytes or '512M'"),
         "pids_max": (None, None, "maximum number of tasks"),
         "publish_port_offset": (20000, None, "nat: host port = container port + offset"),
+        "rt_runtime_us": (
+            cgroups.RT_AUTO,
+            None,
+            "real-time µs per 1 s period for SCHED_FIFO inside (v1 RT group scheduling); "
+            "auto: what is free",
+        ),
     }
+
+    @classmethod
+    def validate_options(cls, options: dict[str, Any]) -> list[tuple[str, str, Any]]:
+        return option_problems(options)
 
     def __new__(cls, spec_=None, instance=None, host: Platform | None = None):
         if host is not None:
@@ -157,6 +240,7 @@ class ContainerPlatform(Platform):
             storage=self.options["storage"],
             network=self.options["network"],
             resources=resources_from(self.options),
+            rt_runtime_us=rt_runtime_opt(self.options["rt_runtime_us"]),
         )
         self._offset = _int_opt(
             "publish_port_offset", self.options["publish_port_offset"], 0, 65534
@@ -239,7 +323,20 @@ class ContainerPlatform(Platform):
                 f"\nkilled by the OOM killer: the container's memory_limit "
                 f"({self.options['memory_limit']}) is below what {argv[0]} needs"
             )
+        if not r.ok:
+            r.stderr += self._rt_hint(r.stderr)
         return r
+
+    def _rt_hint(self, stderr: str) -> str:
+        """Why SCHED_FIFO/RR failed when the container's group holds no rt bandwidth."""
+        cg = self._inst.cgroup if self._inst is not None else None
+        if cg is None or cg.rt_runtime_us != 0 or "Operation not permitted" not in stderr:
+            return ""
+        return (
+            f"\nthe container's cgroup holds no real-time bandwidth (rt_runtime_us = "
+            f"{self.options['rt_runtime_us']!r} was granted 0 µs: other virtbench groups hold "
+            "the host's real-time budget), so SCHED_FIFO/SCHED_RR are refused inside it"
+        )
 
     def _oom_kills(self) -> int:
         cg = self._live().cgroup
@@ -254,7 +351,7 @@ class ContainerPlatform(Platform):
         full = inst.runtime.exec_argv(inst.name, self._pinned(argv, cpus), env, pid_file)
         proc = HostProcess(full)
         self._procs.append(proc)
-        return _ContainerProcess(proc, pid_file)
+        return _ContainerProcess(proc, pid_file, self._rt_hint)
 
     def endpoint(self, port: int) -> tuple[str, int]:
         inst = self._live()
@@ -306,12 +403,18 @@ class ContainerPlatform(Platform):
             "runtime_version": tools.version(self.config.runtime),
             "image": image.parent.name if image else None,
             "cgroup": cgroups_version(),
+            **self._rt_labels(),
         }
+
+    def _rt_labels(self) -> dict[str, Any]:
+        # what the container's group was granted (the option may say "auto")
+        cg = self._inst.cgroup if self._inst is not None else None
+        if cg is None or cg.rt_runtime_us is None:
+            return {}
+        return {"rt_runtime_granted_us": cg.rt_runtime_us, "rt_period_us": cg.rt_period_us}
 
 
 def cgroups_version() -> str:
-    from ... import cgroups
-
     return cgroups.version()
 
 

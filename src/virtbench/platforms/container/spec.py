@@ -57,6 +57,9 @@ class Resources:
     cpuset_cpus: list[int] | None = None
     memory_limit_bytes: int | None = None
     pids_max: int | None = None
+    # real-time bandwidth (v1 RT group scheduling only; set from what the cgroup was granted)
+    realtime_runtime_us: int | None = None
+    realtime_period_us: int | None = None
 
     def to_oci(self) -> dict[str, Any]:
         cpu: dict[str, Any] = {}
@@ -68,6 +71,9 @@ class Resources:
             cpu["period"] = self.cpu_period_us
         if self.cpuset_cpus is not None:
             cpu["cpus"] = ",".join(str(c) for c in sorted(set(self.cpuset_cpus)))
+        if self.realtime_runtime_us is not None:
+            cpu["realtimeRuntime"] = self.realtime_runtime_us
+            cpu["realtimePeriod"] = self.realtime_period_us
         out: dict[str, Any] = {"devices": [{"allow": False, "access": "rwm"}]}
         if cpu:
             out["cpu"] = cpu
