@@ -33,6 +33,7 @@ def main() -> None:
     ap.add_argument("--client-cpu", type=int, default=cpus[0])
     ap.add_argument("--connections", type=int, default=32, help="wrk connections")
     ap.add_argument("--duration", type=float, default=3.0, help="wrk seconds")
+    ap.add_argument("--hog", action="store_true", help="httperf --hog (see the hog param)")
     a = ap.parse_args()
 
     w = HttperfSweep()
@@ -45,13 +46,14 @@ def main() -> None:
         "max_fraction": 1.5,
         "step_duration": 2.0,
         "probe_connections": a.connections,
+        "hog": a.hog,
     }
     ctx = RunContext(params=params, cpus=[a.server_cpu], client_cpus=[a.client_cpu])
     nofile = raise_nofile()
     ratios = []
     print(
         f"nginx on CPU {a.server_cpu}, clients on CPU {a.client_cpu}, {a.size} KB,"
-        f" {a.calls} request(s)/connection"
+        f" {a.calls} request(s)/connection, httperf --hog {'on' if a.hog else 'off'}"
     )
     native = NativePlatform(PlatformSpec("native", "native"), "vb-bench-web")
     with native, w.nginx(native, ctx, [a.size]) as served:

@@ -151,3 +151,11 @@ def test_workload_error_carries_partial_samples():
     exc = WorkloadError("server died", samples=[s])
     assert exc.samples == [s] and str(exc) == "server died"
     assert WorkloadError("plain").samples == []
+
+
+def test_httperf_a_few_fd_errors_within_tolerance_stay_valid():
+    r = load("rate2000_ok.txt")
+    r.errors["fd-unavail"] = 30  # 0.5% of 6030 attempts
+    assert httperf.invalid_reason(r, 2000, 0.3) is None
+    r.errors["fd-unavail"] = 300  # ~5%
+    assert "ran out of sockets" in httperf.invalid_reason(r, 2000, 0.3)

@@ -26,7 +26,7 @@ PAPER_SIZES = [1, 4, 10, 30, 50, 70, 100, 200]
 # follows each repetition's probe, so it is a fact of the point, not its identity).
 groups.add_dimension_labels("file_size_kb", "step", "error_class", "phase")
 groups.IGNORED_LABELS.update(
-    {"offered_rate", "peak_step", "max_connect_burst", "client_nofile", "stopped"}
+    {"offered_rate", "peak_step", "max_connect_burst", "client_nofile", "stopped", "client_errors"}
 )
 
 COMMON_PARAMS = {
@@ -272,6 +272,9 @@ class HttperfSweep(_NginxWorkload):
             "calls_per_conn": calls,
             "client_nofile": nofile,
         }
+        starved = sum(r.errors.get(c, 0) for c in httperf.CLIENT_RESOURCE_ERRORS)
+        if starved:  # below the tolerance it is not invalid, but it must stay visible
+            labels["client_errors"] = starved
         if invalid:
             labels["invalid"] = invalid
         values = {
