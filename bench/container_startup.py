@@ -24,8 +24,9 @@ def ci95(values: list[float]) -> float:
     return 1.96 * statistics.stdev(values) / len(values) ** 0.5
 
 
-def startup(runtime: str, starts: int) -> list[float]:
-    p = ContainerPlatform(PlatformSpec(runtime, "container", {"runtime": runtime}), "vb-bench1")
+def startup(runtime: str, starts: int, network: str = "host") -> list[float]:
+    opts = {"runtime": runtime, "network": network}
+    p = ContainerPlatform(PlatformSpec(runtime, "container", opts), "vb-bench1")
     with p:
         s = ContainerStartup().run(p, RunContext(params={"starts": starts}, timeout=60))
     return s[0].labels["values"]
@@ -40,13 +41,20 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--starts", type=int, default=20)
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--runtimes", default="crun,runc,runsc", help="comma-separated")
+    ap.add_argument("--network", default="host", choices=("host", "bridge", "nat"))
+    ap.add_argument("--startup-only", action="store_true", help="skip the overhead ratios")
     a = ap.parse_args()
-    for rt in ("crun", "runc", "runsc"):
-        v = startup(rt, a.starts)
+    for rt in a.runtimes.split(","):
+        net = a.network if rt != "runsc" else "host"  # runsc cannot join our netns
+        v = startup(rt, a.starts, net)
+        q = statistics.quantiles(v, n=4) if len(v) > 1 else [v[0]] * 3
         print(
-            f"start-up {rt:6s} median {statistics.median(v):7.1f} ms  "
-            f"(min {min(v):.1f}, max {max(v):.1f}, n={len(v)})"
+            f"start-up {rt:6s} {net:6s} median {statistics.median(v):7.1f} ms  "
+            f"(IQR {q[0]:.1f}..{q[2]:.1f}, min {min(v):.1f}, max {max(v):.1f}, n={len(v)})"
         )
+    if a.startup_only:
+        return
     tests = {
         "sysbench-cpu": (["sysbench", "cpu", "--time=3", "run"], r"events per second:\s*([\d.]+)"),
         "sysbench-mem": (

@@ -101,3 +101,15 @@ def test_mirror_from_deb822_and_one_line():
 def test_image_key_depends_on_packages_only_as_a_set():
     assert rootfs.key(["b", "a"]) == rootfs.key(["a", "b", "a"])
     assert rootfs.key(["a"]) != rootfs.key(["a", "b"])
+
+
+def test_attach_is_two_ip_batches_peer_created_inside_the_netns():
+    host, inside = hostnet.attach_commands("vb-1a2b3c-h", "vb-1a2b3c", "eth0", "10.213.0.7")
+    assert host[0] == "link add vb-1a2b3c-h type veth peer name eth0 netns vb-1a2b3c"
+    assert host[1:] == ["link set vb-1a2b3c-h master vb-br0", "link set vb-1a2b3c-h up"]
+    assert inside == [
+        "addr add 10.213.0.7/24 dev eth0",
+        "link set eth0 up",
+        "route add default via 10.213.0.1",
+    ]
+    assert hostnet.bridge_commands()[0] == "link add vb-br0 type bridge"
