@@ -125,12 +125,13 @@ def test_start_in_order_pinned_then_stop_then_tear_down_in_reverse():
         [(IDLE_ARGV, [2])],
         [(IDLE_ARGV, [3])],
     ]
+    # every environment is provisioned before any command starts loading the host
     assert host.log == [
         "up neighbour-1",
-        "spawn neighbour-1",
         "up neighbour-2",
-        "spawn neighbour-2",
         "up neighbour-3",
+        "spawn neighbour-1",
+        "spawn neighbour-2",
         "spawn neighbour-3",
         "stop neighbour-1",
         "stop neighbour-2",
@@ -142,23 +143,50 @@ def test_start_in_order_pinned_then_stop_then_tear_down_in_reverse():
     assert [n.plan.role for n in group.finished] == ["neighbour-1", "neighbour-2", "neighbour-3"]
 
 
-@pytest.mark.parametrize("how", ["fail_up", "fail_spawn"])
-def test_a_neighbour_failing_to_start_names_itself_and_tears_down_the_others(how):
-    host = Host(**{how: ("neighbour-3",)})
+def test_a_neighbour_failing_to_provision_names_itself_and_tears_down_the_others():
+    host = Host(fail_up=("neighbour-3",))
     plans = [NeighbourPlan(f"neighbour-{i}", NATIVE, idle) for i in (1, 2, 3, 4)]
     with (
         pytest.raises(
             VirtbenchError,
             match=r"scenario 'idle-neighbours:4': neighbour-3 on platform 'native' failed to "
-            r"start: .*; torn down: neighbour-1, neighbour-2",
+            r"start: boom; torn down: neighbour-1, neighbour-2$",
         ),
         Neighbours(host.env(), plans, "idle-neighbours:4", settle_s=0, meminfo=PLENTY),
     ):
         pass
-    downs = [line for line in host.log if line.startswith("down")]
-    expected = ["down neighbour-2", "down neighbour-1"]
-    assert downs == (["down neighbour-3"] + expected if how == "fail_spawn" else expected)
-    assert "up neighbour-4" not in host.log
+    assert host.log == ["up neighbour-1", "up neighbour-2", "down neighbour-2", "down neighbour-1"]
+
+
+def test_a_command_failing_to_start_names_its_neighbour_and_tears_down_all():
+    host = Host(fail_spawn=("neighbour-2",))
+    plans = [NeighbourPlan(f"neighbour-{i}", NATIVE, idle) for i in (1, 2, 3)]
+    with (
+        pytest.raises(
+            VirtbenchError,
+            match=r"neighbour-2 on platform 'native' failed to start: cannot spawn; "
+            r"torn down: neighbour-1, neighbour-3$",
+        ),
+        Neighbours(host.env(), plans, "x", settle_s=0, meminfo=PLENTY),
+    ):
+        pass
+    assert host.log[-4:] == [
+        "stop neighbour-1",
+        "down neighbour-3",
+        "down neighbour-2",
+        "down neighbour-1",
+    ]
+
+
+def test_commands_can_wait_until_the_caller_has_set_the_scene():
+    host = Host()
+    plans = [NeighbourPlan("neighbour-1", NATIVE, idle)]
+    group = Neighbours(host.env(), plans, settle_s=0, meminfo=PLENTY, commands_on_enter=False)
+    with group:
+        assert host.log == ["up neighbour-1"]
+        group.start_commands()
+        assert host.log == ["up neighbour-1", "spawn neighbour-1"]
+    assert host.log[-2:] == ["stop neighbour-1", "down neighbour-1"]
 
 
 def test_interrupt_while_starting_tears_down_what_was_started():

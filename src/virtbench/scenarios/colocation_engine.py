@@ -110,8 +110,9 @@ def run(
     `host_weight` (cpu.shares scale) goes to the host-side back-end work that can be grouped
     (see scenarios/weights.py)."""
     with ExitStack() as stack:
-        # idle neighbours start their sleeping process here: they are part of the scene
-        group = stack.enter_context(Neighbours(env, _neighbour_plans(plans), what, settle_s=0))
+        group = stack.enter_context(
+            Neighbours(env, _neighbour_plans(plans), what, settle_s=0, commands_on_enter=False)
+        )
         envs = [_Env(p, env.target if p.spec is None else _started(group, p.role)) for p in plans]
         weight_notes = weights_mod.apply(
             [(e.platform, e.plan.cpu_weight, e.plan.role) for e in envs if e.platform],
@@ -128,8 +129,10 @@ def run(
         )
         target = next(e for e in envs if e.plan.role == "target")
         params = {e.plan.role: _params(env, e) for e in active}
+        # idle neighbours start their sleeping process (they are part of the scene), then
         # every busy environment at once behind a barrier so all measure the same window
         # with the same duration
+        group.start_commands()
         busy = [e for e in active if e.plan.activity == "workload"]
         gate = threading.Barrier(len(busy))
         threads = [

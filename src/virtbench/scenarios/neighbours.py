@@ -12,10 +12,12 @@ start, health-check, stop and tear them down.
 
 On entry: the memory of every plan (deferred ones included) is checked before anything
 starts (memory_check.py); then each plan that is not deferred, in order, gets its own
-environment from `ScenarioEnv.new_platform(spec, role)` and its command (if any) started with
-`Platform.spawn(cpus=...)`. A neighbour that fails to start fails the group with a
-VirtbenchError naming it; whatever was started is torn down, in reverse order, as it is on
-exit. Deferred plans (start-up storms) are started later with `start()` from any thread.
+environment from `ScenarioEnv.new_platform(spec, role)`; then each command (if any) is started
+with `Platform.spawn(cpus=...)` (or later, by `start_commands()`, with
+`commands_on_enter=False`), and after `settle_s` all are checked to be running. A neighbour that
+fails to start fails the group with a VirtbenchError naming it; whatever was started is torn
+down, in reverse order, as it is on exit. Deferred plans (start-up storms) are started later
+with `start()` from any thread.
 """
 
 from __future__ import annotations
@@ -70,12 +72,15 @@ class Neighbours:
         what: str = "neighbours",
         settle_s: float = 0.5,
         meminfo: str | None = None,
+        commands_on_enter: bool = True,
     ) -> None:
         self.env = env
         self.plans = plans
         self.what = what  # the scenario string, for error messages
         self.settle_s = settle_s  # let the commands reach their steady state
         self.meminfo = meminfo  # /proc/meminfo text (tests); None: read it
+        # False: the caller starts the commands with start_commands() when its scene is set
+        self.commands_on_enter = commands_on_enter
         self.running: list[RunningNeighbour] = []
         self.finished: list[RunningNeighbour] = []
         self._stack = ExitStack()
@@ -86,18 +91,18 @@ class Neighbours:
         try:
             for plan in self.plans:
                 if not plan.deferred:
-                    self._start_or_fail(plan)
-            if self.settle_s and any(n.process for n in self.running):
-                time.sleep(self.settle_s)
-            self.check_alive()
+                    self._or_fail(plan, self.provision)
+            if self.commands_on_enter:
+                self.start_commands()
         except BaseException:
             self.__exit__()
             raise
         return self
 
-    def _start_or_fail(self, plan: NeighbourPlan) -> None:
+    def _or_fail(self, plan: NeighbourPlan, step: Callable[[NeighbourPlan], object]) -> None:
+        """Run one start-up step; a failure names the neighbour and what gets torn down."""
         try:
-            self.start(plan)
+            step(plan)
         except Exception as exc:
             others = [n.plan.role for n in self.running if n.plan is not plan]
             raise VirtbenchError(
@@ -105,20 +110,36 @@ class Neighbours:
                 f"start: {exc}; torn down: {', '.join(others) or 'nothing else was started'}"
             ) from exc
 
-    def start(self, plan: NeighbourPlan, ready: bool = False) -> RunningNeighbour:
-        """Provision `plan`'s environment and start its command; with `ready`, also wait until
-        the environment runs a first command. Raises what failed; the group tears down
-        whatever was provisioned."""
+    def provision(self, plan: NeighbourPlan) -> RunningNeighbour:
+        """Provision `plan`'s environment; it is torn down when the group exits."""
         cm = self.env.new_platform(plan.spec, plan.role)
         platform = cm.__enter__()
         n = RunningNeighbour(plan, platform)
-        with self._lock:  # registered before spawn, so a failed spawn is still torn down
+        with self._lock:
             self._stack.push(cm.__exit__)
             self.running.append(n)
-        if plan.argv is not None:
-            n.process = platform.spawn(plan.argv(platform), cpus=plan.cpus, env=plan.env)
+        return n
+
+    def _spawn(self, n: RunningNeighbour) -> None:
+        if n.process is None and n.plan.argv is not None:
+            p = n.plan
+            n.process = n.platform.spawn(p.argv(n.platform), cpus=p.cpus, env=p.env)  # type: ignore[misc]
+
+    def start_commands(self) -> None:
+        """Start every provisioned neighbour's command (pinned), let them settle, check them."""
+        for n in list(self.running):
+            self._or_fail(n.plan, lambda _plan, n=n: self._spawn(n))
+        if self.settle_s and any(n.process for n in self.running):
+            time.sleep(self.settle_s)
+        self.check_alive()
+
+    def start(self, plan: NeighbourPlan, ready: bool = False) -> RunningNeighbour:
+        """Start a deferred neighbour now (any thread): provision, start its command and, with
+        `ready`, wait until the environment runs a first command. Raises what failed."""
+        n = self.provision(plan)
+        self._spawn(n)
         if ready:
-            check = platform.exec(["true"], timeout=120)
+            check = n.platform.exec(["true"], timeout=120)
             if not check.ok:
                 raise VirtbenchError(f"first command failed: {check.stderr.strip()[-200:]}")
         return n
