@@ -4,9 +4,10 @@ import contextlib
 import time
 
 import pytest
+from fakes import FakePlatform
 
 from virtbench.errors import VirtbenchError
-from virtbench.platforms.base import Accounting, ExecResult, Platform, PlatformSpec, Process
+from virtbench.platforms.base import PlatformSpec
 from virtbench.scenarios import colocation_engine as engine
 from virtbench.scenarios import memory_check, rates, registry
 from virtbench.scenarios.base import ScenarioEnv
@@ -56,53 +57,6 @@ def test_memory_checked_before_anything_starts():
     # a stacked platform needs its host's memory too
     stacked = PlatformSpec("c@vm", "container", {}, host=PlatformSpec("vm", "vm", {}))
     assert memory_check.spec_mib(stacked) == 64 + 1024  # the vm schema's memory_mb default
-
-
-class FakeProcess(Process):
-    def __init__(self):
-        self.stopped = False
-
-    @property
-    def pid(self):
-        return None
-
-    def poll(self):
-        return None if not self.stopped else 0
-
-    def stop(self, timeout=5.0):
-        self.stopped = True
-        return ExecResult([], 0, "", "", 0.0)
-
-
-class FakePlatform(Platform):
-    kind = "fake"
-    description = "test double"
-
-    def __init__(self, name, log):
-        super().__init__(PlatformSpec(name, "native"), "vb-test")
-        self.log = log
-
-    def provision(self):
-        pass
-
-    def teardown(self):
-        pass
-
-    def exec(self, argv, *, cpus=None, timeout=None, env=None):
-        return ExecResult(argv, 0, "", "", 0.0)
-
-    def spawn(self, argv, *, cpus=None, env=None):
-        return FakeProcess()
-
-    def endpoint(self, port):
-        return ("127.0.0.1", port)
-
-    @property
-    def workdir(self):
-        return "/tmp"
-
-    def accounting(self):
-        return Accounting()
 
 
 class FakeWorkload(Workload):

@@ -8,9 +8,10 @@ import contextlib
 import threading
 
 import pytest
+from fakes import FakePlatform
 
 from virtbench.errors import VirtbenchError, WorkloadError
-from virtbench.platforms.base import Accounting, ExecResult, Platform, PlatformSpec, Process
+from virtbench.platforms.base import ExecResult, PlatformSpec, Process
 from virtbench.scenarios import registry
 from virtbench.scenarios.base import ScenarioEnv
 from virtbench.scenarios.neighbours import IDLE_ARGV, NeighbourPlan, Neighbours, idle
@@ -20,7 +21,7 @@ PLENTY = "MemAvailable:    8388608 kB\n"  # 8 GiB
 NATIVE = PlatformSpec("native", "native")
 
 
-class FakeProcess(Process):
+class LoggingProcess(Process):
     def __init__(self, log: list[str], role: str, dead: threading.Event) -> None:
         self.log, self.role, self.dead, self.stopped = log, role, dead, False
 
@@ -38,22 +39,15 @@ class FakeProcess(Process):
         return ExecResult([], 0, "", "gone", 0.0)
 
 
-class FakePlatform(Platform):
-    kind = "fake"
-    description = "test double"
+class LoggingPlatform(FakePlatform):
+    """Logs spawns; can be made to fail spawn or exec."""
 
     def __init__(self, role: str, log: list[str], spawn_fails=False, exec_fails=False) -> None:
-        super().__init__(PlatformSpec(role, "native"), "vb-test")
-        self.role, self.log = role, log
+        super().__init__(role, log)
+        self.role = role
         self.spawn_fails, self.exec_fails = spawn_fails, exec_fails
         self.spawned: list[tuple[list[str], list[int] | None]] = []
         self.dead = threading.Event()  # set it to make the spawned command "exit"
-
-    def provision(self):
-        pass
-
-    def teardown(self):
-        pass
 
     def exec(self, argv, *, cpus=None, timeout=None, env=None):
         return ExecResult(argv, 1 if self.exec_fails else 0, "", "no shell", 0.0)
@@ -63,17 +57,7 @@ class FakePlatform(Platform):
             raise VirtbenchError("cannot spawn")
         self.spawned.append((argv, cpus))
         self.log.append(f"spawn {self.role}")
-        return FakeProcess(self.log, self.role, self.dead)
-
-    def endpoint(self, port):
-        return ("127.0.0.1", port)
-
-    @property
-    def workdir(self):
-        return "/tmp"
-
-    def accounting(self):
-        return Accounting()
+        return LoggingProcess(self.log, self.role, self.dead)
 
 
 class Host:
@@ -81,14 +65,14 @@ class Host:
 
     def __init__(self, fail_up=(), fail_spawn=(), fail_exec=()) -> None:
         self.log: list[str] = []
-        self.platforms: dict[str, FakePlatform] = {}
+        self.platforms: dict[str, LoggingPlatform] = {}
         self.fail_up, self.fail_spawn, self.fail_exec = fail_up, fail_spawn, fail_exec
 
     @contextlib.contextmanager
     def new_platform(self, spec, role):
         if role in self.fail_up:
             raise VirtbenchError("boom")
-        p = FakePlatform(role, self.log, role in self.fail_spawn, role in self.fail_exec)
+        p = LoggingPlatform(role, self.log, role in self.fail_spawn, role in self.fail_exec)
         self.platforms[role] = p
         self.log.append(f"up {role}")
         try:
@@ -97,7 +81,7 @@ class Host:
             self.log.append(f"down {role}")
 
     def env(self, workload=None, params=None) -> ScenarioEnv:
-        target = FakePlatform("target", self.log)
+        target = LoggingPlatform("target", self.log)
         ctx = RunContext(params=params or {})
         return ScenarioEnv(target, workload, ctx, self.new_platform, platforms={"native": NATIVE})
 
