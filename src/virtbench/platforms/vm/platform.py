@@ -13,8 +13,10 @@ from ...errors import PlatformError
 from ..base import Accounting, ExecResult, Platform, Process
 from ..registry import register
 from . import accel, image, modules, options, paths, qemu
+from .agent import AgentError
 from .guest import GuestProcess
 from .guest import run as guest_run
+from .jsonsock import ChannelError
 from .machine import Machine
 from .network import GuestNet
 
@@ -160,15 +162,29 @@ class VmPlatform(Platform):
             self.machine.pin_vcpus(target)
             self._pinned = target
 
+    def _channel_error(self, argv: list[str], exc: Exception) -> PlatformError:
+        state = "running" if self.machine is not None and self.machine.alive() else "gone"
+        kept = self.machine.keep_serial_log() if self.machine is not None else None
+        return PlatformError(
+            f"platform '{self.name}': guest agent failed running {argv[0]!r}: {exc} "
+            f"(QEMU {state}; serial log kept at {kept})"
+        )
+
     def exec(self, argv, *, cpus=None, timeout=None, env=None) -> ExecResult:
         agent = self._agent()
         self._place(cpus)
-        return guest_run(agent, list(argv), timeout, env)
+        try:
+            return guest_run(agent, list(argv), timeout, env)
+        except (AgentError, ChannelError) as exc:
+            raise self._channel_error(argv, exc) from exc
 
     def spawn(self, argv, *, cpus=None, env=None) -> Process:
         agent = self._agent()
         self._place(cpus)
-        proc = GuestProcess(agent, list(argv), env)
+        try:
+            proc = GuestProcess(agent, list(argv), env)
+        except (AgentError, ChannelError) as exc:
+            raise self._channel_error(argv, exc) from exc
         self._procs.append(proc)
         return proc
 
