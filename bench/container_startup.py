@@ -41,7 +41,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--starts", type=int, default=20)
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--runtimes", default="crun,runc,runsc", help="comma-separated")
+    ap.add_argument("--runtimes", default="crun,runc,runsc,podman", help="comma-separated")
     ap.add_argument("--network", default="host", choices=("host", "bridge", "nat"))
     ap.add_argument("--startup-only", action="store_true", help="skip the overhead ratios")
     a = ap.parse_args()

@@ -194,6 +194,41 @@ def setup(no_packages, steps) -> None:
     console.print("[green]setup complete[/]")
 
 
+@cli.group()
+def images() -> None:
+    """The shared root filesystem (containers' lower layer, VM guests' root)."""
+
+
+@images.command("build")
+@click.option("--force", is_flag=True, help="rebuild even if the current key is built")
+def images_build(force: bool) -> None:
+    """Build the image with debootstrap (minutes) unless its key is already built."""
+    from .images import rootfs
+
+    console.print(f"image ready: {rootfs.build(force=force, log=console.print)}")
+
+
+@images.command("list")
+def images_list() -> None:
+    """Cached images; the current key is the one containers and VMs use."""
+    from .images import rootfs
+
+    rows = rootfs.status()
+    for r in rows:  # one line per image: whole paths, greppable
+        state = ("current" if r["current"] else "old") if r["complete"] else "incomplete"
+        built = f"built {r['built_at']} in {r['build_seconds']}s" if r["built_at"] else ""
+        size = f"{r['size_mb']} MB" if r["size_mb"] else ""
+        console.print(
+            f"{r['key']}  {state:10s}  {r['packages']} packages  {size}  {built}  {r['path']}",
+            highlight=False,
+        )
+    if not any(r["current"] and r["complete"] for r in rows):
+        console.print(f"current key {rootfs.key()} is not built: run virtbench images build")
+
+
+images.add_command(images_list, "status")
+
+
 def main() -> None:
     try:
         cli.main(standalone_mode=False)

@@ -60,8 +60,8 @@ def checks() -> list[Check]:
             out.append(
                 Check(
                     t.name,
-                    "missing",
-                    f"not installed ({t.purpose})",
+                    "warn" if t.optional else "missing",
+                    f"not installed ({t.purpose}{', optional' if t.optional else ''})",
                     f"apt-get install {t.package}",
                 )
             )

@@ -31,7 +31,8 @@ def register(name: str):
 
 
 def packages() -> list[str]:
-    return sorted({t.package for t in tools.TOOLS.values()} | set(EXTRA_PACKAGES))
+    required = {t.package for t in tools.TOOLS.values() if not t.optional}
+    return sorted(required | set(EXTRA_PACKAGES))
 
 
 def missing_packages() -> list[str]:

@@ -17,6 +17,7 @@ class Tool:
     package: str  # Debian package providing it
     version_args: tuple[str, ...] = ("--version",)
     purpose: str = ""
+    optional: bool = False  # `virtbench setup` skips it; `doctor` only warns when missing
 
 
 # One table for every tool any platform or workload uses; `virtbench setup` installs these
@@ -41,6 +42,7 @@ TOOLS: dict[str, Tool] = {
         Tool("crun", "crun", purpose="OCI runtime (default)"),
         Tool("runc", "runc", purpose="OCI runtime"),
         Tool("runsc", "runsc", ("--version",), purpose="gVisor sandboxed runtime"),
+        Tool("podman", "podman", purpose="container engine (runtime = podman)", optional=True),
         Tool("debootstrap", "debootstrap", purpose="builds the shared root filesystem"),
         Tool("qemu-system-x86_64", "qemu-system-x86", purpose="VM platform"),
         Tool("qemu-img", "qemu-utils", purpose="VM disk images"),

@@ -138,6 +138,68 @@ def rootfs_tree(log: Callable[[str], None] = print) -> Path:
         return _build(log)
 
 
+def build(force: bool = False, log: Callable[[str], None] = print) -> Path:
+    """`virtbench images build`: the tree for the current key, built only if missing (or
+    rebuilt with force; the old tree is replaced only once the new one is complete)."""
+    if not force:
+        found = existing()
+        if found is not None:
+            log(f"root filesystem {key()} is already built: {found} (--force rebuilds it)")
+            return found
+    if os.geteuid() != 0:
+        raise NeedsRootError("building the root filesystem image (debootstrap)")
+    tools.require(["debootstrap"], needed_by="the root filesystem image")
+    with _lock():
+        found = existing()
+        if found is not None and not force:
+            log(f"root filesystem {key()} was built meanwhile: {found}")
+            return found
+        if found is not None and in_use(found):
+            raise VirtbenchError(
+                f"root filesystem {found} is in use by running containers "
+                f"({', '.join(in_use(found))}); stop them (or run: virtbench cleanup) "
+                "before rebuilding it with --force"
+            )
+        return _build(log)
+
+
+def in_use(tree: Path) -> list[str]:
+    """Mount points of overlays that use `tree` as a lower layer (running containers)."""
+    users = []
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/mountinfo").read_text().splitlines():
+            pre, _sep, post = line.partition(" - ")
+            if post.startswith("overlay ") and f"lowerdir={tree}" in post.replace(":", ","):
+                users.append(pre.split()[4])
+    return users
+
+
+def status() -> list[dict]:
+    """Every cached image: key, whether complete, whether it is the current key, manifest."""
+    current = key()
+    out = []
+    if IMAGES_DIR.is_dir():
+        for d in sorted(IMAGES_DIR.iterdir()):
+            if not (d / "rootfs").is_dir():
+                continue  # other image kinds (the VM's) live beside these trees
+            m = {}
+            with contextlib.suppress(OSError, ValueError):
+                m = json.loads((d / "manifest.json").read_text())
+            out.append(
+                {
+                    "key": d.name,
+                    "path": str(d / "rootfs"),
+                    "complete": (d / COMPLETE).exists(),
+                    "current": d.name == current,
+                    "built_at": m.get("built_at"),
+                    "build_seconds": m.get("build_seconds"),
+                    "packages": len(m.get("packages", [])),
+                    "size_mb": m.get("size_mb"),
+                }
+            )
+    return out
+
+
 def _build(log: Callable[[str], None]) -> Path:
     k = key()
     final = image_dir(k)
@@ -170,6 +232,7 @@ def _build(log: Callable[[str], None]) -> Path:
             "installed": _installed(tree),
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "build_seconds": round(time.monotonic() - start, 1),
+            "size_mb": _du_mb(tree),
         }
         (work / "manifest.json").write_text(json.dumps(manifest, indent=1))
         (work / COMPLETE).write_text(k + "\n")

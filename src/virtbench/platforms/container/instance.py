@@ -132,8 +132,25 @@ class Instance:
         full = self.runtime.exec_argv(self.name, argv, env, pid_file)
         result = run_host(full, timeout=timeout)
         if result.timed_out and pid_file:
-            kill_pid_file(pid_file)  # the process in the container is not in our group
+            self.kill_exec(pid_file)  # the process in the container is not in our group
         return result
+
+    def exec_pid(self, pid_file: str) -> int | None:
+        """Host pid of a command started with `pid_file` (None if unknown or gone)."""
+        if not self.runtime.pid_files_in_container:
+            return read_pid(pid_file)
+        from .podman import host_pid
+
+        inner = read_pid(self.runtime.host_pid_file(pid_file))  # type: ignore[attr-defined]
+        if inner is None or self.cgroup is None:
+            return None
+        return host_pid(inner, self.cgroup.pids())
+
+    def kill_exec(self, pid_file: str) -> None:
+        pid = self.exec_pid(pid_file)
+        if pid:
+            with contextlib.suppress(OSError):
+                os.kill(pid, 9)
 
     def destroy(self) -> None:
         """Stop and remove everything; idempotent and safe after a partial prepare()."""
@@ -159,7 +176,15 @@ class Instance:
             raise PlatformError(f"container {self.name} teardown: " + "; ".join(errors))
 
 
+def read_pid(pid_file: str) -> int | None:
+    try:
+        return int(Path(pid_file).read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
 def kill_pid_file(pid_file: str) -> None:
-    with contextlib.suppress(OSError, ValueError):
-        pid = int(Path(pid_file).read_text().strip())
-        os.kill(pid, 9)
+    pid = read_pid(pid_file)
+    if pid:
+        with contextlib.suppress(OSError):
+            os.kill(pid, 9)

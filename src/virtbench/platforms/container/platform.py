@@ -21,7 +21,7 @@ from ..base import NAME_PREFIX, Accounting, ExecResult, Platform, Process
 from ..procs import HostProcess
 from ..registry import register
 from . import runtimes, spec
-from .instance import NETWORK_MODES, Config, Instance, kill_pid_file
+from .instance import NETWORK_MODES, Config, Instance
 from .storage import DATA_PATH, STORAGE_MODES
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*$", re.IGNORECASE)
@@ -163,17 +163,13 @@ class StartupTiming:
 class _ContainerProcess(Process):
     """A background `runtime exec`; stopping it signals the process inside via its pid file."""
 
-    def __init__(self, proc: HostProcess, pid_file: str, hint=None) -> None:
-        self._proc, self._pid_file = proc, pid_file
+    def __init__(self, proc: HostProcess, inst: Instance, pid_file: str, hint=None) -> None:
+        self._proc, self._inst, self._pid_file = proc, inst, pid_file
         self._hint = hint  # adds the reason to the stderr of a failed process
 
     @property
     def pid(self) -> int | None:
-        try:
-            with open(self._pid_file) as fh:
-                return int(fh.read().strip())
-        except (OSError, ValueError):
-            return None
+        return self._inst.exec_pid(self._pid_file)
 
     def poll(self) -> int | None:
         return self._proc.poll()
@@ -186,7 +182,7 @@ class _ContainerProcess(Process):
             deadline = time.monotonic() + timeout
             while self._proc.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.02)
-            kill_pid_file(self._pid_file)
+            self._inst.kill_exec(self._pid_file)
         r = self._proc.stop(timeout=timeout)
         if self._hint is not None and r.returncode not in (0, -15, 143):
             r.stderr += self._hint(r.stderr)
@@ -196,9 +192,9 @@ class _ContainerProcess(Process):
 @register
 class ContainerPlatform(Platform):
     kind = "container"
-    description = "an OCI container (crun, runc or gVisor runsc) from the shared Debian image"
+    description = "an OCI container (crun, runc, runsc, podman) from the shared Debian image"
     options_schema = {
-        "runtime": ("crun", runtimes.RUNTIMES, "OCI runtime"),
+        "runtime": ("crun", runtimes.RUNTIMES, "OCI runtime, or the podman engine"),
         "storage": ("overlay", STORAGE_MODES, "data path in the overlay layer or a volume"),
         "network": ("host", NETWORK_MODES, "host netns, veth on vb-br0, or bridge + DNAT"),
         "cpu_weight": (None, None, "cpu.shares scale 2..262144 (default 1024; seeds 256)"),
@@ -351,7 +347,7 @@ class ContainerPlatform(Platform):
         full = inst.runtime.exec_argv(inst.name, self._pinned(argv, cpus), env, pid_file)
         proc = HostProcess(full)
         self._procs.append(proc)
-        return _ContainerProcess(proc, pid_file, self._rt_hint)
+        return _ContainerProcess(proc, inst, pid_file, self._rt_hint)
 
     def endpoint(self, port: int) -> tuple[str, int]:
         inst = self._live()

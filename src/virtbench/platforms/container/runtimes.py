@@ -17,7 +17,7 @@ from ...errors import PlatformError
 from ..base import NAME_PREFIX
 
 STATE_ROOT = Path("/run/virtbench/oci")
-RUNTIMES = ("crun", "runc", "runsc")
+RUNTIMES = ("crun", "runc", "runsc", "podman")
 
 
 class OciRuntime:
@@ -25,6 +25,8 @@ class OciRuntime:
     binary = "oci"
     # whether the runtime can join a network namespace we made (`ip netns add`)
     joins_netns = True
+    # whether exec pid files hold the container's own pids (podman) instead of host pids
+    pid_files_in_container = False
 
     def __init__(self, network: str = "host") -> None:
         self.network = network
@@ -121,6 +123,10 @@ _CLASSES: dict[str, type[OciRuntime]] = {"crun": Crun, "runc": Runc, "runsc": Ru
 
 
 def get(name: str, network: str = "host") -> OciRuntime:
+    if name == "podman":  # an engine, not an OCI runtime: its own module
+        from .podman import Podman
+
+        return Podman(network)
     if name not in _CLASSES:
         raise PlatformError(f"unknown container runtime {name!r}; allowed: {', '.join(RUNTIMES)}")
     return _CLASSES[name](network)
