@@ -55,6 +55,16 @@ def v1_hierarchies(mountinfo: str) -> list[tuple[Path, set[str]]]:
     return found
 
 
+def hybrid_v2_mounts(mountinfo: str) -> list[Path]:
+    """cgroup2 mount points beside v1 hierarchies (e.g. /sys/fs/cgroup/unified)."""
+    found = []
+    for line in mountinfo.splitlines():
+        pre, sep, post = line.partition(" - ")
+        if sep and post.split()[:1] == ["cgroup2"]:
+            found.append(Path(pre.split()[4]))
+    return found
+
+
 def parse_v1_mounts(mountinfo: str) -> dict[str, Path]:
     """controller -> mount point of its v1 hierarchy (co-mounted ones share a path)."""
     result: dict[str, Path] = {}
@@ -99,6 +109,8 @@ class Layout:
             raise PlatformError(f"no cgroup hierarchy found under {root}: is cgroupfs mounted?")
         used = set(mounts.values())
         others = [m for m, _ in v1_hierarchies(text) if m not in used]
+        # hybrid hosts: crun also makes the group in the empty cgroup2 mount (unified)
+        others += hybrid_v2_mounts(text)
         return cls("v1", v1_mounts=mounts, v1_others=others)
 
     def parent_dirs(self) -> dict[str, Path]:

@@ -68,3 +68,13 @@ def test_not_applicable_without_rt_group_scheduling(tmp_path):
     v1 = cgroups.Layout("v1", v1_mounts={"cpu": tmp_path}, v1_others=[])
     assert cgroups.rt_layout(v1) is None  # no cpu.rt_runtime_us: kernel without RT groups
     assert cgroups.Cgroup("vb-x", v1).set_rt_runtime("auto") is None
+
+
+def test_hybrid_unified_mount_is_cleaned_too():
+    # real lines from this host's /proc/self/mountinfo (v1 + empty cgroup2 at unified)
+    text = (
+        "32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
+        "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n"
+    )
+    assert cgroups.hybrid_v2_mounts(text) == [Path("/sys/fs/cgroup/unified")]
+    assert cgroups.hybrid_v2_mounts(text.splitlines()[0]) == []
