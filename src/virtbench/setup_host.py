@@ -16,6 +16,8 @@ EXTRA_PACKAGES = ["procps", "util-linux", "iproute2", "ca-certificates"]
 EXTRA_PACKAGES.append("linux-image-amd64")
 # the latency probes link statically (libc.a); gcc only recommends it
 EXTRA_PACKAGES.append("libc6-dev")
+# guest kernels compressed with zstd are unpacked with it for direct boot
+EXTRA_PACKAGES.append("zstd")
 
 STEPS: list[tuple[str, Callable[[Callable[[str], None]], None]]] = []
 
