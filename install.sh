@@ -34,8 +34,8 @@ fi
 ln -sf "$venv/bin/virtbench" /usr/local/bin/virtbench
 
 # Debian packages of every tool, then images (root filesystem, VM image) and probes.
-virtbench setup
+"$venv/bin/virtbench" setup
 
 if [ "$run_campaign" = 1 ]; then
-  virtbench run
+  "$venv/bin/virtbench" run
 fi
