@@ -9,12 +9,13 @@ from pathlib import Path
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from . import __version__
 from .errors import VirtbenchError
 
-console = Console(soft_wrap=True)  # long lines stay whole in logs and pipes
-err_console = Console(stderr=True, soft_wrap=True)  # one line per error, greppable
+console = Console(soft_wrap=True, emoji=False)  # long lines stay whole in logs and pipes
+err_console = Console(stderr=True, soft_wrap=True, emoji=False)  # one line per error, greppable
 
 DEFAULT_RESULTS = Path(os.environ.get("VIRTBENCH_RESULTS", "results"))
 results_dir_option = click.option(
@@ -55,6 +56,16 @@ def run(campaign, results_dir, repetitions, resume_id, seed, no_report) -> None:
         _report(runner.store, run_id, results_dir)
 
 
+def say(message: object) -> None:
+    """Print text literally: tool output and paths may contain [brackets] rich would eat."""
+    console.print(Text(str(message)))
+
+
+def _add_row(table: Table, *cells: str) -> None:
+    """Cells are shown literally: usages like `[:cpu=N]` or `:a:` are not markup or emoji."""
+    table.add_row(*(Text(str(c)) for c in cells))
+
+
 @cli.command("list")
 @click.argument(
     "what", type=click.Choice(["platforms", "suites", "workloads", "scenarios", "campaigns"])
@@ -71,7 +82,7 @@ def list_(what: str) -> None:
                 f"{k}={'|'.join(map(str, a)) if a else repr(d)}"
                 for k, (d, a, _h) in cls.options_schema.items()
             )
-            table.add_row(kind, cls.description, opts)
+            _add_row(table, kind, cls.description, opts)
     elif what in ("suites", "workloads"):
         from .workloads import registry
 
@@ -85,13 +96,14 @@ def list_(what: str) -> None:
             for suite, desc in registry.SUITES.items():
                 names = [w.name for w in registry.by_suite(suite)]
                 if names:
-                    table.add_row(suite, desc, ", ".join(names))
+                    _add_row(table, suite, desc, ", ".join(names))
         else:
             for col in ("test case", "suite", "metric (unit, better)", "tools", "description"):
                 table.add_column(col)
             for w in sorted(registry.WORKLOADS.values(), key=lambda w: (w.suite, w.name)):
                 m = w.primary()
-                table.add_row(
+                _add_row(
+                    table,
                     w.name,
                     w.suite,
                     f"{m.name} ({m.unit}, {'higher' if m.higher_is_better else 'lower'})",
@@ -103,13 +115,13 @@ def list_(what: str) -> None:
 
         table.add_column("scenario"), table.add_column("description")
         for cls in registry.load_all().values():
-            table.add_row(cls.usage, cls.description)
+            _add_row(table, cls.usage, cls.description)
     else:
         from .campaign import loader
 
         table.add_column("campaign"), table.add_column("file")
         for name in loader.builtin_names():
-            table.add_row(name, str(loader.builtin_path(name)))
+            _add_row(table, name, str(loader.builtin_path(name)))
     console.print(table)
 
 
@@ -122,7 +134,7 @@ def doctor() -> None:
     for check in checks():
         mark = {"ok": "[green]✓[/]", "warn": "[yellow]![/]", "missing": "[red]✗[/]"}[check.status]
         fix = f"  → {check.fix}" if check.fix else ""
-        console.print(f"{mark} {check.name}: {check.detail}{fix}")
+        console.print(mark, Text(f"{check.name}: {check.detail}{fix}"))
         ok = ok and check.status != "missing"
     if not ok:
         console.print("\nInstall everything with: [bold]virtbench setup[/]")
@@ -167,7 +179,7 @@ def _report(store, run_id: str, results_dir: Path, output: Path | None = None) -
 
     path, markdown = build.write(store, run_id, results_dir, output)
     click.echo(markdown)
-    console.print(f"HTML report: [bold]{path}[/]")
+    say(f"HTML report: {path}")
 
 
 @cli.command()
@@ -177,7 +189,7 @@ def cleanup() -> None:
 
     removed = run_all()
     for line in removed:
-        console.print(line)
+        say(line)
     console.print(f"cleanup: {len([r for r in removed if not r.startswith('!')])} objects removed")
 
 
@@ -189,8 +201,8 @@ def setup(no_packages, steps) -> None:
     from . import setup_host
 
     if not no_packages:
-        setup_host.install_packages(console.print)
-    setup_host.run_steps(console.print, set(steps) or None)
+        setup_host.install_packages(say)
+    setup_host.run_steps(say, set(steps) or None)
     console.print("[green]setup complete[/]")
 
 
@@ -205,7 +217,7 @@ def images_build(force: bool) -> None:
     """Build the image with debootstrap (minutes) unless its key is already built."""
     from .images import rootfs
 
-    console.print(f"image ready: {rootfs.build(force=force, log=console.print)}")
+    console.print(f"image ready: {rootfs.build(force=force, log=say)}")
 
 
 @images.command("list")
@@ -239,7 +251,7 @@ def main() -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except VirtbenchError as exc:
-        err_console.print(f"[red]error:[/] {exc}", highlight=False)
+        err_console.print("[red]error:[/]", Text(str(exc)))
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         err_console.print("interrupted")

@@ -18,6 +18,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from .. import __version__, hostinfo
@@ -80,7 +81,7 @@ def _on_sigterm(signum, frame):  # noqa: ARG001 - signal handler signature
 class Runner:
     def __init__(self, results_dir: Path, console: Console | None = None) -> None:
         self.results_dir = Path(results_dir)
-        self.console = console or Console()
+        self.console = console or Console(emoji=False)
         try:
             self.results_dir.mkdir(parents=True, exist_ok=True)
             probe = self.results_dir / ".vb-write-test"
@@ -181,7 +182,7 @@ class Runner:
             try:
                 self.store.set_run_status(run_id, status)
             except VirtbenchError as exc:
-                self.console.print(f"[red]could not record run status: {exc}[/]")
+                self.console.print(f"[red]could not record run status:[/] {escape(str(exc))}")
         return run_id
 
     def _run_cells(
@@ -202,7 +203,7 @@ class Runner:
             task = progress.add_task("starting", total=len(todo))
             for platform_name, cells in by_platform.items():
                 spec = cells[0].platform
-                progress.update(task, description=f"provisioning {platform_name}")
+                progress.update(task, description=escape(f"provisioning {platform_name}"))
                 try:
                     cm = provisioned(spec)
                     platform = cm.__enter__()
@@ -212,15 +213,19 @@ class Runner:
                     for cell in cells:
                         self._commit(run_id, cell, "failed", [], [], f"provision: {exc}", {})
                         progress.advance(task)
-                    self.console.print(f"[red]✗ {platform_name}: cannot provision: {exc}[/]")
+                    self.console.print(
+                        f"[red]✗[/] {escape(platform_name)}: cannot provision: {escape(str(exc))}"
+                    )
                     continue
                 try:
                     warmed: set[tuple[str, str]] = set()
                     for cell in cells:
                         progress.update(
                             task,
-                            description=f"{cell.platform.name} · {cell.test_case} · "
-                            f"{cell.scenario} · rep {cell.repetition}",
+                            description=escape(
+                                f"{cell.platform.name} · {cell.test_case} · "
+                                f"{cell.scenario} · rep {cell.repetition}"
+                            ),
                         )
                         key = (cell.test_case, cell.scenario)
                         if key not in warmed:
@@ -296,14 +301,15 @@ class Runner:
         )
 
     def _print_cell(self, cell: Cell, status: str, samples: list[Sample], error, elapsed) -> None:
-        where = f"{cell.platform.name} {cell.test_case} {cell.scenario} #{cell.repetition}"
-        if status != "ok":
-            self.console.print(f"[red]✗[/] {where}: {status}: {error}")
+        # tool output and error text are printed literally, never as rich markup
+        where = escape(f"{cell.platform.name} {cell.test_case} {cell.scenario} #{cell.repetition}")
+        if status != "ok" or not samples:
+            self.console.print(f"[red]✗[/] {where}: {status}: {escape(str(error))}")
             return
         wcls = workload_registry.WORKLOADS[cell.test_case]
         head = next((s for s in samples if s.metric == wcls.primary().name), samples[0])
         flag = (
-            " [yellow](invalid: " + str(head.labels["invalid"]) + ")[/]"
+            " [yellow](invalid: " + escape(str(head.labels["invalid"])) + ")[/]"
             if head.labels.get("invalid")
             else ""
         )
