@@ -4,7 +4,7 @@ import contextlib
 import time
 
 import pytest
-from fakes import FakePlatform
+from tests.unit.fakes import FakePlatform
 
 from virtbench.errors import VirtbenchError
 from virtbench.platforms.base import PlatformSpec

@@ -8,7 +8,7 @@ import contextlib
 import threading
 
 import pytest
-from fakes import FakePlatform
+from tests.unit.fakes import FakePlatform
 
 from virtbench.errors import VirtbenchError, WorkloadError
 from virtbench.platforms.base import ExecResult, PlatformSpec, Process
