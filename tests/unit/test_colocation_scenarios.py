@@ -4,8 +4,8 @@ import contextlib
 import time
 
 import pytest
-from tests.unit.fakes import FakePlatform
 
+from tests.unit.fakes import FakePlatform
 from virtbench.errors import VirtbenchError
 from virtbench.platforms.base import PlatformSpec
 from virtbench.scenarios import colocation_engine as engine

@@ -8,8 +8,8 @@ import contextlib
 import threading
 
 import pytest
-from tests.unit.fakes import FakePlatform
 
+from tests.unit.fakes import FakePlatform
 from virtbench.errors import VirtbenchError, WorkloadError
 from virtbench.platforms.base import ExecResult, PlatformSpec, Process
 from virtbench.scenarios import registry
