@@ -10,6 +10,8 @@ import signal
 from pathlib import Path
 
 from .. import cleanup
+from ..cgroups import Cgroup
+from ..errors import PlatformError
 from .base import NAME_PREFIX, Accounting, ExecResult, Platform, Process
 from .procs import HostProcess, run_host
 from .registry import register
@@ -35,6 +37,29 @@ class NativePlatform(Platform):
         cleanup.claim(self.instance)
         self._save_state()
         self._workdir.mkdir(parents=True, exist_ok=True)
+        self._cgroup = self._make_cgroup()
+
+    def _make_cgroup(self) -> Cgroup | None:
+        """Native processes run in a plain vb- cgroup (no limits) beside containers and VMs,
+        so every platform competes for the CPU at the same level of the hierarchy and is
+        accounted the same way (cgroup CPU time includes all children). Without root or
+        cgroups, processes stay where they are and PIDs are accounted instead."""
+        if os.geteuid() != 0:
+            return None
+        try:
+            return Cgroup.create(self.instance)
+        except (PlatformError, OSError):
+            return None
+
+    def _cgroup_procs(self) -> list[str] | None:
+        cg = getattr(self, "_cgroup", None)
+        if cg is None:
+            return None
+        # With RT group scheduling (cgroup v1, CONFIG_RT_GROUP_SCHED) a new cpu group has no
+        # real-time budget, so SCHED_FIFO probes would fail in it: native processes then stay
+        # in the root cpu group (keeping the host's budget) and join only the other controllers.
+        dirs = {d for d in cg.paths().values() if not Path(d, "cpu.rt_runtime_us").exists()}
+        return [f"{d}/cgroup.procs" for d in sorted(dirs)]
 
     def teardown(self) -> None:
         for p in getattr(self, "_procs", []):
@@ -42,6 +67,9 @@ class NativePlatform(Platform):
         wd = getattr(self, "_workdir", None)
         if wd is not None:
             shutil.rmtree(wd, ignore_errors=True)
+        cg = getattr(self, "_cgroup", None)
+        if cg is not None:
+            cg.destroy()
         (STATE_DIR / self.instance).unlink(missing_ok=True)
         cleanup.release(self.instance)
 
@@ -60,7 +88,14 @@ class NativePlatform(Platform):
             self._track(pid)
 
         try:
-            return run_host(argv, cpus=cpus, timeout=timeout, env=env, on_start=track)
+            return run_host(
+                argv,
+                cpus=cpus,
+                timeout=timeout,
+                env=env,
+                on_start=track,
+                cgroup_procs=self._cgroup_procs(),
+            )
         finally:
             self._pids.clear()
             self._groups = [g for g in self._groups if g[0] in self._live_pids()]
@@ -69,7 +104,7 @@ class NativePlatform(Platform):
         return {p.pid for p in self._procs if p.poll() is None and p.pid}
 
     def spawn(self, argv, *, cpus=None, env=None) -> Process:
-        proc = HostProcess(argv, cpus=cpus, env=env)
+        proc = HostProcess(argv, cpus=cpus, env=env, cgroup_procs=self._cgroup_procs())
         self._procs.append(proc)
         if proc.pid:
             self._track(proc.pid)
@@ -88,7 +123,15 @@ class NativePlatform(Platform):
 
     def accounting(self) -> Accounting:
         pids = set(self._pids) | {p.pid for p in self._procs if p.poll() is None and p.pid}
-        return Accounting(pids=sorted(pids), extra={"host_pid": os.getpid()})
+        cg = getattr(self, "_cgroup", None)
+        return Accounting(
+            pids=sorted(pids),
+            cgroups=cg.paths() if cg is not None else {},
+            extra={"host_pid": os.getpid()},
+        )
+
+    def labels(self) -> dict:
+        return super().labels() | {"cgroup": "vb-group" if self._cgroup_procs() else "none"}
 
 
 @cleanup.register("native processes and workdirs")

@@ -6,14 +6,19 @@ import contextlib
 import os
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 
 from .base import ExecResult, Process
 
 
-def _preexec(cpus: list[int] | None):
+def _preexec(cpus: list[int] | None, cgroup_procs: list[str] | None = None):
     def setup() -> None:
+        # join the cgroups before exec, so no child can escape accounting by forking early
+        for path in cgroup_procs or ():
+            with open(path, "w") as f:
+                f.write(str(os.getpid()))
         if cpus:
             os.sched_setaffinity(0, set(cpus))
 
@@ -32,6 +37,7 @@ def run_host(
     timeout: float | None = None,
     env: dict[str, str] | None = None,
     on_start=None,
+    cgroup_procs: list[str] | None = None,
 ) -> ExecResult:
     """Run argv on the host; reap it with wait4 so its CPU time (and its children's) is known."""
     full_env = None if env is None else {**os.environ, **env}
@@ -43,7 +49,7 @@ def run_host(
         stdin=subprocess.DEVNULL,
         env=full_env,
         start_new_session=True,  # its own process group, so a timeout kills all of it
-        preexec_fn=_preexec(cpus),
+        preexec_fn=_preexec(cpus, cgroup_procs),
         text=True,
         errors="replace",
     )
@@ -93,7 +99,11 @@ def run_host(
 
 
 class HostProcess(Process):
-    """A background process on the host in its own process group."""
+    """A background process on the host in its own process group.
+
+    Its output goes to unlinked temporary files, not pipes: a chatty server must never block
+    on a full pipe that nobody reads while the measurement runs.
+    """
 
     def __init__(
         self,
@@ -101,19 +111,21 @@ class HostProcess(Process):
         *,
         cpus: list[int] | None = None,
         env: dict[str, str] | None = None,
+        cgroup_procs: list[str] | None = None,
     ) -> None:
         self.argv = list(argv)
         self._start = time.monotonic()
+        # closed in stop(); they outlive this method by design
+        self._out = tempfile.TemporaryFile(mode="w+", errors="replace")  # noqa: SIM115
+        self._err = tempfile.TemporaryFile(mode="w+", errors="replace")  # noqa: SIM115
         self._popen = subprocess.Popen(
             argv,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stdout=self._out,
+            stderr=self._err,
             stdin=subprocess.DEVNULL,
             env=None if env is None else {**os.environ, **env},
             start_new_session=True,
-            preexec_fn=_preexec(cpus),
-            text=True,
-            errors="replace",
+            preexec_fn=_preexec(cpus, cgroup_procs),
         )
 
     @property
@@ -127,14 +139,24 @@ class HostProcess(Process):
         if self._popen.poll() is None:
             _kill_group(self._popen.pid, signal.SIGTERM)
         try:
-            out, err = self._popen.communicate(timeout=timeout)
+            self._popen.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             _kill_group(self._popen.pid, signal.SIGKILL)
-            out, err = self._popen.communicate()
+            self._popen.wait()
+        out, err = self._read(self._out), self._read(self._err)
         return ExecResult(
             argv=self.argv,
             returncode=self._popen.returncode,
-            stdout=out or "",
-            stderr=err or "",
+            stdout=out,
+            stderr=err,
             elapsed_s=time.monotonic() - self._start,
         )
+
+    @staticmethod
+    def _read(f) -> str:
+        if f.closed:
+            return ""
+        f.seek(0)
+        text = f.read()
+        f.close()
+        return text
