@@ -49,6 +49,7 @@ PACKAGES: list[str] = [
     "util-linux",
     "crun",
     "ca-certificates",
+    "nftables",  # in-guest DNAT for containers inside a VM (container@vm, network = "nat")
 ]
 
 # What is removed after the build to keep the tree small (docs, manuals, locales, caches).
