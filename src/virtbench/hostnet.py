@@ -97,11 +97,15 @@ def _ensure_bridge_locked() -> None:
         raise
 
 
-def bridge_commands() -> list[str]:
+def bridge_commands(
+    bridge: str = BRIDGE, gateway: str = GATEWAY, prefixlen: int = SUBNET.prefixlen
+) -> list[str]:
+    """`ip -batch` lines for the bridge; the parameters serve bridges made elsewhere (e.g.
+    inside a VM guest for container@vm), the defaults are the host's own."""
     return [
-        f"link add {BRIDGE} type bridge",
-        f"addr add {GATEWAY}/{SUBNET.prefixlen} dev {BRIDGE}",
-        f"link set {BRIDGE} up",
+        f"link add {bridge} type bridge",
+        f"addr add {gateway}/{prefixlen} dev {bridge}",
+        f"link set {bridge} up",
     ]
 
 
@@ -201,19 +205,27 @@ def veth_names(owner: str) -> tuple[str, str]:
     return host, peer
 
 
-def attach_commands(host_if: str, netns: str, ifname: str, ip: str) -> tuple[list[str], list[str]]:
+def attach_commands(
+    host_if: str,
+    netns: str,
+    ifname: str,
+    ip: str,
+    bridge: str = BRIDGE,
+    gateway: str = GATEWAY,
+    prefixlen: int = SUBNET.prefixlen,
+) -> tuple[list[str], list[str]]:
     """(host-side, inside-netns) `ip -batch` lines that plug `netns` into the bridge. The
     peer is created inside the namespace under its final name: moving a device between
     namespaces waits for an RCU grace period (~25 ms here), creating it there does not."""
     host = [
         f"link add {host_if} type veth peer name {ifname} netns {netns}",
-        f"link set {host_if} master {BRIDGE}",
+        f"link set {host_if} master {bridge}",
         f"link set {host_if} up",
     ]
     inside = [
-        f"addr add {ip}/{SUBNET.prefixlen} dev {ifname}",
+        f"addr add {ip}/{prefixlen} dev {ifname}",
         f"link set {ifname} up",
-        f"route add default via {GATEWAY}",
+        f"route add default via {gateway}",
     ]
     return host, inside
 
