@@ -1,7 +1,9 @@
 """Co-location end to end on native neighbours with a real tool (sysbench), as root.
 
 Short on purpose (about 20 s): one campaign with idle, identical and weighted neighbours,
-checked through the export contract; no vb- cgroup or process may be left behind.
+checked through the export contract; nothing this run created (cgroups, processes) may be left
+behind. Other runs on the host create vb- objects at the same time, so only our own count
+(tests/integration/owned.py).
 """
 
 import json
@@ -11,8 +13,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from virtbench.cgroups import leftovers
 from virtbench.cli import cli
+
+from .owned import Owned
 
 pytestmark = [
     pytest.mark.integration,
@@ -37,8 +40,8 @@ duration = 3
 """
 
 
-def test_native_colocation_roles_metrics_and_cleanup(tmp_path: Path):
-    before = set(leftovers())
+def test_native_colocation_roles_metrics_and_cleanup(tmp_path: Path, monkeypatch):
+    owned = Owned(monkeypatch)
     f = tmp_path / "c.toml"
     f.write_text(CAMPAIGN)
     runner = CliRunner()
@@ -60,4 +63,5 @@ def test_native_colocation_roles_metrics_and_cleanup(tmp_path: Path):
     }
     # cpu.shares 1024 vs 4096: both exist and were measured (no timing threshold here)
     assert set(weighted) >= {"target", "neighbour-1"}
-    assert set(leftovers()) <= before
+    assert owned.instances and owned.cgroups  # the run did create environments and groups
+    assert owned.leftovers() == []

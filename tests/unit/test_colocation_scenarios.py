@@ -51,12 +51,14 @@ MEMINFO = "MemTotal: 4000000 kB\nMemAvailable:    2097152 kB\n"  # 2048 MiB
 def test_memory_checked_before_anything_starts():
     vm = PlatformSpec("vm", "vm", {"memory_mib": 1024})
     plans = [engine.EnvPlan("target")] + [engine.EnvPlan(f"neighbour-{i}", vm) for i in (1, 2)]
-    with pytest.raises(VirtbenchError, match=r"need about 2048 MiB .* only 1536 MiB"):
+    # each VM: its guest memory + QEMU's own overhead (memory_check.OVERHEAD_MIB)
+    with pytest.raises(VirtbenchError, match=r"need about 2432 MiB .* only 1536 MiB"):
         memory_check.check_memory(plans, "idle-neighbours:2:vm", MEMINFO)
-    memory_check.check_memory(plans[:2], "idle-neighbours:1:vm", MEMINFO)  # 1024 fits
+    memory_check.check_memory(plans[:2], "idle-neighbours:1:vm", MEMINFO)  # 1216 fits
     # a stacked platform needs its host's memory too
     stacked = PlatformSpec("c@vm", "container", {}, host=PlatformSpec("vm", "vm", {}))
-    assert memory_check.spec_mib(stacked) == 64 + 1024  # the vm schema's memory_mb default
+    # the vm schema's memory_mb default, plus QEMU's overhead
+    assert memory_check.spec_mib(stacked) == 64 + 1024 + memory_check.OVERHEAD_MIB["vm"]
 
 
 class FakeWorkload(Workload):
@@ -126,3 +128,27 @@ def test_coverage():
     assert engine._coverage((0, 10), (5, 20)) == 0.5
     assert engine._coverage((0, 10), (-1, 11)) == 1.0
     assert engine._coverage((0, 10), (20, 30)) == 0.0
+
+
+def test_measured_window_from_series_points_not_set_up():
+    # a sweep reporting 3 series at the end of each 2 s step, after 3 s of set-up
+    e = engine._Env(engine.EnvPlan("neighbour-1"), None)
+    e.window = (0.0, 9.5)
+    e.marks = [t + d for t in (5.0, 7.0, 9.0) for d in (0.0, 0.001, 0.002)]
+    assert engine._measured(e) == pytest.approx((3.0, 9.0))
+    e.marks = [5.0]  # one point says nothing about when measuring began
+    assert engine._measured(e) == (0.0, 9.5)
+
+
+def test_overlap_checks_both_measured_windows():
+    target = engine._Env(engine.EnvPlan("target"), None)
+    other = engine._Env(engine.EnvPlan("neighbour-1"), None)
+    target.window, other.window = (0.0, 10.0), (1.0, 10.2)
+    share, gap = engine._overlap(target, other)
+    assert (share, gap) == (pytest.approx(0.9), pytest.approx(1.0))
+    # the target's own set-up (before its first step) does not count once steps are known;
+    # what is left is the neighbour's last 0.2 s, within the slack
+    target.marks = [3.0, 5.0, 7.0, 9.0]
+    share, gap = engine._overlap(target, other)
+    assert (share, gap) == (pytest.approx(9 / 9.2), pytest.approx(0.2))
+    assert gap < engine.COVERAGE_SLACK_S

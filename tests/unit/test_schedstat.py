@@ -114,3 +114,30 @@ def test_hostwork_hand_computed():
     assert r["softirq_pct"][0] == pytest.approx(100 * 2 * 1 / 206)
     assert r["net_softirqs_per_s"][0] == 440
     assert r["ksoftirqd_util"][0] == 0
+
+
+def test_vm_backend_threads_are_the_unnamed_ones():
+    # a VM names its vCPU threads; the other threads of its process are QEMU's back ends
+    acct = Accounting(pids=[SYSBENCH], threads=[18285])
+    assert sorted(schedstat.other_threads(acct, S1)) == [18206, 18286]
+    assert schedstat.other_threads(Accounting(pids=[SYSBENCH]), S1) == []
+    a = schedstat.run_ns([18206, 18286], S1)
+    b = schedstat.run_ns([18206, 18286], S2)
+    # 18286 ran 168271848 ns in the second, 18206 not at all
+    assert schedstat.run_util(a, b, 1.0) == pytest.approx(100 * 168271848 / 1e9)
+    assert schedstat.run_util(a, {}, 1.0) is None
+
+
+def test_net_counters_are_the_environments_view(tmp_path):
+    # the host end of a veth/tap receives what the environment sends
+    stats = tmp_path / "sys/class/net/vb-tap0/statistics"
+    stats.mkdir(parents=True)
+    for name, value in {
+        "rx_bytes": 9000,
+        "tx_bytes": 100,
+        "rx_packets": 9,
+        "tx_packets": 1,
+    }.items():
+        (stats / name).write_text(f"{value}\n")
+    net = resources.read_net(["vb-tap0"], tmp_path)
+    assert net == {"tx_bytes": 9000, "rx_bytes": 100, "tx_packets": 9, "rx_packets": 1}

@@ -39,6 +39,7 @@ class _Prev:
     cpu: float | None
     sched: schedstat.SchedSnapshot
     res: resources.ResourceSnapshot
+    backend: dict[int, int]  # run ns of a VM's non-vCPU threads (empty for other platforms)
 
 
 class EnvSampler:
@@ -129,6 +130,7 @@ class EnvSampler:
             accounting_cpu_seconds(acct) if acct.cgroups else None,
             sched,
             resources.snapshot(acct, now, procs=procs, rss_kb=sched.rss_kb),
+            schedstat.run_ns(schedstat.other_threads(acct)) if acct.threads else {},
         )
         prev = self._prev.get(role)
         self._prev[role] = cur
@@ -148,6 +150,14 @@ class EnvSampler:
             self._emit(role, "cpu_util", t, util, "%", series=role not in self.skip_cpu)
         for metric, (value, unit) in sched.items():
             self._emit(role, metric, t, value, unit)
+        if acct.threads:
+            # a VM: its vCPUs (the guest's own work) apart from QEMU's other threads, which do
+            # the device back-end work Xen's Dom0/qemu-dm did (docs/colocation.md)
+            if task_util is not None:
+                self._emit(role, "vcpu_cpu_util", t, task_util, "%")
+            backend = schedstat.run_util(prev.backend, cur.backend, now - prev.t)
+            if backend is not None:
+                self._emit(role, "backend_cpu_util", t, backend, "%")
         for metric, (value, unit) in resources.rates(prev.res, cur.res).items():
             self._emit(role, metric, t, value, unit)
 

@@ -1,9 +1,11 @@
 """Per-environment network, disk and memory counters (the Xentop columns).
 
 Network: `/sys/class/net/IF/statistics` of the environment's host-side interfaces
-(`Accounting.net_ifaces`: veth, tap). Disk: the cgroup's blkio (v1) or io.stat (v2) bytes,
-else the sum of `/proc/PID/io` read_bytes/write_bytes of its processes. Memory: the cgroup's
-usage, else the sum of VmRSS of its processes. Readers take a `root` for unit tests.
+(`Accounting.net_ifaces`: veth, tap), turned round to the environment's point of view as Xentop
+reports a domain's NET TX/RX: what the host end receives is what the environment sent.
+Disk: the cgroup's blkio (v1) or io.stat (v2) bytes, else the sum of `/proc/PID/io`
+read_bytes/write_bytes of its processes. Memory: the cgroup's usage, else the sum of VmRSS of
+its processes. Readers take a `root` for unit tests.
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ from ..platforms.base import Accounting
 from .schedstat import ROOT, descendants, read_text
 
 NET_COUNTERS = ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets")
+# host end of a veth/tap pair -> the environment's end
+_ENV_VIEW = {"rx_bytes": "tx_bytes", "tx_bytes": "rx_bytes", "rx_packets": "tx_packets",
+             "tx_packets": "rx_packets"}  # fmt: skip
 
 
 @dataclass
@@ -30,6 +35,8 @@ def _under(root: Path, absolute: str) -> Path:
 
 
 def read_net(ifaces: list[str], root: Path = ROOT) -> dict[str, int] | None:
+    """NET_COUNTERS summed over the host-side interfaces, as the environment sees them
+    (`tx_bytes` = bytes the environment sent = the host end's rx_bytes)."""
     if not ifaces:
         return None
     total = dict.fromkeys(NET_COUNTERS, 0)
@@ -38,7 +45,7 @@ def read_net(ifaces: list[str], root: Path = ROOT) -> dict[str, int] | None:
         stats = root / "sys" / "class" / "net" / iface / "statistics"
         for name in NET_COUNTERS:
             try:
-                total[name] += int((stats / name).read_text())
+                total[_ENV_VIEW[name]] += int((stats / name).read_text())
                 found = True
             except (OSError, ValueError):
                 continue

@@ -134,6 +134,44 @@ def tasks_of(acct: Accounting, root: Path = ROOT, procs: list[int] | None = None
     return tids
 
 
+def other_threads(acct: Accounting, root: Path = ROOT) -> list[int]:
+    """Threads of the environment's processes that are not its named `threads`: for a VM the
+    QEMU main loop and I/O threads (virtio/e1000 back ends, tap I/O), i.e. the work Xen's Dom0
+    or qemu-dm did for the guest. Empty when the platform names no threads."""
+    if not acct.threads:
+        return []
+    named = set(acct.threads)
+    proc = _prefix(root) + "/proc/"
+    out: list[int] = []
+    for pid in acct.pids:
+        try:
+            out.extend(
+                t for t in (int(x) for x in os.listdir(f"{proc}{pid}/task")) if t not in named
+            )
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def run_ns(tids: list[int], root: Path = ROOT) -> dict[int, int]:
+    """ns on a CPU of each task (schedstat field 1); tasks that exited are left out."""
+    out = {}
+    for tid in tids:
+        try:
+            out[tid] = parse_schedstat(read_text(f"{_prefix(root)}/proc/{tid}/schedstat"))[0]
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def run_util(a: dict[int, int], b: dict[int, int], dt: float) -> float | None:
+    """CPU % of one CPU used by the tasks alive at both ends of an interval of `dt` s."""
+    common = [tid for tid in b if tid in a]
+    if dt <= 0 or not common:
+        return None
+    return 100.0 * sum(max(0, b[t] - a[t]) for t in common) / (dt * 1e9)
+
+
 def snapshot(
     acct: Accounting, t: float, root: Path = ROOT, procs: list[int] | None = None
 ) -> SchedSnapshot:

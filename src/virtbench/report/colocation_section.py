@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ..analysis import colocation as coloc
 from ..analysis.groups import _primary_metrics
+from . import colocation_figures as figures
 from . import html, svg
 from .sections import Section, register_section
 
@@ -42,7 +43,7 @@ def colocation_section(data) -> Section | None:
             st.platform,
             st.test_case,
             st.scenario,
-            f"{st.target_mean:.4g} {st.unit}",
+            f"{st.target_mean:.4g} {st.unit}" if st.n else "– (no valid sample)",
             _fmt(st.target_cov, ".1%"),
             _fmt(st.normalized),
             _fmt(st.degradation_pct, ".1f"),
@@ -86,5 +87,16 @@ def colocation_section(data) -> Section | None:
         mrows = [[v] + [_fmt(matrix[v].get(a), ".1f") for a in aggressors] for v in matrix]
         parts.append("<h3>Interference matrix: target degradation % (victim × aggressor)</h3>")
         parts.append(str(html.scroll(str(html.table(["victim platform", *aggressors], mrows)))))
+    starts = figures.startup_charts(data)
+    if starts:
+        parts.append(
+            "<h3>Start-up storms: target throughput over time, newcomers' ready times</h3>"
+        )
+        parts.extend(starts)
+    sweeps = figures.intensity_charts(data)
+    if sweeps:
+        parts.append("<h3>Sweeps beside neighbours: each environment and the aggregate</h3>")
+        parts.extend(sweeps)
+    parts.append(figures.env_metrics_table(data))
     md = html.md_table(["platform", "scenario", "target", "degr. %", "agg. ratio", "Jain"], md_rows)
     return Section("Co-location and interference", html.Raw("\n".join(parts)), markdown=md)

@@ -16,6 +16,10 @@ from ..platforms.base import PlatformSpec
 
 # Rough memory each environment needs when its spec does not say (MiB).
 DEFAULT_MIB = {"native": 16, "container": 64, "vm": 512}
+# What a platform needs beyond the memory its options give the guest: a TCG QEMU process's
+# own RSS (QEMU, its translated-code cache, device state) measured ~100-160 MiB beyond the
+# guest RAM it touched while serving nginx (docs/colocation.md)
+OVERHEAD_MIB = {"vm": 192}
 MEMORY_KEYS = ("memory_mib", "memory_mb", "mem_mib", "mem_mb", "memory")
 RESERVE_MIB = 512  # left for the host, the clients and the other engineers' work
 
@@ -30,12 +34,12 @@ def spec_mib(spec: PlatformSpec) -> int:
 
     cls = registry.load_all().get(spec.type)
     schema = {k: v[0] for k, v in cls.options_schema.items()} if cls else {}
+    host = spec_mib(spec.host) if spec.host is not None else 0  # container@vm: its VM too
     for key in MEMORY_KEYS:
         value = spec.options.get(key, schema.get(key))
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return int(value)
-    own = DEFAULT_MIB.get(spec.type, 64)
-    return own + (spec_mib(spec.host) if spec.host is not None else 0)
+            return int(value) + OVERHEAD_MIB.get(spec.type, 0) + host
+    return DEFAULT_MIB.get(spec.type, 64) + host
 
 
 def mem_available_mib(meminfo: str | None = None) -> int:

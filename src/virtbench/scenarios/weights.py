@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cgroups import Cgroup, Layout, shares_to_weight
-from ..metrics.schedstat import descendants
+from ..metrics.schedstat import descendants, other_threads
 from ..platforms.base import NAME_PREFIX, Platform
 
 POLL_S = 0.05
@@ -30,6 +30,16 @@ POLL_S = 0.05
 
 def _write(path: Path, value: str) -> None:
     path.write_text(value)
+
+
+def _whose(platform: Platform) -> str:
+    """Whose cgroup an environment's weight lands on, for the cell's labels."""
+    extra = platform.accounting().extra
+    if extra.get("stacked_on"):
+        return f"the QEMU process's cgroup of its VM '{extra['stacked_on']}'"
+    if extra.get("qemu_pid"):
+        return "the QEMU process's cgroup"
+    return "its own cgroup"
 
 
 def _own_cgroup_knob(platform: Platform) -> tuple[Path, str] | None:
@@ -90,19 +100,21 @@ def _adopted(platform: Platform, shares: int):
 
 
 @contextlib.contextmanager
-def _backend_group(platforms: list[Platform], shares: int, notes: dict[str, Any]):
+def _backend_group(platforms: list[tuple[Platform, str]], shares: int, notes: dict[str, Any]):
     """Non-vCPU threads of VM processes in their own cpu cgroup (cgroup v1 only)."""
     layout = Layout.detect()
     items: list[tuple[int, Path]] = []  # (tid, original cpu cgroup dir)
-    for p in platforms:
+    roles: list[str] = []
+    seen: set[int] = set()  # container@vm shares its VM's QEMU process
+    for p, role in platforms:
         acct = p.accounting()
         if not acct.threads or "cpu" not in acct.cgroups:
             continue
-        for pid in acct.pids:
-            with contextlib.suppress(OSError):
-                for t in Path(f"/proc/{pid}/task").iterdir():
-                    if int(t.name) not in acct.threads:
-                        items.append((int(t.name), Path(acct.cgroups["cpu"])))
+        roles.append(role)
+        for tid in other_threads(acct):
+            if tid not in seen:
+                seen.add(tid)
+                items.append((tid, Path(acct.cgroups["cpu"])))
     if not items or layout.version != "v1":
         notes["host_weight_applied_to"] = (
             "nothing: no separable back-end threads (native/container I/O runs in softirq "
@@ -114,10 +126,17 @@ def _backend_group(platforms: list[Platform], shares: int, notes: dict[str, Any]
         return
     cg = Cgroup.create(f"{NAME_PREFIX}{secrets.token_hex(3)}-be", cpu_weight=shares)
     tasks = Path(cg.paths()["cpu"], "tasks")
+    moved = 0
     for tid, _orig in items:
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError):  # a thread may exit in between
             _write(tasks, str(tid))
-    notes["host_weight_applied_to"] = f"{len(items)} VM back-end threads (QEMU non-vCPU)"
+            moved += 1
+    notes["host_weight_applied_to"] = (
+        f"cpu.shares={shares} on {tasks.parent}: {moved} QEMU non-vCPU threads (main loop, "
+        f"I/O threads: the virtio/e1000 back ends and tap I/O) of {', '.join(roles)}; their "
+        "vCPU threads keep the environments' own weights; softirq work (bridge, NAT) is not "
+        "weighted"
+    )
     try:
         yield
     finally:
@@ -141,12 +160,12 @@ def apply(
             path, kind = knob
             value = str(shares if kind == "shares" else shares_to_weight(shares))
             stack.enter_context(_set_knob(path, value))
-            weighted[role] = f"{path.name}={value} on its own cgroup"
+            weighted[role] = f"{path.name}={value} on {_whose(platform)} {path.parent}"
         else:
             stack.enter_context(_adopted(platform, shares))
             weighted[role] = f"cpu.shares={shares} on a vb- cgroup its processes join"
     if weighted:
         notes["weights_applied"] = weighted
     if host_weight is not None:
-        stack.enter_context(_backend_group([p for p, _w, _r in items], host_weight, notes))
+        stack.enter_context(_backend_group([(p, r) for p, _w, r in items], host_weight, notes))
     return notes

@@ -1,0 +1,189 @@
+"""Figure shapes of seeds 000 and 003 for co-location cells, from the store only.
+
+- start-up storms (seed 003 Fig. 14): the target's throughput over time, normalized to its
+  level before the first newcomer started, with each newcomer's ready time as a vertical line
+  labelled with its start-up time;
+- sweeps beside neighbours (seed 000 Fig. 4b/5/6, seed 003 Fig. 16/18/19): throughput of the
+  target, of each neighbour and their sum per workload intensity step;
+- per-environment scheduler metrics (Xenmon/Xentop columns; seed 000 Fig. 2-4, seed 003 Fig.
+  1-4, 25-29): one row per cell and role, means over repetitions with their spread.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from typing import Any
+
+from . import html, svg
+
+# workload series that are a throughput (first match wins), then the environment's own bytes
+THROUGHPUT_SERIES = ("reply_rate", "requests_per_s", "throughput", "events_per_s")
+ENV_METRICS = (
+    ("cpu_util", "CPU %"),
+    ("vcpu_cpu_util", "vCPU %"),
+    ("backend_cpu_util", "QEMU back end %"),
+    ("sched_wait_pct", "wait %"),
+    ("sched_blocked_pct", "blocked %"),
+    ("exe_per_s", "exe/s"),
+    ("cpu_us_per_exe", "µs/exe"),
+    ("net_tx_bytes_per_s", "net tx B/s"),
+    ("mem_mib", "MiB"),
+)
+HOST_METRICS = (("softirq_pct", "softirq %"), ("ksoftirqd_util", "ksoftirqd %"))
+MAX_STARTUP_CHARTS = 6
+
+
+def _kind(scenario: str) -> str:
+    return scenario.split(":")[0]
+
+
+def _throughput_metric(points: list[dict[str, Any]]) -> str | None:
+    """The workload's own throughput series, else the bytes the environment sent if it
+    serves the network (> 10 kB/s on average), else its CPU utilization."""
+    metrics = list(dict.fromkeys(p["metric"] for p in points))
+    for prefix in THROUGHPUT_SERIES:
+        for m in metrics:
+            if m.startswith(prefix):
+                return m
+    tx = [p["value"] for p in points if p["metric"] == "net_tx_bytes_per_s"]
+    if tx and statistics.fmean(tx) > 10_000:
+        return "net_tx_bytes_per_s"
+    return "cpu_util" if "cpu_util" in metrics else None
+
+
+def startup_charts(data) -> list[str]:
+    """One chart per start-up cell (first repetitions first, at most MAX_STARTUP_CHARTS)."""
+    cells = [c for c in data.cells if _kind(c.scenario) == "startup"]
+    if not cells:
+        return []
+    by_cell: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    wanted = {c.cell_id for c in cells}
+    for p in data.series:
+        if p["cell_id"] in wanted:
+            by_cell[p["cell_id"]].append(p)
+    newcomers: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for s in data.samples:
+        if s["cell_id"] in wanted and s["metric"] == "startup_s":
+            newcomers[s["cell_id"]].append(s)
+    out = []
+    for c in sorted(cells, key=lambda c: (c.repetition, c.seq))[:MAX_STARTUP_CHARTS]:
+        target = [p for p in by_cell[c.cell_id] if p["role"] == "target"]
+        metric = _throughput_metric(target)
+        if metric is None:
+            continue
+        pts = sorted((p["t"], p["value"]) for p in target if p["metric"] == metric)
+        news = sorted(newcomers[c.cell_id], key=lambda s: s["labels"].get("ready_at_s", 0))
+        first = min((s["labels"].get("started_at_s", 1e9) for s in news), default=1e9)
+        before = [v for t, v in pts if t < first]
+        base = statistics.median(before) if before and statistics.median(before) else None
+        ys = [v / base if base else v for _t, v in pts]
+        line = svg.Line(
+            f"target {metric}" + (" (÷ level before the first newcomer)" if base else ""),
+            data.colour(c.platform),
+            [(t, y, None, None) for (t, _v), y in zip(pts, ys, strict=True)],
+        )
+        top = max(ys, default=1.0) or 1.0
+        lines = [line]
+        for i, s in enumerate(news):
+            lab = s["labels"]
+            if "ready_at_s" not in lab:
+                continue
+            t1 = lab["ready_at_s"]
+            colour = svg.PALETTE[(i + 3) % len(svg.PALETTE)]
+            name = (
+                f"{s['role']} ({lab.get('env_platform') or '?'}) started at "
+                f"{lab.get('started_at_s', t1 - s['value']):.1f} s, ready after {s['value']:.1f} s"
+            )
+            # a vertical line at the moment it ran its first command
+            lines.append(svg.Line(name, colour, [(t1, 0.0, None, None), (t1, top, None, None)]))
+        title = f"{c.platform} · {c.test_case} · {c.scenario} · rep {c.repetition}"
+        out.append(
+            svg.line_chart(
+                title,
+                lines,
+                "seconds since the cell started",
+                "normalized throughput" if base else metric,
+            )
+        )
+    return out
+
+
+def _step_x(labels: dict[str, Any]) -> float | None:
+    """Workload intensity of a sweep step in % of the environment's own capacity."""
+    p = labels.get("env_params") or {}
+    step = labels.get("step")
+    if step is None:
+        return None
+    if "start_fraction" in p and "step_fraction" in p and p.get("mode", "capacity") == "capacity":
+        return 100.0 * (float(p["start_fraction"]) + int(step) * float(p["step_fraction"]))
+    return float(labels.get("offered_rate", step))
+
+
+def intensity_charts(data, metric: str = "reply_rate") -> list[str]:
+    """Per co-location sweep cell group: target, neighbour(s) and aggregate vs intensity."""
+    # (platform, test case, scenario) -> role -> x -> [values]
+    acc: dict[tuple[str, str, str], dict[str, dict[float, list[float]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(list))
+    )
+    for s in data.samples:
+        if s["metric"] != metric or not s["valid"] or s["role"] in ("client", "host"):
+            continue
+        x = _step_x(s["labels"])
+        if x is None:
+            continue
+        acc[(s["platform"], s["test_case"], s["scenario"])][s["role"]][x].append(s["value"])
+    out = []
+    for (platform, tc, scenario), roles in sorted(acc.items()):
+        if len(roles) < 2:
+            continue  # solo sweeps are drawn by the web section
+        lines = []
+        total: dict[float, float] = defaultdict(float)
+        for i, (role, xs) in enumerate(sorted(roles.items())):
+            pts = [(x, statistics.fmean(v), min(v), max(v)) for x, v in sorted(xs.items())]
+            for x, m, _lo, _hi in pts:
+                total[x] += m
+            lines.append(svg.Line(role, svg.PALETTE[(i + 1) % len(svg.PALETTE)], pts))
+        lines.insert(
+            0,
+            svg.Line("aggregate", "#222", [(x, v, None, None) for x, v in sorted(total.items())]),
+        )
+        out.append(
+            svg.line_chart(
+                f"{platform} · {tc} · {scenario}: {metric} per environment",
+                lines,
+                "workload intensity (% of each one's capacity, or offered req/s)",
+                f"{metric} (req/s; whiskers: min–max over repetitions)",
+            )
+        )
+    return out
+
+
+def _fmt(values: list[float]) -> str:
+    if not values:
+        return "–"
+    m = statistics.fmean(values)
+    sd = statistics.stdev(values) if len(values) > 1 else 0.0
+    return f"{m:.3g} ± {sd:.2g}" if len(values) > 1 else f"{m:.3g}"
+
+
+def env_metrics_table(data) -> str:
+    """Per-environment scheduler/resource means (the cell summaries), per cell group."""
+    # (platform, scenario, role) -> metric -> [per-repetition mean]
+    acc: dict[tuple[str, str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    names = dict(ENV_METRICS + HOST_METRICS)
+    for s in data.samples:
+        if s["metric"] in names and "stdev" in s["labels"] and _kind(s["scenario"]) != "solo":
+            acc[(s["platform"], s["scenario"], s["role"])][s["metric"]].append(s["value"])
+    if not acc:
+        return ""
+    rows = []
+    for (platform, scenario, role), metrics in sorted(acc.items()):
+        cols = HOST_METRICS if role == "host" else ENV_METRICS
+        cells = [f"{names[m]} {_fmt(metrics[m])}" for m, _ in cols if metrics.get(m)]
+        rows.append([platform, scenario, role, "; ".join(cells)])
+    return (
+        "<h3>Per-environment scheduler metrics (Xenmon/Xentop analogue; mean ± sd over "
+        "repetitions of each cell's 1 s samples)</h3>"
+        + str(html.scroll(str(html.table(["target platform", "scenario", "role", "means"], rows))))
+    )
