@@ -13,6 +13,7 @@ from virtbench.platforms.vm.stacked import StackedContainer
 class StubHost:
     name = "vm"
     kind = "vm"
+    options = {"vcpus": 1}
 
 
 def test_a_container_with_a_host_runs_inside_it():
@@ -28,7 +29,12 @@ def test_without_host_it_is_the_plain_container_platform():
 
 @pytest.mark.parametrize(
     "opts,needle",
-    [({"runtime": "runsc"}, "allowed inside a VM: crun, runc"), ({"network": "nat"}, "nat")],
+    [
+        ({"runtime": "runsc"}, "allowed inside a VM: crun, runc"),
+        ({"runtime": "podman"}, "allowed inside a VM: crun, runc"),
+        ({"publish_port_offset": -1}, "publish_port_offset = -1 is out of range; allowed: 0"),
+        ({"cpu_weight": 1}, "cpu_weight = 1 is out of range; allowed: 2..262144"),
+    ],
 )
 def test_unsupported_modes_inside_a_vm_are_clear_errors(opts, needle):
     with pytest.raises(PlatformError, match=needle):
@@ -47,3 +53,30 @@ def test_config_is_the_container_platforms_spec():
     assert cfg["linux"]["resources"]["cpu"]["shares"] == 256
     assert any(m["destination"] == "/data" and m["type"] == "bind" for m in cfg["mounts"])
     assert not any(n["type"] == "network" for n in cfg["linux"]["namespaces"])
+
+
+def test_a_cpuset_names_guest_cpus():
+    c = ContainerPlatform(
+        PlatformSpec("c@vm", "container", {"cpuset": [1]}), "vb-abc123", host=StubHost()
+    )
+    with pytest.raises(PlatformError, match=r"cpuset = \[1\].*allowed: 0..0 \(its vcpus = 1\)"):
+        c._check_cpuset()
+
+
+def test_bridge_and_nat_join_the_guest_netns():
+    from virtbench.platforms.vm import innernet
+
+    c = ContainerPlatform(
+        PlatformSpec("c@vm", "container", {"network": "nat"}), "vb-abc123", host=StubHost()
+    )
+    c.net = innernet.InnerAttachment("nat", "10.214.0.2", "/run/netns/vb-abc123")
+    namespaces = c._config()["linux"]["namespaces"]
+    assert {"type": "network", "path": "/run/netns/vb-abc123"} in namespaces
+
+
+def test_bridge_needs_a_vm_host():
+    c = ContainerPlatform(
+        PlatformSpec("c@vm", "container", {"network": "bridge"}), "vb-abc123", host=StubHost()
+    )
+    with pytest.raises(PlatformError, match="network = .bridge. needs a vm host"):
+        c._attach("bridge")

@@ -14,6 +14,7 @@ from .agent import Agent, AgentError, ExecStatus
 from .jsonsock import ChannelError
 
 BUSYBOX = "/run/vb/busybox"  # copied into the guest's /run by the initramfs
+GUEST_ENV = "/usr/bin/env"  # coreutils, Essential in every Debian tree
 GUEST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -25,7 +26,10 @@ def guest_env(env: dict[str, str] | None) -> list[str] | None:
 
 
 def start(agent: Agent, argv: list[str], env: dict[str, str] | None) -> int:
-    return agent.exec_start([BUSYBOX, "setsid", *argv], guest_env(env))
+    # Debian's static busybox prefers its own applets: `setsid sh` would run busybox ash and
+    # `setsid ls` busybox ls. env (coreutils) looks argv[0] up in PATH, so the guest runs the
+    # same Debian binaries as the host and the containers.
+    return agent.exec_start([BUSYBOX, "setsid", GUEST_ENV, "--", *argv], guest_env(env))
 
 
 def signal_group(agent: Agent, pid: int, sig: str) -> None:

@@ -114,7 +114,7 @@ def root_image(tree: Path, rootfs_key: str, size_gb: int, log: Callable[[str], N
             )
         )
         for old in cache.glob(f"root-*-{size_gb}g-r*.ext4"):
-            if old != target:
+            if old != target and paths.stale(old):
                 old.unlink(missing_ok=True)
                 old.with_suffix(".json").unlink(missing_ok=True)
     return target

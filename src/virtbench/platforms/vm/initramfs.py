@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from ...errors import VirtbenchError
-from . import modules
+from . import modules, paths
 from .cpio import CpioWriter
 
 BUSYBOX = Path("/bin/busybox")
@@ -41,8 +41,12 @@ while [ ! -b "$root" ]; do
 done
 mount -t ext4 -o rw,noatime "$root" /newroot || fail "cannot mount $root"
 mount -t tmpfs -o mode=0755 tmpfs /newroot/run || fail "cannot mount /run"
-mkdir -p /newroot/run/vb
+mkdir -p /newroot/run/vb/modules
 cp /bin/busybox /stage2 /newroot/run/vb/
+# modules not loaded now stay available for on-demand insmod (container@vm networking)
+for f in /modules/*.ko; do
+  m=${f##*/}; [ -d "/sys/module/${m%.ko}" ] || cp "$f" /newroot/run/vb/modules/
+done
 cp /inittab /newroot/etc/inittab  # the root is this VM's private overlay, never the base
 mount --move /dev /newroot/dev
 mount --move /proc /newroot/proc
@@ -137,6 +141,6 @@ def write_cached(path: Path, build, stale: str | None = None) -> Path:
         tmp.write_bytes(build())
         tmp.rename(path)
     for old in path.parent.glob(stale) if stale else ():
-        if old != path and ".tmp" not in old.name:
+        if old != path and ".tmp" not in old.name and paths.stale(old):
             old.unlink(missing_ok=True)
     return path

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import VirtbenchError
+from . import paths
 
 BOOT = Path("/boot")
 MODULES_ROOT = Path("/lib/modules")
@@ -91,6 +92,6 @@ def vmlinux(kernel: Kernel, cache: Path) -> Path:
     tmp.write_bytes(elf)
     tmp.rename(target)  # atomic: parallel builders never see a half-written kernel
     for old in cache.glob("vmlinux-*"):
-        if old != target and ".tmp" not in old.name:
+        if old != target and ".tmp" not in old.name and paths.stale(old):
             old.unlink(missing_ok=True)
     return target

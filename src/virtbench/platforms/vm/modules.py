@@ -11,6 +11,10 @@ from pathlib import Path
 
 from ...errors import VirtbenchError
 
+# container@vm bridge/nat networking: carried in the initramfs but loaded only on demand
+# (VmPlatform.load_modules), so guests without such containers boot no slower
+CONTAINER_NET_MODULES = ("veth", "bridge", "nf_tables", "nft_chain_nat", "nft_nat")
+
 # virtio and emulated NICs/disks the platform offers, plus the root filesystem's driver.
 GUEST_MODULES = (
     "virtio_pci",
@@ -24,6 +28,7 @@ GUEST_MODULES = (
     "crc32c_generic",  # ext4 metadata checksums ask the crypto API for crc32c at mount time
     "ext4",
     "overlay",  # containers inside the guest (container@vm) use an overlayfs root
+    *CONTAINER_NET_MODULES,
 )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+from pathlib import Path
 from typing import Any
 
 from ... import cleanup, tools
@@ -32,6 +33,11 @@ class VmPlatform(Platform):
     )
     options_schema = options.SCHEMA
 
+    @classmethod
+    def validate_options(cls, opts: dict[str, Any]) -> list[tuple[str, str, Any]]:
+        # checked again at provision time (the host may differ from where the campaign loads)
+        return [(p.key, "is not allowed", p.allowed) for p in options.problems("campaign", opts)]
+
     def __init__(self, spec, instance, host=None) -> None:
         super().__init__(spec, instance, host)
         self.machine: Machine | None = None
@@ -42,6 +48,7 @@ class VmPlatform(Platform):
         self.facts: dict[str, Any] = {}
         self._procs: list[GuestProcess] = []
         self._pinned: list[int] | None = None
+        self._modules_dir: Path | None = None  # the guest kernel's, for on-demand modules
 
     # --- lifecycle ----------------------------------------------------------------------
     def provision(self) -> None:
@@ -56,6 +63,7 @@ class VmPlatform(Platform):
         self.accel_used, self.accel_reason = accel.resolve(self.options["accel"])
         # first use builds the shared tree (minutes, with progress) and the ext4 image (seconds)
         files = image.boot_files(self.options["disk_gb"], log=lambda m: print(m, flush=True))
+        self._modules_dir = files.kernel.modules
         run_dir = paths.run_dir() / self.instance
         run_dir.mkdir(parents=True, exist_ok=True)
         overlay = run_dir / "root.qcow2"
@@ -99,6 +107,24 @@ class VmPlatform(Platform):
         if self.net.mode in ("bridge", "nat"):
             # the first TCP connect after boot can fail until ARP settles: resolve it now
             self.exec(["/run/vb/busybox", "ping", "-c", "1", "-W", "2", str(self.net.gateway)])
+
+    def load_modules(self, names: tuple[str, ...]) -> None:
+        """insmod guest kernel modules the initramfs carried but did not load at boot (the
+        stage-1 init keeps them in /run/vb/modules), dependencies first."""
+        if self._modules_dir is None:
+            raise PlatformError(f"platform '{self.name}' is not provisioned")
+        order = modules.resolve(self._modules_dir, names)
+        script = (
+            'for m in "$@"; do [ -d "/sys/module/$m" ] && continue; '
+            '/run/vb/busybox insmod "/run/vb/modules/$m.ko" || { echo "insmod $m failed" >&2; '
+            "exit 1; }; done"
+        )
+        r = self.exec(["sh", "-c", script, "sh", *order], timeout=60)
+        if not r.ok:
+            raise PlatformError(
+                f"platform '{self.name}': loading guest kernel modules {', '.join(names)} "
+                f"failed: {(r.stderr or r.stdout).strip()[-400:]}"
+            )
 
     def _make_cgroup(self) -> Cgroup | None:
         o = self.options

@@ -5,7 +5,9 @@ crun included), so the container's root is an overlayfs over a bind mount of the
 root, with its upper layer on the VM's disk; `storage = "volume"` bind-mounts a guest
 directory at the data path instead. The OCI config comes from the container platform's pure
 spec builder, so it is the same container as on the host - only one layer deeper (seed 000's
-HVMCON/PVMCON, seed 004's vm.aufs). The container shares the guest's network namespace.
+HVMCON/PVMCON, seed 004's vm.aufs). Network: the guest's namespace (`host`), or its own
+namespace on a bridge in the guest (`bridge`, `nat`; see innernet.py). Resource limits land
+in the guest's cgroup v2 hierarchy, where crun creates /sys/fs/cgroup/virtbench/<id>.
 """
 
 from __future__ import annotations
@@ -16,10 +18,14 @@ import json
 from pathlib import PurePosixPath
 from typing import Any
 
+from ... import cgroups, cleanup, hostnet
 from ...errors import PlatformError
 from ..base import Accounting, ExecResult, Platform, Process
+from . import innernet
+from .modules import CONTAINER_NET_MODULES
 
 GUEST_ROOT = "/var/lib/vb-containers"  # inside the guest, on the VM's disk
+GUEST_CGROUP_ROOT = "/sys/fs/cgroup"  # the guest mounts cgroup2 here (initramfs stage 2)
 RUNTIMES_IN_GUEST = ("crun", "runc")
 
 
@@ -40,16 +46,20 @@ class StackedContainer(Platform):
                 f"platform '{spec.name}': runtime = {o['runtime']!r} cannot run inside "
                 f"'{host.name}'; allowed inside a VM: {', '.join(RUNTIMES_IN_GUEST)}"
             )
-        if o["network"] != "host":
+        problems = cp.option_problems(spec.options)  # the loader reports them all first
+        if problems:
+            key, problem, allowed = problems[0]
             raise PlatformError(
-                f"platform '{spec.name}': network = {o['network']!r} is not supported inside "
-                f"'{host.name}'; allowed: \"host\" (the guest's network, reached at the VM's "
-                "endpoint)"
+                f"platform '{spec.name}': option {key} = {spec.options[key]!r} {problem}; "
+                f"allowed: {allowed}"
             )
         self.resources = cp.resources_from(o)
         self.runtime = runtimes.get(o["runtime"], "host")
         self.dir = f"{GUEST_ROOT}/{instance}"
-        self._started = False
+        self.net: innernet.InnerAttachment | None = None
+        self._published: dict[int, tuple[str, int]] = {}
+        self._guest_facts: dict[str, Any] = {}
+        self._ooms = 0
 
     # --- helpers ------------------------------------------------------------------------
     def _sh(self, script: str, *args: str, timeout: float = 120, what: str = "") -> ExecResult:
@@ -58,6 +68,11 @@ class StackedContainer(Platform):
             tail = (r.stderr or r.stdout).strip()[-600:]
             raise PlatformError(f"{self.name} in {self.host.name}: {what} failed: {tail}")
         return r
+
+    @property
+    def guest_cgroup(self) -> str:
+        """The container's cgroup directory inside the guest (crun's cgroupsPath)."""
+        return f"{GUEST_CGROUP_ROOT}/virtbench/{self.instance}"
 
     def _config(self) -> dict[str, Any]:
         from ..container import spec as oci
@@ -74,19 +89,37 @@ class StackedContainer(Platform):
                 rootfs=f"{self.dir}/rootfs",
                 hostname=self.instance,
                 cgroups_path=f"/virtbench/{self.instance}",
-                netns=None,  # the guest's network namespace
+                netns=self.net.netns if self.net is not None else None,  # None: the guest's
                 binds=binds,
                 resources=self.resources,
                 nofile=1024,
             )
         )
 
+    def _check_cpuset(self) -> None:
+        """A cpuset names the guest's CPUs, not the host's."""
+        cpus = self.resources.cpuset_cpus
+        vcpus = self.host.options.get("vcpus")
+        if cpus and isinstance(vcpus, int) and max(cpus) >= vcpus:
+            raise PlatformError(
+                f"platform '{self.name}': option cpuset = {self.options['cpuset']!r} names CPUs "
+                f"the guest of '{self.host.name}' does not have; allowed: 0..{vcpus - 1} "
+                f"(its vcpus = {vcpus})"
+            )
+
     # --- lifecycle ----------------------------------------------------------------------
     def provision(self) -> None:
         from ..container.storage import DATA_PATH
 
+        self._check_cpuset()
+        cleanup.claim(self.instance)  # a bridged container's host address lease is ours
         binary = self.runtime.binary
-        self._sh(f"command -v {binary}", what=f"finding {binary} in the guest image")
+        r = self._sh(
+            f"command -v {binary} >/dev/null && stat -fc %T {GUEST_CGROUP_ROOT}",
+            what=f"finding {binary} and the cgroup filesystem in the guest image",
+        )
+        fs = r.stdout.strip()
+        self._guest_facts["guest_cgroup"] = "v2" if fs == "cgroup2fs" else fs
         d = self.dir
         self._sh(
             'set -e; d="$1"\n'
@@ -100,6 +133,8 @@ class StackedContainer(Platform):
             DATA_PATH,
             what="preparing the container's root filesystem",
         )
+        if self.options["network"] != "host":
+            self.net = self._attach(self.options["network"])
         blob = base64.b64encode(json.dumps(self._config()).encode()).decode()
         self._sh(
             'printf %s "$1" | base64 -d > "$2/config.json"', blob, d, what="writing config.json"
@@ -112,31 +147,97 @@ class StackedContainer(Platform):
             *run,
             what=f"{binary} run",
         )
-        self._started = True
+
+    def _vm(self):
+        from .platform import VmPlatform
+
+        if not isinstance(self.host, VmPlatform) or self.host.net is None:
+            raise PlatformError(
+                f"platform '{self.name}': network = {self.options['network']!r} needs a vm host "
+                f"with a network; '{self.host.name}' has none; allowed: \"host\""
+            )
+        return self.host
+
+    def _attach(self, mode: str) -> innernet.InnerAttachment:
+        vm = self._vm()
+        if mode == "bridge" and vm.net.mode not in ("bridge", "nat"):
+            raise PlatformError(
+                f"platform '{self.name}': network = \"bridge\" puts the container on the host's "
+                f"bridge through the guest's NIC, but '{vm.name}' uses QEMU user-mode "
+                f"networking ({vm.net.fallback_reason or 'network = ' + repr(vm.net.mode)}); "
+                f'allowed with it: "host", "nat"; or give \'{vm.name}\' network = "bridge"'
+            )
+        vm.load_modules(CONTAINER_NET_MODULES)
+        netns = f"{innernet.NETNS_DIR}/{self.instance}"
+        if mode == "bridge":
+            address = hostnet.allocate_ip(self.instance)  # on the host's subnet, like the VM
+            net = innernet.InnerAttachment("bridge", address, netns, host_lease=True)
+            self.net = net  # teardown releases the lease even if the guest part fails
+            script = "\n".join(
+                [
+                    innernet.uplink_bridge_script(vm.net.cidr, str(vm.net.gateway)),
+                    innernet.attach_script(
+                        self.instance,
+                        address,
+                        innernet.UPLINK_BRIDGE,
+                        hostnet.GATEWAY,
+                        hostnet.SUBNET.prefixlen,
+                    ),
+                ]
+            )
+        else:
+            self._sh(innernet.nat_bridge_script(), what="creating the NAT bridge in the guest")
+            r = self._sh(innernet.nat_lease_script(self.instance), what="leasing an address")
+            net = innernet.InnerAttachment("nat", r.stdout.strip(), netns)
+            self.net = net
+            script = innernet.attach_script(
+                self.instance,
+                net.address,
+                innernet.NAT_BRIDGE,
+                innernet.NAT_GATEWAY,
+                innernet.NAT_SUBNET.prefixlen,
+            )
+        self._sh(script, what=f"attaching the container to the guest's {mode} network")
+        return net
 
     def teardown(self) -> None:
         with contextlib.suppress(Exception):  # the guest may already be gone
             base = " ".join(self.runtime.base())
-            self.host.exec(
-                [
-                    "sh",
-                    "-c",
-                    f'{base} kill "$1" KILL; {base} delete --force "$1"; '
-                    'umount -l "$2/rootfs"; umount -l "$2/lower"; rm -rf "$2"',
-                    "sh",
-                    self.instance,
-                    self.dir,
-                ],
-                timeout=60,
+            script = (
+                f'{base} kill "$1" KILL; {base} delete --force "$1"; '
+                'umount -l "$2/rootfs"; umount -l "$2/lower"; rm -rf "$2"'
             )
-        self._started = False
+            if self.net is not None:
+                script += "\n" + innernet.teardown_script(self.instance)
+            self.host.exec(["sh", "-c", script, "sh", self.instance, self.dir], timeout=60)
+        if self.net is not None and self.net.host_lease:
+            hostnet.detach(self.instance)  # the address lease (no host links carry our name)
+        self.net = None
+        self._published.clear()
+        cleanup.release(self.instance)
 
     # --- running things -----------------------------------------------------------------
     def exec(self, argv, *, cpus=None, timeout=None, env=None) -> ExecResult:
         full = self.runtime.exec_argv(self.instance, list(argv), env, None)
         r = self.host.exec(full, cpus=cpus, timeout=timeout)
         r.argv = list(argv)  # report the workload's command, not the runtime wrapper
+        if not r.ok and self.options.get("memory_limit") is not None:
+            r.stderr += self._oom_hint(argv[0])
         return r
+
+    def _oom_hint(self, what: str) -> str:
+        """Why a command failed when the guest's OOM killer acted in the container's group."""
+        try:
+            kills = self.guest_cgroup_stat("memory.events").get("oom_kill", 0)
+        except PlatformError:
+            return ""
+        if kills <= self._ooms:
+            return ""
+        self._ooms = kills
+        return (
+            f"\nkilled by the guest's OOM killer: the container's memory_limit "
+            f"({self.options['memory_limit']}) is below what {what} needs"
+        )
 
     def spawn(self, argv, *, cpus=None, env=None) -> Process:
         return self.host.spawn(
@@ -144,7 +245,27 @@ class StackedContainer(Platform):
         )
 
     def endpoint(self, port: int) -> tuple[str, int]:
-        return self.host.endpoint(port)  # shares the guest's network namespace
+        if self.net is None:
+            return self.host.endpoint(port)  # shares the guest's network namespace
+        if self.net.mode == "bridge":
+            return (self.net.address, port)  # on the host's bridge, through the guest's NIC
+        if port not in self._published:
+            outer = port + int(self.options["publish_port_offset"])
+            if outer > 65535:
+                raise PlatformError(
+                    f"platform '{self.name}': port {port} + publish_port_offset "
+                    f"{self.options['publish_port_offset']} = {outer} is above 65535"
+                )
+            vm = self._vm()
+            self._sh(
+                innernet.publish_script(
+                    self.instance, str(vm.net.guest_ip), outer, self.net.address, port
+                ),
+                what=f"publishing port {port} in the guest",
+            )
+            # the guest's published port, reached the way the VM's own ports are
+            self._published[port] = self.host.endpoint(outer)
+        return self._published[port]
 
     @property
     def workdir(self) -> str:
@@ -152,16 +273,38 @@ class StackedContainer(Platform):
 
         return DATA_PATH
 
+    def guest_cgroup_stat(self, name: str = "cpu.stat") -> dict[str, int]:
+        """A `key value` file of the container's cgroup inside the guest, read through the
+        agent (cpu.stat usage_usec/throttled_usec, memory.events oom_kill...)."""
+        r = self.host.exec(["cat", f"{self.guest_cgroup}/{name}"], timeout=30)
+        if not r.ok:
+            raise PlatformError(
+                f"{self.name}: cannot read {self.guest_cgroup}/{name} in the guest: "
+                f"{r.stderr.strip()}"
+            )
+        return cgroups.parse_kv(r.stdout)
+
     def accounting(self) -> Accounting:
         acct = self.host.accounting()  # on the host, the container's cost is the VM's
-        acct.extra = {**acct.extra, "container_id": self.instance, "stacked_on": self.host.name}
+        acct.extra = {
+            **acct.extra,
+            "container_id": self.instance,
+            "stacked_on": self.host.name,
+            "guest_cgroup": self.guest_cgroup,  # inside the guest: read with guest_cgroup_stat
+            "address": self.net.address if self.net is not None else None,
+        }
         return acct
 
     def labels(self) -> dict[str, Any]:
         host_labels = self.host.labels()
         return {
             **super().labels(),
+            **self._guest_facts,
             "stacked_on": self.host.name,
             "host_platform_type": self.host.kind,
-            **{f"host_{k}": host_labels[k] for k in ("accel_used", "boot_s") if k in host_labels},
+            **{
+                f"host_{k}": host_labels[k]
+                for k in ("accel_used", "boot_s", "network_used")
+                if k in host_labels
+            },
         }
