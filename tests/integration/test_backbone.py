@@ -31,6 +31,7 @@ type = "native"
 [suites.cpu]
 test_cases = ["sysbench-cpu-1t"]
 duration = {duration}
+max_prime = 20011  # unusual, so pgrep finds only this test's sysbench
 """
 
 
@@ -117,7 +118,9 @@ def test_ctrl_c_then_resume_loses_and_duplicates_nothing(tmp_path):
         assert status == "interrupted"
         ok_before = db.execute("SELECT count(*) FROM cells WHERE status='ok'").fetchone()[0]
     assert ok_before < 4
-    leftovers = subprocess.run(["pgrep", "-f", "sysbench cpu"], capture_output=True, text=True)
+    leftovers = subprocess.run(
+        ["pgrep", "-f", "cpu-max-prime=20011"], capture_output=True, text=True
+    )
     assert leftovers.stdout.strip() == "", "sysbench left running after Ctrl-C"
 
     resumed = vb("run", "--resume", run_id, "--results-dir", str(results), "--no-report")
