@@ -19,7 +19,15 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+)
+from rich.text import Text
 
 from .. import __version__, hostinfo
 from ..campaign import expand, loader
@@ -68,6 +76,18 @@ def provisioned(spec: PlatformSpec) -> Iterator[Platform]:
     cls = platform_registry.get(spec.type)
     with cls(spec, instance_name()) as p:
         yield p
+
+
+class _EtaColumn(ProgressColumn):
+    """ETA from the mean time per finished cell: known from the first cell on (rich's own
+    estimate needs several updates, and cells take seconds to minutes)."""
+
+    def render(self, task: Task) -> Text:
+        if not task.completed or task.total is None or task.elapsed is None:
+            return Text("ETA …")
+        left = task.elapsed / task.completed * (task.total - task.completed)
+        minutes, seconds = divmod(int(left), 60)
+        return Text(f"ETA {minutes}:{seconds:02d}")
 
 
 class _Interrupted(BaseException):
@@ -196,8 +216,7 @@ class Runner:
             TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
+            _EtaColumn(),
         )
         with Progress(*columns, console=self.console, transient=True) as progress:
             task = progress.add_task("starting", total=len(todo))
