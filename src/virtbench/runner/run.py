@@ -197,6 +197,13 @@ class Runner:
                 f"[yellow]interrupted[/]: environments torn down; finished cells are kept."
                 f" Continue with: virtbench run --resume {run_id}"
             )
+        except VirtbenchError as exc:
+            # e.g. the results directory filled up: every finished cell is already committed
+            kept = sum(1 for c in self.store.cells(run_id) if c.status == "ok")
+            raise VirtbenchError(
+                f"{exc}. The run stopped cleanly; {kept} finished cells are kept in"
+                f" {self.store.path}. Fix the cause, then: virtbench run --resume {run_id}"
+            ) from exc
         finally:
             signal.signal(signal.SIGTERM, old_term)
             try:
