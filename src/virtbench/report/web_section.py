@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from . import fmt, html, svg
@@ -33,7 +34,8 @@ def _who(row: dict[str, Any], scenarios: int) -> str:
 
 
 def curves(data) -> list[str]:
-    rows = _rows(data, "httperf-sweep")
+    # the target's curve only: co-located neighbours are the co-location section's business
+    rows = [r for r in _rows(data, "httperf-sweep") if r["role"] == "target"]
     scenarios = len({r["scenario"] for r in rows})
     # (size, who) -> step -> {"x": [...], "y": [...]} over valid repetitions
     points: dict[tuple[int, str], dict[int, dict[str, list[float]]]] = defaultdict(dict)
@@ -84,8 +86,25 @@ def curves(data) -> list[str]:
     return out
 
 
-def _group_table(data, test_case: str, metrics: list[tuple[str, str]], dim: str | None):
-    """Rows: platform × scenario (× dim value); columns: metric mean ± CI (n)."""
+def _phases(data) -> dict[tuple[str, str, Any], str | None]:
+    """(platform, scenario, file size) -> phase of the httperf headline there: "fixed-rate"
+    when the workload ran one step at a set rate (co-location load=PCT), None for a sweep."""
+    return {
+        (r["platform"], r["scenario"], r["labels"].get("file_size_kb")): r["labels"].get("phase")
+        for r in _rows(data, "httperf-sweep")
+        if r["metric"] == "peak_throughput" and r["role"] == "target"
+    }
+
+
+def _group_table(
+    data,
+    test_case: str,
+    metrics: list[tuple[str, str]],
+    dim: str | None,
+    keep: Callable[[tuple], bool] | None = None,
+):
+    """Rows: platform × scenario (× dim value); columns: metric mean ± CI (n).
+    `keep(row key)` filters rows (e.g. sweep peaks vs fixed-rate steps)."""
     groups = data.select(test_case=test_case, role="target")
     # a dimension with one value in the whole run is not part of group keys: read it back
     only = {r["labels"].get(dim) for r in _rows(data, test_case)} if dim else set()
@@ -100,6 +119,8 @@ def _group_table(data, test_case: str, metrics: list[tuple[str, str]], dim: str 
         cell += f" (n={g.summary.n}" + (f", {g.n_invalid} invalid)" if g.n_invalid else ")")
         table[row][g.key.metric] = cell
     order = {p: i for i, p in enumerate(data.platforms)}
+    if keep is not None:
+        table = {k: v for k, v in table.items() if keep(k)}
     keys = sorted(table, key=lambda k: (k[2] if k[2] is not None else 0, order.get(k[0], 99), k[1]))
     headers = ["platform", "scenario"] + ([dim] if dim else []) + [t for _m, t in metrics]
     rows = [
@@ -120,11 +141,23 @@ def web_section(data) -> Section | None:
     parts = curves(data)
     md = ""
     peak = [("peak_throughput", "peak throughput"), ("peak_offered_rate", "at offered rate")]
-    headers, rows = _group_table(data, "httperf-sweep", peak, "file_size_kb")
+    phases = _phases(data)
+    headers, rows = _group_table(
+        data, "httperf-sweep", peak, "file_size_kb", lambda k: phases.get(k) is None
+    )
     if rows:
         parts.append("<h3>Peak sustained throughput (httperf sweep, valid steps only)</h3>")
         parts.append(str(html.scroll(str(html.table(headers, rows)))))
         md += "peak sustained throughput (httperf):\n" + html.md_table(headers, rows) + "\n"
+    fixed = [("peak_throughput", "throughput"), ("peak_offered_rate", "offered rate")]
+    headers, rows = _group_table(
+        data, "httperf-sweep", fixed, "file_size_kb", lambda k: phases.get(k) == "fixed-rate"
+    )
+    if rows:
+        parts.append("<h3>Throughput at a fixed offered rate (httperf, one step)</h3>")
+        parts.append(str(html.scroll(str(html.table(headers, rows)))))
+        md += "throughput at a fixed offered rate (httperf):\n" + html.md_table(headers, rows)
+        md += "\n"
     wrk_metrics = [
         ("requests_per_s", "req/s"),
         ("latency_p50_ms", "p50"),

@@ -53,6 +53,13 @@ def apply_load(
             f"load=PCT needs a workload with a '{RATE_PARAM}' parameter; test case {w.name} "
             f"has: {', '.join(sorted(w.params)) or 'none'}"
         )
+    sizes = next((v for k in SIZE_PARAMS if isinstance(v := params.get(k), list)), [])
+    if len(set(sizes)) > 1:  # each size has its own peak, but one rate would apply to all
+        raise VirtbenchError(
+            f"load=PCT: test case {w.name} serves several file sizes {sizes} KB with different "
+            "solo peaks, but one offered rate applies to all; use one file size "
+            "(e.g. suites.web.file_sizes = [1]) in campaigns with load=PCT or many:N"
+        )
     peak = solo_peak(env, platform, params)
     rate = max(1.0, peak * load_pct / 100.0)
     default = w.params[RATE_PARAM].default

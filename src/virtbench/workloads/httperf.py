@@ -7,6 +7,7 @@ lines (format unchanged since 0.9.0), parsed here field by field and tested on r
 from __future__ import annotations
 
 import re
+import statistics
 from dataclasses import dataclass, field
 
 from ..errors import WorkloadError
@@ -43,7 +44,14 @@ def argv(
     calls: int = 1,
     timeout: float = 5.0,
     hog: bool = False,
+    server_closes: bool = False,
 ) -> list[str]:
+    """httperf's argv for one process of one step.
+
+    `server_closes` (one request per connection only) sends `Connection: close`, so the server
+    closes first and keeps the TIME_WAIT socket, as with wrk's close mode and an HTTP/1.0
+    server; otherwise httperf closes and every connection parks one of the client's
+    ephemeral ports in TIME_WAIT for 60 s, which makes each later connect() search longer."""
     cmd = [
         "httperf",
         "--server",
@@ -63,6 +71,8 @@ def argv(
     ]
     if hog:
         cmd.insert(1, "--hog")
+    if server_closes and calls == 1:
+        cmd.append("--add-header=Connection: close\\n")  # httperf turns \n into CRLF
     return cmd
 
 
@@ -212,3 +222,55 @@ def invalid_reason(r: HttperfResult, conn_rate: float, client_util: float) -> st
             f" {conn_rate:.0f} conn/s)"
         )
     return "; ".join(reasons) or None
+
+
+def _weighted(values: list[float], weights: list[float]) -> float:
+    total = sum(weights)
+    if total <= 0:
+        return statistics.fmean(values) if values else 0.0
+    return sum(v * w for v, w in zip(values, weights, strict=True)) / total
+
+
+def combine(results: list[HttperfResult]) -> HttperfResult:
+    """One step's result from several httperf processes that ran side by side (each at its
+    share of the offered rate): counts and rates add up, times are averages weighted by what
+    they average over, maxima stay maxima.
+
+    The combined `duration_s` is chosen so that `throughput` is the SUM of the processes'
+    throughputs (each over its own test duration). httperf's per-5 s reply-rate samples
+    cannot be combined (they are not aligned across processes), so they are dropped."""
+    if len(results) == 1:
+        return results[0]
+    if not results:
+        raise WorkloadError("no httperf result to combine")
+    replies = sum(r.replies for r in results)
+    throughput = sum(r.throughput for r in results)
+    conns = [float(r.connections) for r in results]
+    reps = [float(r.replies) for r in results]
+    errors = {c: sum(r.errors.get(c, 0) for r in results) for c in ERROR_CLASSES}
+    return HttperfResult(
+        connections=sum(r.connections for r in results),
+        requests=sum(r.requests for r in results),
+        replies=replies,
+        duration_s=replies / throughput if throughput > 0 else max(r.duration_s for r in results),
+        conn_rate=sum(r.conn_rate for r in results),
+        conn_time_avg_ms=_weighted([r.conn_time_avg_ms for r in results], conns),
+        # a median of medians is not the median: keep the worst process's, conservatively
+        conn_time_median_ms=max(r.conn_time_median_ms for r in results),
+        conn_time_max_ms=max(r.conn_time_max_ms for r in results),
+        connect_time_ms=_weighted([r.connect_time_ms for r in results], conns),
+        concurrent_max=sum(r.concurrent_max for r in results),
+        request_rate=sum(r.request_rate for r in results),
+        reply_rate_avg=sum(r.reply_rate_avg for r in results),
+        reply_rate_min=0.0,
+        reply_rate_max=0.0,
+        reply_rate_stddev=0.0,
+        reply_rate_samples=0,
+        reply_time_ms=_weighted([r.reply_time_ms for r in results], reps),
+        transfer_time_ms=_weighted([r.transfer_time_ms for r in results], reps),
+        status={k: sum(r.status.get(k, 0) for r in results) for k in results[0].status},
+        cpu_pct=max(r.cpu_pct for r in results),
+        net_kb_s=sum(r.net_kb_s for r in results),
+        errors=errors,
+        max_burst=max(r.max_burst for r in results),
+    )

@@ -11,19 +11,26 @@ import os
 import random
 import resource
 import socket
+import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..errors import VirtbenchError, WorkloadError
 from ..platforms.base import ExecResult, Platform, Process
 from ..platforms.procs import run_host
 from .base import RunContext
 
-# Well below the kernel's ephemeral range (32768+), also after a NAT platform adds its publish
-# offset (20000 by default): a client's own source ports and TIME_WAIT sockets never collide.
+# Preferred server ports: below the kernel's default ephemeral range (32768-60999), also after
+# a NAT platform adds its publish offset (20000 by default), so a client's own source ports
+# and TIME_WAIT sockets never collide with a server or published port. The host's real range
+# is read at run time (ephemeral_range) and every port inside it is refused.
 PORT_LOW, PORT_HIGH = 10000, 12500
+EPHEMERAL_FILE = "/proc/sys/net/ipv4/ip_local_port_range"
+DEFAULT_EPHEMERAL = (32768, 60999)
 IN_USE_MARKERS = ("address already in use", "errno=98", "eaddrinuse")
 # A load generator above this share of its usable CPUs is the bottleneck, not the server.
 CLIENT_SATURATED = 0.90
@@ -49,36 +56,143 @@ def port_free_on_host(port: int) -> bool:
     return True
 
 
+def ephemeral_range(path: str = EPHEMERAL_FILE) -> tuple[int, int]:
+    """The host's ephemeral (client source) port range, inclusive."""
+    try:
+        lo, hi = (int(x) for x in Path(path).read_text().split()[:2])
+    except (OSError, ValueError):
+        return DEFAULT_EPHEMERAL
+    return (lo, hi) if 0 < lo <= hi <= 65535 else DEFAULT_EPHEMERAL
+
+
+def ephemeral(port: int, rng: tuple[int, int] | None = None) -> bool:
+    lo, hi = rng or ephemeral_range()
+    return lo <= port <= hi
+
+
+def _pool(eph: tuple[int, int]) -> list[tuple[int, int]]:
+    """Half-open port intervals to pick servers from: the preferred range minus the ephemeral
+    one, else every unprivileged port outside it (a host may use a wider ephemeral range)."""
+
+    def minus(lo: int, hi: int) -> list[tuple[int, int]]:
+        parts = [(lo, min(hi, eph[0])), (max(lo, eph[1] + 1), hi)]
+        return [(a, b) for a, b in parts if b - a >= 16]
+
+    return minus(PORT_LOW, PORT_HIGH) or minus(1024, 65536)
+
+
 def candidate_ports(requested: int, tries: int = 8) -> list[int]:
-    """The user's port, or a few free-looking random ports when `requested` is 0 (auto)."""
+    """The user's port, or a few free-looking random ports outside the host's ephemeral range
+    when `requested` is 0 (auto)."""
     if requested:
         return [requested]
+    pool = _pool(ephemeral_range())
+    if not pool:
+        raise VirtbenchError(
+            f"no server port outside the ephemeral range {ephemeral_range()} ({EPHEMERAL_FILE});"
+            " set the suite's `port` explicitly"
+        )
     rng = random.Random()
     ports: list[int] = []
-    while len(ports) < tries:
-        p = rng.randrange(PORT_LOW, PORT_HIGH)
+    for _ in range(tries * 50):
+        lo, hi = rng.choice(pool)
+        p = rng.randrange(lo, hi)
         if p not in ports and port_free_on_host(p):
             ports.append(p)
+            if len(ports) == tries:
+                break
     return ports
+
+
+class NotReady(Exception):
+    """A readiness probe's 'not yet' (retry until the deadline)."""
+
+
+# A readiness probe: (host, port, seconds) -> None when the server answered as expected;
+# raises NotReady or OSError to retry, WorkloadError to give up at once.
+Probe = Callable[[str, int, float], None]
+
+
+def connect_probe(host: str, port: int, timeout: float) -> None:
+    with socket.create_connection((host, port), timeout=timeout):
+        pass
+
+
+def http_probe(path: str) -> Probe:
+    """A probe that GETs `path` and wants `HTTP/1.x 200` back: a listening socket alone can
+    be a half-started server (or another program on a published port)."""
+
+    def probe(host: str, port: int, timeout: float) -> None:
+        name = f"[{host}]" if ":" in host else host
+        req = f"GET {path} HTTP/1.1\r\nHost: {name}\r\nConnection: close\r\n\r\n"
+        with socket.create_connection((host, port), timeout=timeout) as s:
+            s.settimeout(timeout)
+            s.sendall(req.encode())
+            head = b""
+            while b"\r\n" not in head and len(head) < 4096:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                head += chunk
+        status = head.split(b"\r\n", 1)[0].decode(errors="replace")
+        parts = status.split()
+        if len(parts) < 2 or not parts[0].startswith("HTTP/"):
+            raise NotReady(f"no HTTP status line (got {status[:60]!r})")
+        if parts[1] != "200":
+            raise WorkloadError(f"GET {path} at {host}:{port} answered {status!r}, not 200")
+
+    return probe
+
+
+def _net_facts(host: str) -> str:
+    """What the host's neighbour table and routing say about `host` (for an unreachable
+    server: FAILED/INCOMPLETE neighbour = ARP, no route = network mode)."""
+    if _is_loopback(host):
+        return ""
+    facts = []
+    for argv in (["ip", "-br", "neigh", "show", "to", host], ["ip", "route", "get", host]):
+        with suppress(OSError, subprocess.SubprocessError):
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=3)
+            text = " ".join((r.stdout or r.stderr).split())
+            facts.append(f"{argv[1] if argv[1] != '-br' else 'neigh'}: {text or 'none'}")
+    return "; ".join(facts)
+
+
+def wait_ready(
+    host: str,
+    port: int,
+    proc: Process,
+    timeout: float,
+    what: str,
+    probe: Probe = connect_probe,
+    attempt_s: float = 1.0,
+) -> int:
+    """Poll `probe` until it succeeds; fail fast if the server process exits. Each attempt is
+    bounded by `attempt_s` (a SYN lost while a new bridge or tap learns its neighbours costs
+    one attempt, not the kernel's 1-3-7 s retransmit ladder). Returns the attempts made."""
+    deadline = time.monotonic() + timeout
+    last, attempts = "no attempt", 0
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return attempts  # the caller reads why from the process output
+        attempts += 1
+        try:
+            probe(host, port, max(0.05, min(attempt_s, deadline - time.monotonic())))
+            return attempts
+        except (OSError, NotReady) as exc:
+            last = str(exc) if isinstance(exc, NotReady) else (exc.strerror or str(exc))
+        time.sleep(0.05)
+    facts = _net_facts(host)
+    raise WorkloadError(
+        f"{what}: server unreachable at {host}:{port} after {timeout:.0f}s and {attempts}"
+        f" attempts ({last}){'; ' + facts if facts else ''}; check the platform's network"
+        " mode and firewall"
+    )
 
 
 def wait_reachable(host: str, port: int, proc: Process, timeout: float, what: str) -> None:
     """Poll a TCP connect until it succeeds; fail fast if the server process exits."""
-    deadline = time.monotonic() + timeout
-    last = "no attempt"
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            return  # the caller reads why from the process output
-        try:
-            with socket.create_connection((host, port), timeout=1.0):
-                return
-        except OSError as exc:
-            last = exc.strerror or str(exc)
-        time.sleep(0.05)
-    raise WorkloadError(
-        f"{what}: server unreachable at {host}:{port} after {timeout:.0f}s ({last});"
-        " check the platform's network mode and firewall"
-    )
+    wait_ready(host, port, proc, timeout, what)
 
 
 def _is_loopback(host: str) -> bool:
@@ -91,6 +205,8 @@ class Served:
     host: str
     port: int  # the port the client connects to (may differ from the one inside under NAT)
     inner_port: int  # the port the server listens on inside the environment
+    ready_s: float = 0.0  # from spawn until the readiness probe succeeded
+    ready_attempts: int = 0  # probes it took (> 1: refused or lost at first)
 
 
 @contextmanager
@@ -103,6 +219,7 @@ def serve(
     port_key: str,
     requested_port: int = 0,
     tcp_probe: bool = True,
+    probe: Probe | None = None,
     ready_timeout: float = 15.0,
     settle_s: float = 0.3,
 ) -> Iterator[Served]:
@@ -117,6 +234,11 @@ def serve(
             if requested_port:
                 raise
             continue  # e.g. NAT: the published host port is taken; try another port
+        if not requested_port and outer != port and ephemeral(outer):
+            # a published port inside the client's source port range can clash with the
+            # client's own connections and TIME_WAIT sockets: pick another server port
+            ctx.log(f"{what}: published port {outer} is in the ephemeral range; trying another")
+            continue
         if requested_port and _is_loopback(host) and not port_free_on_host(outer):
             # a connect would reach the other program and hide the clash: refuse up front
             raise VirtbenchError(
@@ -124,10 +246,17 @@ def serve(
                 " choose another port, or 0 to pick a free one"
             )
         proc = platform.spawn(make_argv(port), cpus=ctx.cpus)
+        t_spawn = time.monotonic()
         host, outer = platform.endpoint(port)
+        attempts = 0
         try:
-            if tcp_probe:
-                wait_reachable(host, outer, proc, ready_timeout, what)
+            if tcp_probe or probe:
+                attempts = wait_ready(
+                    host, outer, proc, ready_timeout, what, probe or connect_probe
+                )
+            ready_s = time.monotonic() - t_spawn
+            if attempts > 1:
+                ctx.log(f"{what}: ready at {host}:{outer} after {attempts} probes, {ready_s:.2f}s")
             time.sleep(settle_s)  # a server that failed to bind exits within this
         except BaseException:
             proc.stop(timeout=2)
@@ -145,7 +274,7 @@ def serve(
             tail = " | ".join(text.splitlines()[-4:])
             raise WorkloadError(f"{what}: server exited {out.returncode} at start: {tail}")
         try:
-            yield Served(proc, host, outer, port)
+            yield Served(proc, host, outer, port, ready_s, attempts)
         finally:
             proc.stop(timeout=3)
         return
@@ -168,6 +297,10 @@ def usable_cpus(ctx: RunContext, threads: int) -> int:
     return max(1, min(cpus, threads))
 
 
+def _busy(res: ExecResult) -> float:
+    return (res.cpu_user_s or 0.0) + (res.cpu_sys_s or 0.0)
+
+
 def run_client(
     argv: list[str],
     ctx: RunContext,
@@ -178,6 +311,75 @@ def run_client(
 ) -> ClientRun:
     """Run a load generator on the host pinned to the client CPUs; measure its CPU use."""
     res = run_host(argv, cpus=ctx.client_cpus, timeout=timeout, env=env)
-    busy = (res.cpu_user_s or 0.0) + (res.cpu_sys_s or 0.0)
-    util = busy / max(res.elapsed_s, 1e-6) / usable_cpus(ctx, threads)
+    util = _busy(res) / max(res.elapsed_s, 1e-6) / usable_cpus(ctx, threads)
     return ClientRun(res, util)
+
+
+def client_slots(ctx: RunContext, processes: int) -> list[list[int] | None]:
+    """The CPU each of `processes` single-threaded clients is pinned to: one per client CPU
+    (round robin when there are more processes than CPUs); None = unpinned (no client CPUs
+    configured). `processes` 0 means one per client CPU (1 when unpinned)."""
+    cpus = ctx.client_cpus
+    k = processes or (len(cpus) if cpus else 1)
+    if not cpus:
+        return [None] * k
+    return [[cpus[i % len(cpus)]] for i in range(k)]
+
+
+@dataclass
+class ParallelRun:
+    runs: list[ClientRun]  # per process; cpu_util = load of the CPU(s) it shared
+    cpu_util: float  # the busiest client CPU's share, 0..1 (what decides saturation)
+
+    @property
+    def saturated(self) -> bool:
+        return self.cpu_util > CLIENT_SATURATED
+
+
+def cpu_loads(results: list[ExecResult], slots: list[list[int] | None]) -> list[float]:
+    """Per process: the share of its CPU that ALL client processes pinned there used (so two
+    processes sharing one CPU at 50 % each both read 100 %). Unpinned processes are judged
+    together against the CPUs they could use."""
+    load: dict[int, float] = {}
+    free_busy, free_n = 0.0, 0
+    for res, slot in zip(results, slots, strict=True):
+        rate = _busy(res) / max(res.elapsed_s, 1e-6)
+        if slot:
+            for cpu in slot:
+                load[cpu] = load.get(cpu, 0.0) + rate / len(slot)
+        else:
+            free_busy, free_n = free_busy + rate, free_n + 1
+    free = free_busy / max(1, min(free_n, len(os.sched_getaffinity(0)))) if free_n else 0.0
+    return [max(load[c] for c in slot) if slot else free for slot in slots]
+
+
+def run_clients(
+    argvs: list[list[str]],
+    slots: list[list[int] | None],
+    *,
+    timeout: float | None = None,
+    stagger_s: float = 0.0,
+) -> ParallelRun:
+    """Run several load generator processes side by side (process i pinned to slots[i],
+    started i * stagger_s after the first, so equal open-loop schedules interleave)."""
+    results: list[ExecResult | None] = [None] * len(argvs)
+    errors: list[BaseException] = []
+
+    def one(i: int) -> None:
+        try:
+            time.sleep(i * stagger_s)
+            results[i] = run_host(argvs[i], cpus=slots[i], timeout=timeout)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(len(argvs))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    if errors:
+        raise errors[0]
+    done = [r for r in results if r is not None]
+    loads = cpu_loads(done, slots)
+    runs = [ClientRun(r, u) for r, u in zip(done, loads, strict=True)]
+    return ParallelRun(runs, max(loads, default=0.0))

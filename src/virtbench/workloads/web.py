@@ -18,7 +18,17 @@ from ..platforms.base import Platform
 from . import httperf, nginx, sweep, wrk
 from .base import Metric, Param, RunContext, Sample, Workload
 from .registry import register
-from .serving import ClientRun, Served, raise_nofile, run_client, serve
+from .serving import (
+    ClientRun,
+    ParallelRun,
+    Served,
+    client_slots,
+    http_probe,
+    raise_nofile,
+    run_client,
+    run_clients,
+    serve,
+)
 
 PAPER_SIZES = [1, 4, 10, 30, 50, 70, 100, 200]
 
@@ -66,6 +76,7 @@ class _NginxWorkload(Workload):
             what=f"{self.name}: nginx",
             port_key="suites.web.port",
             requested_port=int(p.get("port", 0)),
+            probe=http_probe(nginx.uri(sizes[0])),
         ) as served:
             yield served
 
@@ -89,8 +100,18 @@ class _NginxWorkload(Workload):
             )
 
     def wrk_run(
-        self, served: Served, size: int, ctx: RunContext, threads: int, conns: int, secs: float
+        self,
+        served: Served,
+        size: int,
+        ctx: RunContext,
+        threads: int,
+        conns: int,
+        secs: float,
+        calls: int | None = None,
     ) -> tuple[wrk.WrkResult, ClientRun]:
+        """wrk with `calls` requests per connection (default: the calls_per_conn param;
+        0 = keep-alive for the whole run)."""
+        calls = int(ctx.params.get("calls_per_conn", 1)) if calls is None else calls
         with wrk.script() as path:
             argv = wrk.argv(self.url(served, size), path, threads, conns, secs)
             run = run_client(
@@ -98,7 +119,7 @@ class _NginxWorkload(Workload):
                 ctx,
                 threads=threads,
                 timeout=secs + 30,
-                env={"VB_CALLS_PER_CONN": str(int(ctx.params.get("calls_per_conn", 1)))},
+                env={"VB_CALLS_PER_CONN": str(calls)},
             )
         if not run.result.ok:
             tail = (run.result.stderr or run.result.stdout).strip().splitlines()[-3:]
@@ -165,6 +186,28 @@ class HttperfSweep(_NginxWorkload):
             "httperf --hog: bind source ports itself (more conn/s, but leaves TIME_WAIT"
             " sockets on ports 1024-65535 that block other servers' bind() for 60 s)",
         ),
+        "clients": Param(
+            0,
+            "httperf processes side by side, each offering its share of the rate and pinned"
+            " to its own client CPU (0 = one per client CPU); each is checked for CPU"
+            " saturation and its 1024-socket select() limit",
+            min=0,
+            max=256,
+        ),
+        "server_closes": Param(
+            True,
+            "one request per connection: send 'Connection: close' so the server closes first"
+            " and keeps the TIME_WAIT socket, as wrk's close mode does (false: httperf closes,"
+            " parking a client port in TIME_WAIT for 60 s per connection)",
+        ),
+        "rate": Param(
+            0.0,
+            "fixed-rate mode: offered req/s, one step of `duration` s per file size (the"
+            " co-location scenarios' load=PCT sets it); 0 = rate sweep",
+            min=0,
+            max=10_000_000,
+        ),
+        "duration": Param(10.0, "fixed-rate mode: seconds of load at `rate`", 0.5, 3600),
     }
 
     def run(self, platform: Platform, ctx: RunContext) -> list[Sample]:
@@ -172,10 +215,34 @@ class HttperfSweep(_NginxWorkload):
         nofile = raise_nofile()
         samples: list[Sample] = []
         t0 = time.monotonic()
+        rate = float(ctx.params.get("rate", 0) or 0)
         with self.nginx(platform, ctx, sizes) as served:
             for size in sizes:
-                self.sweep_one(served, size, ctx, samples, t0, nofile)
+                if rate > 0:
+                    self.fixed_one(served, size, ctx, rate, samples, t0, nofile)
+                else:
+                    self.sweep_one(served, size, ctx, samples, t0, nofile)
         return samples
+
+    def fixed_one(
+        self,
+        served: Served,
+        size: int,
+        ctx: RunContext,
+        rate: float,
+        samples: list[Sample],
+        t0: float,
+        nofile: int,
+    ) -> None:
+        """Fixed-rate mode: one step at `rate` for `duration` s; its throughput is the
+        headline (the 'peak' of a one-step sweep), labelled phase=fixed-rate."""
+        calls = int(ctx.params.get("calls_per_conn", 1))
+        duration = float(ctx.params.get("duration", 10.0))
+        step = self.step(
+            served, size, ctx, 0, rate, calls, samples, t0, nofile, duration, "fixed-rate"
+        )
+        self.check_alive(served, f"{self.name} {size}KB", samples)
+        samples += self.headline([step], size, "fixed-rate", phase="fixed-rate")
 
     def plan(self, ctx: RunContext, capacity: float | None) -> sweep.Plan:
         p = ctx.params
@@ -242,36 +309,60 @@ class HttperfSweep(_NginxWorkload):
         samples: list[Sample],
         t0: float,
         nofile: int,
+        duration: float | None = None,
+        phase: str | None = None,
     ) -> sweep.StepResult:
         p = ctx.params
+        duration = float(p["step_duration"]) if duration is None else duration
         conn_rate = rate / calls
-        num_conns = max(1, round(conn_rate * float(p["step_duration"])))
-        argv = httperf.argv(
-            served.host,
-            served.port,
-            nginx.uri(size),
-            conn_rate,
-            num_conns,
-            calls,
-            float(p["timeout"]),
-            bool(p.get("hog", False)),
-        )
-        run = run_client(argv, ctx, threads=1, timeout=float(p["step_duration"]) * 3 + 60)
-        if not run.result.ok:
-            tail = (run.result.stderr or run.result.stdout).strip().splitlines()[-3:]
-            raise WorkloadError(
-                f"{self.name}: httperf failed at {rate:.0f} req/s: {' | '.join(tail)}",
-                samples=samples,
+        total = max(1, round(conn_rate * duration))
+        slots = client_slots(ctx, int(p.get("clients", 0)))[:total]
+        k = len(slots)
+        # every process runs for the same time: its share of connections at its share of rate
+        shares = [total // k + (1 if i < total % k else 0) for i in range(k)]
+        rates = [conn_rate * n / total for n in shares]
+        server_closes = bool(p.get("server_closes", True))
+        argvs = [
+            httperf.argv(
+                served.host,
+                served.port,
+                nginx.uri(size),
+                r,
+                n,
+                calls,
+                float(p["timeout"]),
+                bool(p.get("hog", False)),
+                server_closes,
             )
-        r = httperf.parse(run.result.stdout)
-        invalid = httperf.invalid_reason(r, conn_rate, run.cpu_util)
+            for r, n in zip(rates, shares, strict=True)
+        ]
+        # start the processes 1/rate apart so their equal schedules interleave, not coincide
+        par = run_clients(
+            argvs, slots, timeout=duration * 3 + 60, stagger_s=min(0.05, 1 / max(conn_rate, 1))
+        )
+        for i, run in enumerate(par.runs):
+            if not run.result.ok:
+                tail = (run.result.stderr or run.result.stdout).strip().splitlines()[-3:]
+                raise WorkloadError(
+                    f"{self.name}: httperf {i + 1}/{k} failed at {rate:.0f} req/s:"
+                    f" {' | '.join(tail)}",
+                    samples=samples,
+                )
+        parts = [httperf.parse(run.result.stdout) for run in par.runs]
+        r = httperf.combine(parts)
+        invalid = self.verdict(parts, rates, par, r, conn_rate)
         labels: dict[str, Any] = {
             "step": index,
             "offered_rate": round(rate, 1),
             "file_size_kb": size,
             "calls_per_conn": calls,
             "client_nofile": nofile,
+            "clients": k,
         }
+        if calls == 1:
+            labels["closes"] = "server" if server_closes else "client"
+        if phase:
+            labels["phase"] = phase
         starved = sum(r.errors.get(c, 0) for c in httperf.CLIENT_RESOURCE_ERRORS)
         if starved:  # below the tolerance it is not invalid, but it must stay visible
             labels["client_errors"] = starved
@@ -302,7 +393,8 @@ class HttperfSweep(_NginxWorkload):
         for cls, n in r.errors.items():
             if n:
                 samples.append(self.sample("errors_by_class", n, **labels, error_class=cls))
-        client = self.client_sample(run, **labels)
+        client = self.sample("client_cpu_pct", 100 * par.cpu_util, **labels)
+        client.role = "client"
         samples.append(client)
         t = time.monotonic() - t0
         for metric, unit in (("offered_rate", "req/s"), ("reply_rate", "req/s")):
@@ -310,14 +402,39 @@ class HttperfSweep(_NginxWorkload):
         ctx.series(f"client_cpu_pct.{size}KB", t, client.value, "%", "client")
         ctx.log(
             f"{self.name} {size}KB step {index}: offered {rate:.0f} -> {r.throughput:.0f} req/s"
+            f" ({k} httperf, busiest client CPU {par.cpu_util:.0%})"
             + (f" (invalid: {invalid})" if invalid else "")
         )
         return sweep.StepResult(index, rate, r.throughput, r.errors_total, r.attempts, invalid)
 
-    def headline(self, steps: list[sweep.StepResult], size: int, stopped: str) -> list[Sample]:
+    @staticmethod
+    def verdict(
+        parts: list[httperf.HttperfResult],
+        rates: list[float],
+        par: ParallelRun,
+        merged: httperf.HttperfResult,
+        conn_rate: float,
+    ) -> str | None:
+        """Why the step measured the client, not the server: each httperf process is judged
+        on its own (its CPU, its sockets, its send rate), then all of them together."""
+        if len(parts) == 1:
+            return httperf.invalid_reason(parts[0], rates[0], par.runs[0].cpu_util)
+        k = len(parts)
+        reasons = [
+            f"httperf {i + 1}/{k}: {why}"
+            for i, (r, rate, run) in enumerate(zip(parts, rates, par.runs, strict=True))
+            if (why := httperf.invalid_reason(r, rate, run.cpu_util))
+        ]
+        if not reasons and (why := httperf.invalid_reason(merged, conn_rate, par.cpu_util)):
+            reasons.append(f"all {k} httperf processes: {why}")
+        return "; ".join(reasons) or None
+
+    def headline(
+        self, steps: list[sweep.StepResult], size: int, stopped: str, phase: str | None = None
+    ) -> list[Sample]:
         best = sweep.peak(steps)
         n_invalid = sum(1 for s in steps if s.invalid)
-        labels: dict[str, Any] = {"file_size_kb": size}
+        labels: dict[str, Any] = {"file_size_kb": size} | ({"phase": phase} if phase else {})
         out = [
             self.sample("steps", len(steps), **labels, stopped=stopped),
             self.sample("steps_invalid", n_invalid, **labels),

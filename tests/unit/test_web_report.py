@@ -1,0 +1,155 @@
+"""The web and network report sections, from a small fixture store (no tools run).
+
+The store holds what the web suite writes: two platforms x two repetitions of an httperf
+sweep (1 KB; one step of each sweep is invalid), wrk-max, a fixed-rate co-location cell with
+a neighbour, and sockperf/iperf3 results for the network section.
+"""
+
+import json
+
+from virtbench.report import build
+from virtbench.report.data import ReportData
+from virtbench.report.web_section import network_section, web_section
+from virtbench.store.db import Store
+from virtbench.workloads.base import Sample
+
+RUN = "20240101-000000-cafe"
+RATES = (1000.0, 2000.0, 3000.0)
+
+
+def _s(metric, value, unit="req/s", hib=True, role="target", **labels) -> Sample:
+    return Sample(metric, value, unit, hib, role, labels)
+
+
+def _sweep(scale: float, rep: int) -> list[Sample]:
+    out = []
+    for step, rate in enumerate(RATES):
+        labels = {"step": step, "offered_rate": rate, "file_size_kb": 1, "clients": 1}
+        if step == 2:  # the client, not the server, was the limit here
+            labels["invalid"] = "load generator CPU saturated (97% of its CPU)"
+        reply = min(rate, 2400.0) * scale
+        out += [_s("offered_rate", rate, **labels), _s("reply_rate", reply, **labels)]
+        out.append(_s("client_cpu_pct", 40.0 + 10 * step, "%", False, "client", **labels))
+    peak = 2000.0 * scale + rep  # best valid step (step 1)
+    out += [
+        _s("peak_throughput", peak, file_size_kb=1, offered_rate=2000.0, peak_step=1),
+        _s("peak_offered_rate", 2000.0, file_size_kb=1, offered_rate=2000.0, peak_step=1),
+        _s("steps", 3, "count", file_size_kb=1, stopped="falling"),
+    ]
+    return out
+
+
+def _fixed(role: str) -> list[Sample]:
+    labels = {"step": 0, "offered_rate": 500.0, "file_size_kb": 1, "phase": "fixed-rate"}
+    if role != "target":  # a neighbour's client-limited step must not show on the target's
+        labels["invalid"] = "load generator CPU saturated (95% of its CPU)"
+    return [
+        _s("offered_rate", 500.0, role=role, **labels),
+        _s("reply_rate", 497.0, role=role, **labels),
+        _s("peak_throughput", 497.0, role=role, file_size_kb=1, phase="fixed-rate"),
+        _s("peak_offered_rate", 500.0, role=role, file_size_kb=1, phase="fixed-rate"),
+    ]
+
+
+def _wrk(scale: float) -> list[Sample]:
+    labels = {"file_size_kb": 1, "connections": 32}
+    return [
+        _s("requests_per_s", 9000.0 * scale, **labels),
+        _s("latency_p50_ms", 1.5 / scale, "ms", False, **labels),
+        _s("latency_p99_ms", 4.0 / scale, "ms", False, **labels),
+        _s("latency_p99.9_ms", 9.0 / scale, "ms", False, **labels),
+    ]
+
+
+def _net() -> dict[str, list[Sample]]:
+    return {
+        "sockperf-tcp-rr": [
+            _s("rtt_mean_us", 21.0, "us", False),
+            _s("rtt_p50_us", 20.0, "us", False),
+            _s("rtt_p99_us", 35.0, "us", False),
+            _s("rtt_p99.9_us", 60.0, "us", False),
+            _s("transactions_per_s", 47000.0, "trans/s"),
+        ],
+        "iperf3-tcp": [
+            _s("throughput", 30000.0, "Mbit/s"),
+            _s("sent", 30010.0, "Mbit/s"),
+            _s("retransmits", 0.0, "count", False),
+        ],
+    }
+
+
+def _store(tmp_path) -> Store:
+    st = Store.in_dir(tmp_path)
+    st.create_run(RUN, "web", "web.toml", "", 1, {}, {"baseline": "native"}, "0.1.0")
+    cells: list[tuple[str, str, str, str, int, list[Sample]]] = []
+    for platform, scale in (("native", 1.0), ("container", 0.8)):
+        for rep in (1, 2):
+            cells.append((platform, "web", "httperf-sweep", "solo", rep, _sweep(scale, rep)))
+            cells.append((platform, "web", "wrk-max", "solo", rep, _wrk(scale)))
+    cells.append(
+        ("native", "web", "httperf-sweep", "many:2", 1, _fixed("target") + _fixed("neighbour-1"))
+    )
+    for tc, samples in _net().items():
+        cells.append(("native", "network", tc, "solo", 1, samples))
+    st.add_cells(
+        (f"{RUN}/{i:04d}", RUN, i, p, json.dumps({"name": p, "type": p}), su, tc, sc, rep, "{}")
+        for i, (p, su, tc, sc, rep, _samples) in enumerate(cells)
+    )
+    for i, (*_rest, samples) in enumerate(cells):
+        st.finish_cell(RUN, f"{RUN}/{i:04d}", "ok", samples, [], None, {})
+    st.set_run_status(RUN, "finished")
+    return st
+
+
+def test_web_section_curves_tables_and_invalid_steps(tmp_path):
+    data = ReportData.load(_store(tmp_path), RUN)
+    sec = web_section(data)
+    assert sec is not None
+    text = str(sec.html)
+    assert "server throughput vs offered rate, 1 KB files" in text and "<svg" in text
+    # the client-limited step is left off the curve and counted, per platform and scenario
+    assert "native · solo: 2 invalid step(s)" in text
+    assert "container · solo: 2 invalid step(s)" in text
+    # peak table: mean over the two repetitions (2000+1, 2000+2) with n
+    assert "Peak sustained throughput" in text
+    assert "2,002 ± " in text
+    assert "(n=2)" in text
+    # the fixed-rate cell is not a peak: its own table, target role only
+    assert "Throughput at a fixed offered rate" in text
+    assert "many:2" in text
+    # wrk closed-loop maximum with latency percentiles
+    assert "Closed-loop maximum" in text and "p99.9" in text
+    assert "peak sustained throughput (httperf)" in sec.markdown
+    assert "container" in sec.markdown
+
+
+def test_web_curve_leaves_neighbours_off_the_target_lines(tmp_path):
+    data = ReportData.load(_store(tmp_path), RUN)
+    text = str(web_section(data).html)
+    # the neighbour's (invalid) fixed-rate step is not counted under the target's curve
+    note = text.split("Left off the lines")[1].split("</p>")[0]
+    assert "many:2" not in note
+
+
+def test_network_section_latency_and_bandwidth(tmp_path):
+    data = ReportData.load(_store(tmp_path), RUN)
+    sec = network_section(data)
+    assert sec is not None
+    text = str(sec.html)
+    assert "TCP_RR round-trip time" in text and "iperf3-tcp throughput" in text
+    assert "UDP_RR" not in text  # no such results: no empty table
+
+
+def test_sections_absent_without_results(tmp_path):
+    st = Store.in_dir(tmp_path)
+    st.create_run(RUN, "x", "x.toml", "", 1, {}, {}, "0.1.0")
+    st.set_run_status(RUN, "finished")
+    data = ReportData.load(st, RUN)
+    assert web_section(data) is None and network_section(data) is None
+
+
+def test_whole_report_includes_web_section(tmp_path):
+    path, _md = build.write(_store(tmp_path), RUN, tmp_path)
+    html = path.read_text()
+    assert "Web serving: throughput vs offered rate" in html
+    assert "Network: bandwidth and round-trip latency" in html
