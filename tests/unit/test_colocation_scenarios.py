@@ -52,9 +52,9 @@ def test_memory_checked_before_anything_starts():
     vm = PlatformSpec("vm", "vm", {"memory_mib": 1024})
     plans = [engine.EnvPlan("target")] + [engine.EnvPlan(f"neighbour-{i}", vm) for i in (1, 2)]
     # each VM: its guest memory + QEMU's own overhead (memory_check.OVERHEAD_MIB)
-    with pytest.raises(VirtbenchError, match=r"need about 2432 MiB .* only 1536 MiB"):
+    with pytest.raises(VirtbenchError, match=r"need about 2560 MiB .* only 1536 MiB"):
         memory_check.check_memory(plans, "idle-neighbours:2:vm", MEMINFO)
-    memory_check.check_memory(plans[:2], "idle-neighbours:1:vm", MEMINFO)  # 1216 fits
+    memory_check.check_memory(plans[:2], "idle-neighbours:1:vm", MEMINFO)  # 1280 fits
     # a stacked platform needs its host's memory too
     stacked = PlatformSpec("c@vm", "container", {}, host=PlatformSpec("vm", "vm", {}))
     # the vm schema's memory_mb default, plus QEMU's overhead

@@ -91,7 +91,7 @@ def test_memory_is_checked_before_anything_is_provisioned():
     vm = PlatformSpec("vm", "vm", {"memory_mib": 4096})
     plans = [NeighbourPlan(f"neighbour-{i}", vm, idle) for i in (1, 2)]
     with (
-        pytest.raises(VirtbenchError, match=r"scenario 'x': 2 neighbour .* 8576 MiB"),
+        pytest.raises(VirtbenchError, match=r"scenario 'x': 2 neighbour .* 8704 MiB"),
         Neighbours(host.env(), plans, "x", meminfo=PLENTY),
     ):
         pass

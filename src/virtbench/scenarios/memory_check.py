@@ -16,10 +16,11 @@ from ..platforms.base import PlatformSpec
 
 # Rough memory each environment needs when its spec does not say (MiB).
 DEFAULT_MIB = {"native": 16, "container": 64, "vm": 512}
-# What a platform needs beyond the memory its options give the guest: a TCG QEMU process's
-# own RSS (QEMU, its translated-code cache, device state) measured ~100-160 MiB beyond the
-# guest RAM it touched while serving nginx (docs/colocation.md)
-OVERHEAD_MIB = {"vm": 192}
+# What a platform needs beyond the memory its options give the guest: a TCG QEMU process with
+# a 256 MiB guest whose RAM was all touched had 495 MiB RSS: the guest RAM, 57 MiB of the
+# directly booted kernel image, 112 MiB of translated code (TCG's buffer may grow to 1 GiB),
+# ~70 MiB QEMU itself (docs/colocation.md)
+OVERHEAD_MIB = {"vm": 256}
 MEMORY_KEYS = ("memory_mib", "memory_mb", "mem_mib", "mem_mb", "memory")
 RESERVE_MIB = 512  # left for the host, the clients and the other engineers' work
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import secrets
 import threading
+import time
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -104,6 +105,7 @@ def _backend_group(platforms: list[tuple[Platform, str]], shares: int, notes: di
     """Non-vCPU threads of VM processes in their own cpu cgroup (cgroup v1 only)."""
     layout = Layout.detect()
     items: list[tuple[int, Path]] = []  # (tid, original cpu cgroup dir)
+    home: dict[int, Path] = {}  # QEMU pid -> its own cpu cgroup dir
     roles: list[str] = []
     seen: set[int] = set()  # container@vm shares its VM's QEMU process
     for p, role in platforms:
@@ -111,6 +113,7 @@ def _backend_group(platforms: list[tuple[Platform, str]], shares: int, notes: di
         if not acct.threads or "cpu" not in acct.cgroups:
             continue
         roles.append(role)
+        home.update(dict.fromkeys(acct.pids, Path(acct.cgroups["cpu"])))
         for tid in other_threads(acct):
             if tid not in seen:
                 seen.add(tid)
@@ -140,10 +143,35 @@ def _backend_group(platforms: list[tuple[Platform, str]], shares: int, notes: di
     try:
         yield
     finally:
-        for tid, orig in items:
-            with contextlib.suppress(OSError):
-                _write(orig / "tasks", str(tid))
+        _send_home(tasks, home, layout)
         cg.destroy()
+
+
+def _send_home(tasks: Path, home: dict[int, Path], layout: Layout) -> None:
+    """Move every thread in the back-end group back to its QEMU process's cgroup: also the
+    worker threads QEMU started meanwhile (they inherit the group of the thread that made
+    them). The group must be empty before it is destroyed: destroying kills what is inside."""
+    root = layout.parent_dirs()["cpu"].parent  # the hierarchy's root: a last resort
+    for _ in range(50):
+        try:
+            tids = [int(x) for x in tasks.read_text().split()]
+        except (OSError, ValueError):
+            return
+        if not tids:
+            return
+        for tid in tids:
+            with contextlib.suppress(OSError):  # exited meanwhile
+                _write(home.get(_tgid(tid), root) / "tasks", str(tid))
+        time.sleep(0.01)
+
+
+def _tgid(tid: int) -> int:
+    try:
+        status = Path(f"/proc/{tid}/status").read_text()
+    except OSError:
+        return tid
+    i = status.find("\nTgid:")
+    return int(status[i + 6 :].split(None, 1)[0]) if i >= 0 else tid
 
 
 def apply(
