@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -81,6 +82,49 @@ def test_web_sweep_absolute_and_wrk(native):
     maxed = run(native, "wrk-max", file_sizes=[1], duration=1)
     assert by_metric(maxed, "requests_per_s")[0].value > 0
     assert by_metric(maxed, "latency_p99_ms")[0].value > 0
+
+
+def test_fixed_rate_and_parallel_clients(native):
+    # fixed-rate mode (what co-location's load=PCT sets): one step per size at `rate`
+    samples = run(native, "httperf-sweep", file_sizes=[1], rate=300.0, duration=1, clients=2)
+    (head,) = by_metric(samples, "peak_throughput")
+    assert head.labels["phase"] == "fixed-rate" and head.value > 0
+    (step,) = by_metric(samples, "reply_rate")
+    assert step.labels["offered_rate"] == 300 and step.labels["clients"] == 2
+    assert step.labels["closes"] == "server"
+    (client,) = by_metric(samples, "client_cpu_pct")
+    assert client.role == "client"
+
+
+def test_many_neighbours_at_ten_percent_of_solo_peak(tmp_path):
+    from click.testing import CliRunner
+
+    from virtbench.cli import cli
+
+    campaign = tmp_path / "many.toml"
+    campaign.write_text(
+        "[campaign]\nname = 'web-many'\nrepetitions = 1\nwarmup = 0\ncell_timeout = 120\n"
+        "scenarios = ['many:2']\n[[platforms]]\nname = 'native'\ntype = 'native'\n"
+        "[suites.web]\ntest_cases = ['httperf-sweep']\nfile_sizes = [1]\nmode = 'absolute'\n"
+        "rate_start = 400\nrate_step = 400\nmax_steps = 2\nstep_duration = 1.0\n"
+        "duration = 2.0\n"
+    )
+    runner = CliRunner()
+    res = runner.invoke(cli, ["run", str(campaign), "--results-dir", str(tmp_path), "--no-report"])
+    assert res.exit_code == 0, res.output
+    out = runner.invoke(
+        cli, ["results", "--run", "latest", "--results-dir", str(tmp_path), "--format", "jsonl"]
+    )
+    rows = [json.loads(line) for line in out.output.splitlines() if line.strip()]
+    offered = {
+        r["role"]: r["value"]
+        for r in rows
+        if r["metric"] == "peak_offered_rate" and r["scenario"] == "many:2"
+    }
+    # both environments ran one fixed-rate step at 10 % of the solo peak (a reply rate of a
+    # step offering at most 800 req/s; a step's replies can end a little above its rate)
+    assert set(offered) == {"target", "neighbour-1"}
+    assert all(1 <= v <= 0.1 * 800 * 1.05 for v in offered.values())
 
 
 def test_capacity_sweep_finds_a_peak(native):
