@@ -197,3 +197,11 @@ def test_load_with_several_file_sizes_is_a_clear_error():
     params = {k: p.default for k, p in HttperfSweep.params.items()} | {"file_sizes": [1, 10]}
     with pytest.raises(VirtbenchError, match=r"several file sizes \[1, 10\].*file_sizes = \[1\]"):
         rates.apply_load(Env(), None, params, 10.0)
+
+
+def test_busiest_share_from_proc_stat_deltas():
+    before = {0: (100, 1000), 1: (500, 1000)}
+    after = {0: (190, 1100), 1: (520, 1100)}
+    assert serving.busiest_share(before, after) == pytest.approx(0.9)
+    assert serving.busiest_share({}, {}) == 0.0
+    assert set(serving.cpu_times({0})) <= {0}  # the running host's own /proc/stat parses

@@ -36,7 +36,15 @@ PAPER_SIZES = [1, 4, 10, 30, 50, 70, 100, 200]
 # follows each repetition's probe, so it is a fact of the point, not its identity).
 groups.add_dimension_labels("file_size_kb", "step", "error_class", "phase")
 groups.IGNORED_LABELS.update(
-    {"offered_rate", "peak_step", "max_connect_burst", "client_nofile", "stopped", "client_errors"}
+    {
+        "offered_rate",
+        "peak_step",
+        "max_connect_burst",
+        "client_nofile",
+        "stopped",
+        "client_errors",
+        "client_cpus_busy_pct",
+    }
 )
 
 COMMON_PARAMS = {
@@ -395,6 +403,7 @@ class HttperfSweep(_NginxWorkload):
                 samples.append(self.sample("errors_by_class", n, **labels, error_class=cls))
         client = self.sample("client_cpu_pct", 100 * par.cpu_util, **labels)
         client.role = "client"
+        client.labels["client_cpus_busy_pct"] = round(100 * par.cpu_busy, 1)
         samples.append(client)
         t = time.monotonic() - t0
         for metric, unit in (("offered_rate", "req/s"), ("reply_rate", "req/s")):
@@ -402,8 +411,8 @@ class HttperfSweep(_NginxWorkload):
         ctx.series(f"client_cpu_pct.{size}KB", t, client.value, "%", "client")
         ctx.log(
             f"{self.name} {size}KB step {index}: offered {rate:.0f} -> {r.throughput:.0f} req/s"
-            f" ({k} httperf, busiest client CPU {par.cpu_util:.0%})"
-            + (f" (invalid: {invalid})" if invalid else "")
+            f" ({k} httperf at {par.cpu_util:.0%} of the busiest client CPU, which was"
+            f" {par.cpu_busy:.0%} busy in all)" + (f" (invalid: {invalid})" if invalid else "")
         )
         return sweep.StepResult(index, rate, r.throughput, r.errors_total, r.attempts, invalid)
 
