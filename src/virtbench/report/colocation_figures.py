@@ -1,8 +1,8 @@
 """Figure shapes of seeds 000 and 003 for co-location cells, from the store only.
 
 - start-up storms (seed 003 Fig. 14): the target's throughput over time, normalized to its
-  level before the first newcomer started, with each newcomer's ready time as a vertical line
-  labelled with its start-up time;
+  median over the run, with each newcomer's ready time as a vertical line labelled with its
+  start and start-up time;
 - sweeps beside neighbours (seed 000 Fig. 4b/5/6, seed 003 Fig. 16/18/19): throughput of the
   target, of each neighbour and their sum per workload intensity step;
 - per-environment scheduler metrics (Xenmon/Xentop columns; seed 000 Fig. 2-4, seed 003 Fig.
@@ -74,12 +74,13 @@ def startup_charts(data) -> list[str]:
             continue
         pts = sorted((p["t"], p["value"]) for p in target if p["metric"] == metric)
         news = sorted(newcomers[c.cell_id], key=lambda s: s["labels"].get("ready_at_s", 0))
-        first = min((s["labels"].get("started_at_s", 1e9) for s in news), default=1e9)
-        before = [v for t, v in pts if t < first]
-        base = statistics.median(before) if before and statistics.median(before) else None
+        # Fig. 14 divides by the fixed offered rate; a closed-loop or sweeping target has
+        # none, so its own median over the run (ramp-up zeros left out) is the 1.0 line
+        running = [v for _t, v in pts if v > 0]
+        base = statistics.median(running) if running else None
         ys = [v / base if base else v for _t, v in pts]
         line = svg.Line(
-            f"target {metric}" + (" (÷ level before the first newcomer)" if base else ""),
+            f"target {metric}" + (" ÷ its median over the run" if base else ""),
             data.colour(c.platform),
             [(t, y, None, None) for (t, _v), y in zip(pts, ys, strict=True)],
         )
@@ -138,16 +139,16 @@ def intensity_charts(data, metric: str = "reply_rate") -> list[str]:
         if len(roles) < 2:
             continue  # solo sweeps are drawn by the web section
         lines = []
-        total: dict[float, float] = defaultdict(float)
         for i, (role, xs) in enumerate(sorted(roles.items())):
             pts = [(x, statistics.fmean(v), min(v), max(v)) for x, v in sorted(xs.items())]
-            for x, m, _lo, _hi in pts:
-                total[x] += m
             lines.append(svg.Line(role, svg.PALETTE[(i + 1) % len(svg.PALETTE)], pts))
-        lines.insert(
-            0,
-            svg.Line("aggregate", "#222", [(x, v, None, None) for x, v in sorted(total.items())]),
-        )
+        # the sum only where every environment has a valid step: a missing one is not a zero
+        common = set.intersection(*(set(xs) for xs in roles.values()))
+        total = [
+            (x, sum(statistics.fmean(xs[x]) for xs in roles.values()), None, None)
+            for x in sorted(common)
+        ]
+        lines.insert(0, svg.Line("aggregate (steps valid in all)", "#222", total))
         out.append(
             svg.line_chart(
                 f"{platform} · {tc} · {scenario}: {metric} per environment",
