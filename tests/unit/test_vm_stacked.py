@@ -80,3 +80,28 @@ def test_bridge_needs_a_vm_host():
     )
     with pytest.raises(PlatformError, match="network = .bridge. needs a vm host"):
         c._attach("bridge")
+
+
+def test_layering_campaign_stacks_containers_on_its_vm():
+    from virtbench.campaign import loader
+
+    c = loader.load("layering")
+    by_name = {p.name: p for p in c.platforms}
+    assert c.settings.baseline == "vm" and by_name["vm"].type == "vm"
+    stacked = [p for p in c.platforms if p.host is not None]
+    assert {p.options["network"] for p in stacked} == {"host", "bridge"}
+    assert all(p.host is by_name["vm"] for p in stacked)
+    assert {t.test_case for t in c.tests} == {"wrk-max", "httperf-sweep", "sysbench-cpu-1t"}
+
+
+def test_bad_vm_option_is_a_campaign_error_at_load():
+    from virtbench.campaign import loader
+    from virtbench.errors import CampaignError
+
+    text = (
+        '[[platforms]]\nname = "v"\ntype = "vm"\nvcpus = 4096\n'
+        '[suites.cpu]\ntest_cases = ["sysbench-cpu-1t"]\n'
+    )
+    with pytest.raises(CampaignError, match=r"platforms\[0\]\.vcpus") as exc:
+        loader.parse(text, "c.toml")
+    assert "4096" in str(exc.value) and "1.." in str(exc.value)
