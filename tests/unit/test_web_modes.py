@@ -205,3 +205,33 @@ def test_busiest_share_from_proc_stat_deltas():
     assert serving.busiest_share(before, after) == pytest.approx(0.9)
     assert serving.busiest_share({}, {}) == 0.0
     assert set(serving.cpu_times({0})) <= {0}  # the running host's own /proc/stat parses
+
+
+PROC_NET_TCP = """  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid
+   0: 00000000:2A3B 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0
+   1: 0100007F:2A3C 0100007F:9C40 01 00000000:00000000 00:00000000 00000000     0
+"""
+
+
+def test_listening_socket_from_proc_net():
+    assert serving._listening(PROC_NET_TCP, 0x2A3B, "0A")
+    assert not serving._listening(PROC_NET_TCP, 0x2A3C, "0A")  # established, not listening
+    assert not serving._listening(PROC_NET_TCP, 0x2A3B, "07")
+
+
+def test_listening_probe_reads_inside_the_environment():
+    from virtbench.platforms.base import ExecResult as R
+
+    class P:
+        def __init__(self, out):
+            self.out, self.argv = out, None
+
+        def exec(self, argv, timeout=None):
+            self.argv = argv
+            return R(argv, 1, self.out, "cat: /proc/net/tcp6: No such file", 0.0)
+
+    p = P(PROC_NET_TCP)
+    serving.listening_probe(p, 0x2A3B)("10.0.0.2", 30000, 1.0)  # tcp6 missing is fine
+    assert p.argv == ["cat", "/proc/net/tcp", "/proc/net/tcp6"]
+    with pytest.raises(serving.NotReady, match="no UDP socket on port 10812"):
+        serving.listening_probe(P(PROC_NET_TCP), 0x2A3C, udp=True)("h", 1, 1.0)

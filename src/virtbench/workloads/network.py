@@ -84,6 +84,7 @@ class _Iperf3(_NetWorkload):
             what=f"{self.name}: iperf3 server",
             port_key="suites.network.port",
             requested_port=int(ctx.params.get("port", 0)),
+            listen="tcp",  # a probe connection would start (and abort) an iperf3 test
         ) as served:
             argv = self.client_argv(served.host, served.port, ctx)
             run = run_client(argv, ctx, timeout=float(ctx.params["duration"]) + 60)
@@ -229,7 +230,8 @@ class _Sockperf(_NetWorkload):
             what=f"{self.name}: sockperf server",
             port_key="suites.network.port",
             requested_port=int(p.get("port", 0)),
-            tcp_probe=self.tcp,
+            # TCP: a connect also proves the path (sockperf shrugs it off); UDP: its socket
+            listen=None if self.tcp else "udp",
             settle_s=0.5,
         ) as served:
             argv = ["sockperf", "ping-pong", *proto, "-i", served.host, "-p", str(served.port)]

@@ -144,6 +144,33 @@ def http_probe(path: str) -> Probe:
     return probe
 
 
+def _listening(table: str, port: int, state: str) -> bool:
+    """True if a /proc/net/{tcp,udp}[6] dump has a socket bound to `port` in `state`."""
+    want = f":{port:04X}"
+    for line in table.splitlines()[1:]:
+        f = line.split()
+        if len(f) > 3 and f[1].endswith(want) and f[3] == state:
+            return True
+    return False
+
+
+def listening_probe(platform: Platform, port: int, udp: bool = False) -> Probe:
+    """A probe that looks for the server's socket INSIDE the environment instead of
+    connecting: for servers that take any connection as a client (iperf3 starts a test and
+    resets its listener when the prober hangs up, which can reset the real client) and for
+    UDP servers. A first SYN lost on a fresh bridge is then the client's kernel's business
+    (it retransmits after 1 s, before any measurement starts)."""
+    proto = "udp" if udp else "tcp"
+    state = "07" if udp else "0A"  # UDP 'unconnected', TCP LISTEN
+
+    def probe(host: str, outer: int, timeout: float) -> None:
+        r = platform.exec(["cat", f"/proc/net/{proto}", f"/proc/net/{proto}6"], timeout=10)
+        if not _listening(r.stdout, port, state):  # tcp6 may be missing: stdout still counts
+            raise NotReady(f"no {proto.upper()} socket on port {port} inside the environment yet")
+
+    return probe
+
+
 def _net_facts(host: str) -> str:
     """What the host's neighbour table and routing say about `host` (for an unreachable
     server: FAILED/INCOMPLETE neighbour = ARP, no route = network mode)."""
@@ -220,11 +247,16 @@ def serve(
     requested_port: int = 0,
     tcp_probe: bool = True,
     probe: Probe | None = None,
+    listen: str | None = None,
     ready_timeout: float = 15.0,
     settle_s: float = 0.3,
 ) -> Iterator[Served]:
-    """Start a server inside `platform` on a free port, wait until the client can reach it,
-    stop it on exit. A port in use is retried (auto) or reported naming `port_key`."""
+    """Start a server inside `platform` on a free port, wait until it is ready, stop it on
+    exit. A port in use is retried (auto) or reported naming `port_key`.
+
+    Ready means: `probe` answers (e.g. a real HTTP request), else with `listen` ("tcp" or
+    "udp") its socket shows up inside the environment (no connection that would disturb it),
+    else a TCP connect succeeds (`tcp_probe`), else nothing is checked."""
     tried: list[int] = []
     for port in candidate_ports(requested_port):
         tried.append(port)
@@ -250,10 +282,13 @@ def serve(
         host, outer = platform.endpoint(port)
         attempts = 0
         try:
-            if tcp_probe or probe:
-                attempts = wait_ready(
-                    host, outer, proc, ready_timeout, what, probe or connect_probe
-                )
+            check = probe
+            if check is None and listen:
+                check = listening_probe(platform, port, udp=listen == "udp")
+            if check is None and tcp_probe:
+                check = connect_probe
+            if check is not None:
+                attempts = wait_ready(host, outer, proc, ready_timeout, what, check)
             ready_s = time.monotonic() - t_spawn
             if attempts > 1:
                 ctx.log(f"{what}: ready at {host}:{outer} after {attempts} probes, {ready_s:.2f}s")
