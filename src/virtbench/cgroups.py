@@ -162,19 +162,21 @@ class Cgroup:
         memory_limit_bytes: int | None = None,
         pids_max: int | None = None,
         rt_runtime_us: int | str | None = None,
+        rt_period_us: int | None = None,
         layout: Layout | None = None,
     ) -> Cgroup:
         """Create `name` under the virtbench parent and apply the given limits.
 
         `cpu_weight` is on the v1 cpu.shares scale (2..262144); on v2 it is converted.
         `rt_runtime_us` (an int or RT_AUTO) reserves real-time bandwidth where the kernel has
-        RT group scheduling (see set_rt_runtime); elsewhere it is ignored.
+        RT group scheduling (see set_rt_runtime), per `rt_period_us` (default: the host's rt
+        period); elsewhere both are ignored.
         """
         cg = cls(name, layout or Layout.detect())
         cg._make_dirs()
         try:
             if rt_runtime_us is not None:
-                cg.set_rt_runtime(rt_runtime_us)
+                cg.set_rt_runtime(rt_runtime_us, period_us=rt_period_us)
             if cpu_weight is not None:
                 cg.set_cpu_weight(cpu_weight)
             if cpu_quota_us is not None or cpu_period_us is not None:
@@ -257,7 +259,9 @@ class Cgroup:
     def set_pids_max(self, pids_max: int) -> None:
         _write(self._dir("pids") / "pids.max", str(pids_max))
 
-    def set_rt_runtime(self, runtime_us: int | str) -> int | None:
+    def set_rt_runtime(
+        self, runtime_us: int | str, cap_to_free: bool = False, period_us: int | None = None
+    ) -> int | None:
         """Reserve real-time bandwidth (µs of every rt period) for this group.
 
         With CONFIG_RT_GROUP_SCHED on v1, a new group has cpu.rt_runtime_us = 0 and
@@ -265,20 +269,29 @@ class Cgroup:
         not hold more than its parent, and siblings together not more than the parent either,
         so the `virtbench` parent is raised first (top-down) to what its groups hold; destroy()
         lowers it again. RT_AUTO takes what is free, up to the host's own share (950000/1000000
-        by default). Returns the granted runtime, or None where not applicable (v2, no RT
-        group scheduling).
+        by default). A running group may be changed too: lowered bottom-up (groups nested in
+        it that hold a budget, e.g. podman's, then the group, then the parent), raised
+        top-down. `period_us` (default: the host's rt period) sets a shorter period, with the
+        runtime in µs of that period. `cap_to_free` grants what is free instead of raising when
+        less is free than asked. Returns the granted runtime, or None where not applicable (v2,
+        no RT group scheduling).
         """
         rt = rt_layout(self.layout)
         if rt is None:
             return None
-        parent, period = rt
+        parent, host_period = rt
+        period = period_us or host_period
         with _rt_locked():
-            free = _rt_free(parent, period, exclude=self.name)
+            free = _rt_free(parent, host_period, exclude=self.name) * period // host_period
+            if period != host_period:  # 1 µs for rounding: the parent counts it rounded up
+                free = max(0, free - 1)
             if runtime_us == RT_AUTO:
                 want = free
             else:
                 want = int(runtime_us)
-                if want > free:
+                if want > free and cap_to_free:
+                    want = free
+                elif want > free:
                     raise PlatformError(
                         f"cannot reserve rt_runtime_us = {want} for {self.name}: only {free} "
                         f"of every {period} µs is free under {parent} (other groups hold the "
@@ -286,12 +299,21 @@ class Cgroup:
                     )
             child = self._dir("cpu")
             held = sum(_rt_children(parent, exclude=self.name).values())
-            if want > 0:
-                _rt_write(parent / "cpu.rt_runtime_us", held + want)  # parent before child
-            _write(child / "cpu.rt_period_us", str(period))
-            _rt_write(child / "cpu.rt_runtime_us", want)
-            if want == 0:
-                _rt_write(parent / "cpu.rt_runtime_us", held, strict=False)
+            want_norm = -(-want * host_period // period)  # in the parent's period, as `held`
+            old_norm = _rt_children(parent).get(self.name, 0) if child.is_dir() else 0
+            nested = [
+                f.parent
+                for f in _walk_files(child, "cpu.rt_runtime_us")
+                if f.parent != child and int(_read(f)) != 0
+            ]
+            if want_norm > old_norm:  # top-down
+                _rt_write(parent / "cpu.rt_runtime_us", held + want_norm)
+                for d in [child, *nested]:
+                    _rt_set(d, want, period)
+            else:  # bottom-up
+                for d in [*nested[::-1], child]:
+                    _rt_set(d, want, period)
+                _rt_write(parent / "cpu.rt_runtime_us", held + want_norm, strict=False)
         self.rt_runtime_us, self.rt_period_us = want, period
         return want
 
@@ -471,7 +493,9 @@ def _rt_children(parent: Path, exclude: str | None = None) -> dict[str, int]:
         if d.is_dir() and d.name != exclude:
             with contextlib.suppress(OSError, ValueError):
                 runtime, p = _rt_of(d)
-                out[d.name] = runtime * period // p
+                # rounded up: the kernel refuses a parent below the sum of its children's
+                # runtime/period ratios, which differ from it when a child has its own period
+                out[d.name] = -(-runtime * period // p)
     return out
 
 
@@ -503,6 +527,23 @@ def _rt_write(path: Path, value: int, strict: bool = True, timeout: float = 1.0)
                     f"cannot write rt runtime {value} to {path}: {exc.strerror or exc}"
                 ) from exc
             return
+
+
+def _rt_set(d: Path, runtime: int, period: int) -> None:
+    """Set one group's (runtime, period) through whichever intermediate state has the smaller
+    runtime/period ratio: the kernel checks every single write against the parent."""
+    try:
+        old_runtime, old_period = _rt_of(d)
+    except (OSError, ValueError):  # not set up yet: period first
+        old_runtime, old_period = period + 1, 1
+    if old_period == period:
+        _rt_write(d / "cpu.rt_runtime_us", runtime)
+    elif runtime * period <= old_runtime * old_period:  # runtime/old_p <= old_r/period
+        _rt_write(d / "cpu.rt_runtime_us", runtime)
+        _rt_write(d / "cpu.rt_period_us", period)
+    else:
+        _rt_write(d / "cpu.rt_period_us", period)
+        _rt_write(d / "cpu.rt_runtime_us", runtime)
 
 
 def release_rt(layout: Layout) -> None:

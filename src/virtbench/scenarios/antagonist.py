@@ -20,6 +20,10 @@ Seed 001's scenarios: 1 `solo`, 2 `pinned`, 3 `antagonist:cpu-load:same-cpu` (wi
 5 `antagonist:cpu-load:free:3`, 6 `antagonist:memory-load:free:3`,
 7 `antagonist:memory-load:free:1`.
 
+Real-time antagonists (quantum= with the rr_timeslice knob) in containers on a host with RT
+group scheduling get an equal share of the real-time budget with the target for the cell
+(scenarios/rt_budget.py; labels rt_budget_*, and rt_throttle_stall_us for RT throttling).
+
 Every target sample is labelled with the placement, CPUs, antagonist and quantum; each
 antagonist adds a neighbour-N sample of the work it got done. An antagonist that dies during
 the run makes the target's samples invalid (the load was not there the whole time).
@@ -36,6 +40,7 @@ from ..platforms import registry as platform_registry
 from ..platforms.base import PlatformSpec
 from ..workloads import antagonists
 from ..workloads.base import Sample
+from . import rt_budget
 from .base import Scenario, ScenarioEnv
 from .neighbours import NeighbourPlan, Neighbours
 from .placement import PLACEMENTS, parse_cpu, place, split_options
@@ -131,9 +136,19 @@ class AntagonistScenario(Scenario):
                 policy=policy,
                 priority=priority,
             )
+            # real-time antagonists in containers need their own share of the rt budget
+            budget = stack.enter_context(
+                rt_budget.split(
+                    env.target,
+                    [self._spec(env) for _ in where.neighbours],
+                    realtime=policy is not None,
+                    what=self.text(),
+                    log=ctx.log,
+                )
+            )
             plans = [
-                NeighbourPlan(f"neighbour-{i + 1}", self._spec(env), argv, cpus)
-                for i, cpus in enumerate(where.neighbours)
+                NeighbourPlan(f"neighbour-{i + 1}", spec, argv, cpus)
+                for i, (spec, cpus) in enumerate(zip(budget.specs, where.neighbours, strict=True))
             ]
             group = stack.enter_context(Neighbours(env, plans, self.text()))
             samples = env.workload.run(
@@ -146,13 +161,14 @@ class AntagonistScenario(Scenario):
                 died = str(exc)
             group.stop()
         for s in samples:
-            s.labels.update(labels)
+            s.labels.update(labels, **budget.labels)
             if died:
                 s.labels.setdefault("invalid", f"an antagonist stopped during the run: {died}")
+        granted = dict(zip((p.role for p in plans), budget.neighbour_labels, strict=True))
         for n in group.finished:
             if n.result is not None:
                 for s in self.antagonist.samples(n.result, n.plan.role):
-                    s.labels.update(labels, cpus=n.plan.cpus)
+                    s.labels.update(labels, cpus=n.plan.cpus, **granted.get(n.plan.role, {}))
                     samples.append(s)
         return samples
 

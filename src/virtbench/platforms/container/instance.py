@@ -36,6 +36,7 @@ class Config:
     # real-time bandwidth to reserve (µs per rt period, or "auto": what is free); it only
     # matters on v1 hosts with RT group scheduling, where SCHED_FIFO needs it
     rt_runtime_us: int | str | None = cgroups.RT_AUTO
+    rt_period_us: int | None = None  # None: the host's rt period
 
 
 class Instance:
@@ -68,7 +69,11 @@ class Instance:
         self.runtime.prepare()
         # the runtime creates the group at cgroupsPath; making it first prepares the parent
         # (v1 cpuset inheritance, v2 controller delegation) and lets teardown find it
-        self.cgroup = cgroups.Cgroup.create(self.name, rt_runtime_us=self.config.rt_runtime_us)
+        self.cgroup = cgroups.Cgroup.create(
+            self.name,
+            rt_runtime_us=self.config.rt_runtime_us,
+            rt_period_us=self.config.rt_period_us,
+        )
         resources = self.config.resources
         if self.cgroup.rt_runtime_us:  # the runtime re-applies what the group was granted
             resources = dataclasses.replace(

@@ -94,6 +94,10 @@ def rt_runtime_opt(value: Any) -> int | str:
     return value
 
 
+def rt_period_opt(value: Any) -> int:
+    return _int_opt("rt_period_us", value, 1000, RT_MAX_US)
+
+
 def resources_from(options: dict[str, Any]) -> spec.Resources:
     r = spec.Resources()
     if options.get("cpu_weight") is not None:
@@ -137,6 +141,7 @@ def option_problems(options: dict[str, Any]) -> list[tuple[str, str, str]]:
         "pids_max": lambda v: _int_opt("pids_max", v, 1, 4_194_304),
         "publish_port_offset": lambda v: _int_opt("publish_port_offset", v, 0, 65534),
         "rt_runtime_us": rt_runtime_opt,
+        "rt_period_us": rt_period_opt,
     }
     problems = []
     for key, check in checks.items():
@@ -210,6 +215,11 @@ class ContainerPlatform(Platform):
             "real-time µs per 1 s period for SCHED_FIFO inside (v1 RT group scheduling); "
             "auto: what is free",
         ),
+        "rt_period_us": (
+            None,
+            None,
+            "rt period in µs for rt_runtime_us (1000..1000000; default: the host's)",
+        ),
     }
 
     @classmethod
@@ -237,6 +247,11 @@ class ContainerPlatform(Platform):
             network=self.options["network"],
             resources=resources_from(self.options),
             rt_runtime_us=rt_runtime_opt(self.options["rt_runtime_us"]),
+            rt_period_us=(
+                rt_period_opt(self.options["rt_period_us"])
+                if self.options.get("rt_period_us") is not None
+                else None
+            ),
         )
         self._offset = _int_opt(
             "publish_port_offset", self.options["publish_port_offset"], 0, 65534
@@ -408,6 +423,26 @@ class ContainerPlatform(Platform):
         if cg is None or cg.rt_runtime_us is None:
             return {}
         return {"rt_runtime_granted_us": cg.rt_runtime_us, "rt_period_us": cg.rt_period_us}
+
+    # --- real-time budget, re-split by scenarios (scenarios/rt_budget.py) ----------------
+    def rt_budget(self) -> tuple[int, int] | None:
+        """(rt runtime µs, period µs) the container's group holds; None where not applicable
+        (no RT group scheduling, or not provisioned)."""
+        cg = self._inst.cgroup if self._inst is not None else None
+        if cg is None or cg.rt_runtime_us is None or cg.rt_period_us is None:
+            return None
+        return cg.rt_runtime_us, cg.rt_period_us
+
+    def set_rt_budget(
+        self, runtime_us: int, period_us: int | None = None, cap_to_free: bool = False
+    ) -> int | None:
+        """Change the running container's rt runtime (µs of `period_us`, default the host's
+        rt period; no SCHED_FIFO/RR task may run in it while it is lowered to 0); returns
+        what was granted."""
+        cg = self._live().cgroup
+        if cg is None:
+            return None
+        return cg.set_rt_runtime(runtime_us, cap_to_free=cap_to_free, period_us=period_us)
 
 
 def cgroups_version() -> str:
