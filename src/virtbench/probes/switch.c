@@ -20,7 +20,7 @@ static size_t cap;
 static volatile size_t n;          /* one CPU: only one thread runs at a time */
 static volatile uint64_t last;     /* clock just before the previous thread yielded */
 static volatile long last_owner = -1;
-static volatile uint64_t max_ticks, self_yields;
+static volatile uint64_t max_ticks, self_yields, preempted;
 static volatile int go;
 static uint64_t deadline;
 static long rounds;
@@ -30,11 +30,16 @@ static void *worker(void *arg) {
     unsigned cpu;
     while (!go) sched_yield();
     for (long r = 0; r < rounds; r++) {
-        uint64_t now = vb_read_end(&clk, &cpu);
+        /* read `last` before the clock: if this thread is preempted in between (SCHED_RR
+           quantum), another thread's later `last` must not make now - prev wrap around */
         uint64_t prev = last;
+        long owner = last_owner;
+        uint64_t now = vb_read_end(&clk, &cpu);
         if (prev && r > 0) {
-            if (last_owner == id) {
+            if (owner == id) {
                 self_yields++; /* not a switch: only happens without SCHED_FIFO */
+            } else if (now < prev) {
+                preempted++; /* the pair was torn by a preemption: not a measured switch */
             } else {
                 uint64_t d = now - prev;
                 size_t i = __atomic_fetch_add(&n, 1, __ATOMIC_RELAXED);
@@ -122,9 +127,9 @@ int main(int argc, char **argv) {
     printf("{\"probe\":\"switch\",\"version\":1,");
     vb_json_common(&clk, &s);
     printf("\"threads\":%ld,\"cpu\":%d,\"rounds\":%ld,\"duration_s\":%.6f,\"samples\":%zu,"
-           "\"self_yields\":%llu,",
+           "\"self_yields\":%llu,\"torn_samples\":%llu,",
            threads, sched_getcpu(), rounds, (t_end - t_start) * clk.ns_per_tick / 1e9, got,
-           (unsigned long long)self_yields);
+           (unsigned long long)self_yields, (unsigned long long)preempted);
     vb_json_stats(buf, got, max_ticks, clk.ns_per_tick, bin_ns);
     printf("}\n");
     return 0;

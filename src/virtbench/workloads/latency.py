@@ -202,7 +202,12 @@ class _ThreadSwitch(_Probe):
                 str(p["max_duration"]),
             ]
             parsed, labels = self.run_probe(platform, ctx, extra, float(p["max_duration"]))
-            labels = {**labels, "threads": n, "self_yields": parsed.data.get("self_yields", 0)}
+            labels = {
+                **labels,
+                "threads": n,
+                "self_yields": parsed.data.get("self_yields", 0),
+                "torn_samples": parsed.data.get("torn_samples", 0),
+            }
             if parsed.data.get("self_yields") and labels.get("realtime"):
                 labels["warning"] = "threads ran on after sched_yield: not a pure FIFO switch"
             out = self.stat_samples(parsed.stats_us, labels)
