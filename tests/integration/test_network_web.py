@@ -159,7 +159,10 @@ class _Unreachable(NativePlatform):
         return ("127.0.0.1", 9)  # discard port: nothing listens there
 
 
-def test_unreachable_server():
+def test_unreachable_server(monkeypatch):
+    from virtbench.workloads import serving
+
+    monkeypatch.setattr(serving, "READY_TIMEOUT_S", 3.0)  # the real default waits 60 s
     with (
         _Unreachable(PlatformSpec("x", "native"), "vb-itest-unr") as p,
         pytest.raises(WorkloadError, match="unreachable at 127.0.0.1:9"),

@@ -12,7 +12,7 @@ from ..errors import WorkloadError
 from ..platforms.base import Platform
 from .base import Metric, Param, RunContext, Sample, Workload
 from .registry import register
-from .serving import ClientRun, raise_nofile, run_client, serve
+from .serving import READY_TIMEOUT_S, ClientRun, raise_nofile, run_client, serve
 
 PORT_PARAM = Param(0, "server port inside the environment; 0 picks a free one", min=0, max=65535)
 DURATION_PARAM = Param(3.0, "seconds per run", min=1, max=3600)
@@ -69,7 +69,11 @@ class _Iperf3(_NetWorkload):
 
     def client_argv(self, host: str, port: int, ctx: RunContext) -> list[str]:
         p = ctx.params
-        argv = ["iperf3", "-c", host, "-p", str(port), "-J", "-t", f"{p['duration']:g}"]
+        # iperf3 3.12 reads -t as an integer; --connect-timeout bounds a connect that a stale
+        # neighbour entry on the bridge blackholes (serving.READY_TIMEOUT_S)
+        secs = str(max(1, round(p["duration"])))
+        argv = ["iperf3", "-c", host, "-p", str(port), "-J", "-t", secs]
+        argv += ["--connect-timeout", str(int(READY_TIMEOUT_S * 1000))]
         argv += ["-P", str(p["streams"])]
         if p.get("reverse"):
             argv.append("-R")
@@ -87,7 +91,9 @@ class _Iperf3(_NetWorkload):
             listen="tcp",  # a probe connection would start (and abort) an iperf3 test
         ) as served:
             argv = self.client_argv(served.host, served.port, ctx)
-            run = run_client(argv, ctx, timeout=float(ctx.params["duration"]) + 60)
+            run = run_client(
+                argv, ctx, timeout=float(ctx.params["duration"]) + READY_TIMEOUT_S + 30
+            )
         if run.result.timed_out:
             raise WorkloadError(f"{self.name}: iperf3 client timed out")
         res = parse_iperf3(run.result.stdout)

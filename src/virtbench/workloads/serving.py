@@ -32,6 +32,11 @@ PORT_LOW, PORT_HIGH = 10000, 12500
 EPHEMERAL_FILE = "/proc/sys/net/ipv4/ip_local_port_range"
 DEFAULT_EPHEMERAL = (32768, 60999)
 IN_USE_MARKERS = ("address already in use", "errno=98", "eaddrinuse")
+# How long a server may take to become reachable. Long on purpose: when a bridge address is
+# handed to a new environment while the host still holds a REACHABLE neighbour entry with the
+# previous owner's MAC, nothing gets through until that entry expires and is re-resolved
+# (base_reachable_time 15-45 s, then 5 s DELAY and 3 probes: up to ~55 s, seen here).
+READY_TIMEOUT_S = 60.0
 # A load generator above this share of its usable CPUs is the bottleneck, not the server.
 CLIENT_SATURATED = 0.90
 
@@ -248,7 +253,7 @@ def serve(
     tcp_probe: bool = True,
     probe: Probe | None = None,
     listen: str | None = None,
-    ready_timeout: float = 15.0,
+    ready_timeout: float | None = None,  # None: READY_TIMEOUT_S
     settle_s: float = 0.3,
 ) -> Iterator[Served]:
     """Start a server inside `platform` on a free port, wait until it is ready, stop it on
@@ -288,7 +293,8 @@ def serve(
             if check is None and tcp_probe:
                 check = connect_probe
             if check is not None:
-                attempts = wait_ready(host, outer, proc, ready_timeout, what, check)
+                limit = READY_TIMEOUT_S if ready_timeout is None else ready_timeout
+                attempts = wait_ready(host, outer, proc, limit, what, check)
             ready_s = time.monotonic() - t_spawn
             if attempts > 1:
                 ctx.log(f"{what}: ready at {host}:{outer} after {attempts} probes, {ready_s:.2f}s")
