@@ -281,8 +281,14 @@ class HttperfSweep(_NginxWorkload):
         what = f"{self.name} {size}KB"
         capacity = None
         if p.get("mode", "capacity") == "capacity":
+            threads = len(ctx.client_cpus) if ctx.client_cpus else 1  # as many as the sweep
             res, run = self.wrk_run(
-                served, size, ctx, 1, int(p["probe_connections"]), float(p["probe_duration"])
+                served,
+                size,
+                ctx,
+                threads,
+                int(p["probe_connections"]),
+                float(p["probe_duration"]),
             )
             capacity = res.req_per_s
             probe = self.sample("capacity_probe", capacity, file_size_kb=size)
