@@ -159,6 +159,9 @@ def allocate_ip(owner: str) -> str:
 def _release_ips_locked(owner: str) -> None:
     for ip, who in _leases().items():
         if who == owner:
+            # forget the old owner's MAC: the next owner of this address has another one, and
+            # a stale REACHABLE neighbour entry blackholes its traffic for 30-55 s
+            _ip("neigh", "flush", "to", ip, check=False)
             (IPAM / ip).unlink(missing_ok=True)
 
 
