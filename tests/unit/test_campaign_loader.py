@@ -75,3 +75,31 @@ def test_unknown_campaign_file_lists_builtins():
     with pytest.raises(CampaignError) as err:
         loader.load("does-not-exist.toml")
     assert "quick" in str(err.value)
+
+
+INTERLEAVED = """
+[campaign]
+repetitions = 2
+order = "interleaved"
+
+[[platforms]]
+name = "a"
+type = "native"
+
+[[platforms]]
+name = "b"
+type = "native"
+
+[suites.cpu]
+test_cases = ["sysbench-cpu-1t"]
+"""
+
+
+def test_interleaved_order_visits_every_platform_each_round():
+    cells = expand.expand(parse(INTERLEAVED))
+    assert [(x.platform.name, x.repetition) for x in cells] == [
+        ("a", 1),
+        ("b", 1),
+        ("a", 2),
+        ("b", 2),
+    ]

@@ -6,25 +6,44 @@ import random
 
 from .model import Campaign, Cell
 
+ORDERS = ("sequential", "random", "interleaved")
+
 
 def expand(
     campaign: Campaign, repetitions: int | None = None, seed: int | None = None
 ) -> list[Cell]:
-    """Cells grouped by platform (each platform is provisioned once); within a platform, either
-    the file's order or a shuffle driven by `seed` so the order can be reproduced."""
+    """The cells in run order. The runner provisions a platform for each run of consecutive
+    cells on it.
+
+    - sequential: platform by platform, each provisioned once, in the file's order;
+    - random: as sequential, shuffled within each platform by `seed` (reproducible);
+    - interleaved: repetition rounds, each visiting every platform in turn (each platform is
+      provisioned once per round), so drift in host load over the run hits every platform
+      alike instead of masquerading as a platform difference.
+    """
     reps = repetitions or campaign.settings.repetitions
     rng = random.Random(seed)
+    order = campaign.settings.order
+    blocks: list[tuple[object, list[tuple[object, str, int]]]] = []
+    if order == "interleaved":
+        for rep in range(1, reps + 1):
+            for spec in campaign.platforms:
+                block = [(t, s, rep) for t in campaign.tests for s in campaign.scenarios]
+                blocks.append((spec, block))
+    else:
+        for spec in campaign.platforms:
+            block = [
+                (t, s, rep)
+                for t in campaign.tests
+                for s in campaign.scenarios
+                for rep in range(1, reps + 1)
+            ]
+            if order == "random":
+                rng.shuffle(block)
+            blocks.append((spec, block))
     cells: list[Cell] = []
-    for spec in campaign.platforms:
-        group = [
-            (t, scenario, rep)
-            for t in campaign.tests
-            for scenario in campaign.scenarios
-            for rep in range(1, reps + 1)
-        ]
-        if campaign.settings.order == "random":
-            rng.shuffle(group)
-        for t, scenario, rep in group:
+    for spec, block in blocks:
+        for t, scenario, rep in block:
             cells.append(
                 Cell(len(cells), spec, t.suite, t.test_case, scenario, rep, dict(t.params))
             )

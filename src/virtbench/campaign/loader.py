@@ -13,6 +13,7 @@ from ..platforms.base import PlatformSpec
 from ..scenarios import registry as scenario_registry
 from ..workloads import registry as workload_registry
 from ..workloads.base import Param
+from . import expand
 from .model import Campaign, Settings, TestSelection
 
 DEFAULT_CAMPAIGN = "quick"
@@ -168,9 +169,9 @@ def _settings(file: str, meta: dict) -> Settings:
     if "warmup" in meta:
         s.warmup = _int_range(file, "campaign.warmup", meta["warmup"], 0, 100)
     if "order" in meta:
-        if meta["order"] not in ("sequential", "random"):
+        if meta["order"] not in expand.ORDERS:
             raise CampaignError(
-                file, "campaign.order", "unknown order", meta["order"], ["sequential", "random"]
+                file, "campaign.order", "unknown order", meta["order"], expand.ORDERS
             )
         s.order = meta["order"]
     if "seed" in meta:

@@ -7,6 +7,7 @@ in flight, and `--resume` runs exactly the cells not yet finished.
 
 from __future__ import annotations
 
+import itertools
 import json
 import secrets
 import signal
@@ -216,9 +217,8 @@ class Runner:
         self, run_id: str, campaign: Campaign, all_cells: list[Cell], todo: list[Cell]
     ) -> None:
         workloads = workload_registry.load_all()
-        by_platform: dict[str, list[Cell]] = {}
-        for cell in todo:
-            by_platform.setdefault(cell.platform.name, []).append(cell)
+        # one provisioned environment per run of consecutive cells on the same platform
+        groups = [list(g) for _, g in itertools.groupby(todo, key=lambda c: c.platform.name)]
         columns = (
             TextColumn("{task.description}"),
             BarColumn(),
@@ -227,8 +227,9 @@ class Runner:
         )
         with Progress(*columns, console=self.console, transient=True) as progress:
             task = progress.add_task("starting", total=len(todo))
-            for platform_name, cells in by_platform.items():
+            for cells in groups:
                 spec = cells[0].platform
+                platform_name = spec.name
                 progress.update(task, description=escape(f"provisioning {platform_name}"))
                 try:
                     cm = provisioned(spec)
