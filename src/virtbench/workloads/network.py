@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from typing import Any
 
 from ..errors import WorkloadError
@@ -13,6 +14,9 @@ from ..platforms.base import Platform
 from .base import Metric, Param, RunContext, Sample, Workload
 from .registry import register
 from .serving import READY_TIMEOUT_S, ClientRun, raise_nofile, run_client, serve
+
+# one iperf3 connect attempt (a fresh SYN each; the kernel's own retries back off to 31 s)
+CONNECT_ATTEMPT_S = 3.0
 
 PORT_PARAM = Param(0, "server port inside the environment; 0 picks a free one", min=0, max=65535)
 DURATION_PARAM = Param(3.0, "seconds per run", min=1, max=3600)
@@ -69,11 +73,11 @@ class _Iperf3(_NetWorkload):
 
     def client_argv(self, host: str, port: int, ctx: RunContext) -> list[str]:
         p = ctx.params
-        # iperf3 3.12 reads -t as an integer; --connect-timeout bounds a connect that a stale
-        # neighbour entry on the bridge blackholes (serving.READY_TIMEOUT_S)
+        # iperf3 3.12 reads -t as an integer; a short --connect-timeout, retried (run), so
+        # each attempt sends a fresh SYN instead of waiting out the kernel's SYN back-off
         secs = str(max(1, round(p["duration"])))
         argv = ["iperf3", "-c", host, "-p", str(port), "-J", "-t", secs]
-        argv += ["--connect-timeout", str(int(READY_TIMEOUT_S * 1000))]
+        argv += ["--connect-timeout", str(int(CONNECT_ATTEMPT_S * 1000))]
         argv += ["-P", str(p["streams"])]
         if p.get("reverse"):
             argv.append("-R")
@@ -91,13 +95,36 @@ class _Iperf3(_NetWorkload):
             listen="tcp",  # a probe connection would start (and abort) an iperf3 test
         ) as served:
             argv = self.client_argv(served.host, served.port, ctx)
-            run = run_client(
-                argv, ctx, timeout=float(ctx.params["duration"]) + READY_TIMEOUT_S + 30
-            )
+            run, attempts = self.connect_and_run(argv, ctx)
         if run.result.timed_out:
             raise WorkloadError(f"{self.name}: iperf3 client timed out")
         res = parse_iperf3(run.result.stdout)
-        return self.samples_from(res, run, ctx)
+        out = self.samples_from(res, run, ctx)
+        if attempts > 1:  # visible, not hidden: the path needed time (e.g. a stale neighbour)
+            for s in out:
+                s.labels["connect_attempts"] = attempts
+        return out
+
+    def connect_and_run(self, argv: list[str], ctx: RunContext) -> tuple[ClientRun, int]:
+        """Run the iperf3 client, retrying while it could not even connect (nothing reached
+        the server, so nothing is disturbed) for up to READY_TIMEOUT_S. The server's
+        readiness was checked from inside the environment; this is the client's path to it
+        (a new bridge address whose previous owner's MAC the host still holds blackholes
+        the first tens of seconds)."""
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        attempts = 0
+        while True:
+            attempts += 1
+            run = run_client(argv, ctx, timeout=float(ctx.params["duration"]) + 60)
+            text = run.result.stdout + run.result.stderr
+            if (
+                run.result.ok
+                or "unable to connect to server" not in text
+                or time.monotonic() > deadline
+            ):
+                return run, attempts
+            ctx.log(f"{self.name}: iperf3 could not connect (attempt {attempts}); retrying")
+            time.sleep(0.2)
 
     def samples_from(self, res: dict[str, Any], run: ClientRun, ctx: RunContext) -> list[Sample]:
         labels = {"streams": ctx.params["streams"], "reverse": bool(ctx.params.get("reverse"))}
