@@ -331,6 +331,17 @@ class Cgroup:
                 _rt_write(f, 0, strict=False, timeout=0.2)
         release_rt(self.layout)
 
+    def drop_controller(self, ctrl: str) -> None:
+        """Stop using one v1 hierarchy (and any controller co-mounted with it): its empty
+        directory goes, and the parent's weight is recomputed without it."""
+        d = self._dirs.get(ctrl)
+        if d is None:
+            return
+        for c in [c for c, other in self._dirs.items() if other == d]:
+            del self._dirs[c]
+        _rmdir_tree(d, time.monotonic() + 2)
+        rebalance_parent(self.layout)
+
     # --- membership ---------------------------------------------------------------------
     def add_pid(self, pid: int) -> None:
         """Move a process with all its threads (writing cgroup.procs moves the thread group)."""

@@ -43,23 +43,28 @@ class NativePlatform(Platform):
         """Native processes run in a plain vb- cgroup (no limits) beside containers and VMs,
         so every platform competes for the CPU at the same level of the hierarchy and is
         accounted the same way (cgroup CPU time includes all children). Without root or
-        cgroups, processes stay where they are and PIDs are accounted instead."""
+        cgroups, processes stay where they are and PIDs are accounted instead.
+
+        With RT group scheduling (cgroup v1, CONFIG_RT_GROUP_SCHED) a new cpu group has no
+        real-time budget, so SCHED_FIFO probes would fail in it: native processes then stay in
+        the root cpu group (keeping the host's budget), and the empty cpu group is removed so
+        it does not inflate the virtbench parent's weight against them."""
         if os.geteuid() != 0:
             return None
         try:
-            return Cgroup.create(self.instance)
+            cg = Cgroup.create(self.instance)
         except (PlatformError, OSError):
             return None
+        cpu_dir = cg.paths().get("cpu")
+        if cpu_dir and Path(cpu_dir, "cpu.rt_runtime_us").exists():
+            cg.drop_controller("cpu")
+        return cg
 
     def _cgroup_procs(self) -> list[str] | None:
         cg = getattr(self, "_cgroup", None)
         if cg is None:
             return None
-        # With RT group scheduling (cgroup v1, CONFIG_RT_GROUP_SCHED) a new cpu group has no
-        # real-time budget, so SCHED_FIFO probes would fail in it: native processes then stay
-        # in the root cpu group (keeping the host's budget) and join only the other controllers.
-        dirs = {d for d in cg.paths().values() if not Path(d, "cpu.rt_runtime_us").exists()}
-        return [f"{d}/cgroup.procs" for d in sorted(dirs)]
+        return [f"{d}/cgroup.procs" for d in sorted(set(cg.paths().values()))]
 
     def teardown(self) -> None:
         for p in getattr(self, "_procs", []):
