@@ -74,15 +74,15 @@ def test_parallel_verdict_judges_each_process():
     ok = load("rate2000_ok.txt")
     both = httperf.combine([ok, ok])
     par = ParallelRun([ClientRun(_run(0.4), 0.4), ClientRun(_run(0.97), 0.97)], 0.97)
-    why = HttperfSweep.verdict([ok, ok], [2000, 2000], par, both, 4000)
-    assert why == "httperf 2/2: load generator CPU saturated (97% of its CPU)"
+    why = HttperfSweep.verdict([ok, ok], [2000, 4000], par, both, 6000)
+    assert why.startswith("httperf 2/2: load generator could not send at the offered rate")
     par = ParallelRun([ClientRun(_run(0.4), 0.4), ClientRun(_run(0.4), 0.4)], 0.4)
     assert HttperfSweep.verdict([ok, ok], [2000, 2000], par, both, 4000) is None
     # the processes together did not offer the rate (each is judged against its own share)
     why = HttperfSweep.verdict([ok, ok], [4000, 4000], par, both, 8000)
     assert "httperf 1/2: load generator could not send" in why
     one = ParallelRun([ClientRun(_run(0.97), 0.97)], 0.97)
-    assert "CPU saturated" in HttperfSweep.verdict([ok], [2000], one, ok, 2000)
+    assert HttperfSweep.verdict([ok], [2000], one, ok, 2000) is None  # a busy-polling client
 
 
 def test_ports_avoid_the_ephemeral_range(tmp_path, monkeypatch):

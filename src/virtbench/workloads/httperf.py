@@ -33,6 +33,10 @@ MIN_SEND_SHARE = 0.90
 # host can push a few connections past httperf's 1024-socket cap, which changes the offered
 # load by less than this and is labelled (client_errors) rather than invalidating the step
 MAX_CLIENT_ERROR_SHARE = 0.01
+# httperf issues the connections it is late for in one burst; a burst worth more than this
+# share of the step means the offered load was bunched up, not the open-loop rate (the
+# captures of healthy steps on this shared host show up to ~0.2 of a short step)
+MAX_LAG_SHARE = 0.25
 
 
 def argv(
@@ -202,11 +206,17 @@ def parse(text: str) -> HttperfResult:
     )
 
 
-def invalid_reason(r: HttperfResult, conn_rate: float, client_util: float) -> str | None:
-    """Why this step measured the client rather than the server, or None if it is sound."""
+def invalid_reason(r: HttperfResult, conn_rate: float, client_util: float = 0.0) -> str | None:
+    """Why this step measured the client rather than the server, or None if it is sound.
+
+    httperf's own CPU time is NOT a saturation signal: it busy-polls (select() with a zero
+    timeout, ~35,000 calls/s at 50 conn/s here) and its man page expects ~100% CPU ("httperf
+    is a CPU hog"). A client that cannot keep up shows instead as (1) connections it had no
+    socket or port for, (2) a sustained send rate below the offered rate, (3) a schedule
+    that slipped by more than MAX_LAG_SHARE of the step (connections issued in one burst to
+    catch up). `client_util` is accepted for the record but does not decide."""
+    del client_util
     reasons = []
-    if client_util > 0.90:
-        reasons.append(f"load generator CPU saturated ({client_util:.0%} of its CPU)")
     starved = {c: r.errors[c] for c in CLIENT_RESOURCE_ERRORS if r.errors.get(c)}
     if sum(starved.values()) > MAX_CLIENT_ERROR_SHARE * max(r.attempts, 1):
         what = ", ".join(f"{c}={n}" for c, n in starved.items())
@@ -220,6 +230,12 @@ def invalid_reason(r: HttperfResult, conn_rate: float, client_util: float) -> st
         reasons.append(
             f"load generator could not send at the offered rate ({sent:.0f} of"
             f" {conn_rate:.0f} conn/s)"
+        )
+    lag = r.max_burst / conn_rate if conn_rate > 0 else 0.0
+    if r.duration_s > 0 and lag > MAX_LAG_SHARE * r.duration_s:
+        reasons.append(
+            f"load generator fell behind its schedule by up to {lag:.2f} s of a"
+            f" {r.duration_s:.1f} s step (a burst of {r.max_burst} connections)"
         )
     return "; ".join(reasons) or None
 
