@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import os
 import signal
 import time
@@ -21,6 +20,7 @@ from pathlib import Path
 
 from . import cleanup, hostinfo
 from .errors import PlatformError
+from .filelock import file_lock
 from .platforms.base import NAME_PREFIX
 
 ROOT = Path("/sys/fs/cgroup")
@@ -475,16 +475,9 @@ def rt_supported(layout: Layout | None = None) -> bool:
         return False
 
 
-@contextlib.contextmanager
-def _rt_locked():
+def _rt_locked() -> contextlib.AbstractContextManager[None]:
     """One budget for all virtbench processes: grant under a file lock."""
-    RT_LOCK.parent.mkdir(parents=True, exist_ok=True)
-    with open(RT_LOCK, "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    return file_lock(RT_LOCK)
 
 
 def _rt_of(d: Path) -> tuple[int, int]:

@@ -11,17 +11,16 @@ processes may run side by side.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import ipaddress
 import json
 import socket
 import subprocess
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import cleanup, tools
 from .errors import PlatformError
+from .filelock import file_lock
 from .platforms.base import NAME_PREFIX
 
 BRIDGE = NAME_PREFIX + "br0"
@@ -58,15 +57,8 @@ def _nft(script: str) -> None:
         raise PlatformError(f"nft failed: {r.stderr.strip()}\nrules:\n{script}")
 
 
-@contextlib.contextmanager
-def _locked() -> Iterator[None]:
-    STATE.mkdir(parents=True, exist_ok=True)
-    with open(STATE / ".lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+def _locked() -> contextlib.AbstractContextManager[None]:
+    return file_lock(STATE / ".lock")
 
 
 def link_exists(name: str) -> bool:

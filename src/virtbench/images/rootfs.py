@@ -9,7 +9,6 @@ package makes a new key (and a rebuild); an unchanged key is never rebuilt.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -17,11 +16,12 @@ import re
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 from .. import cleanup, setup_host, tools
 from ..errors import NeedsRootError, VirtbenchError
+from ..filelock import file_lock
 from ..platforms.base import NAME_PREFIX
 
 SUITE = "bookworm"
@@ -112,16 +112,9 @@ def parse_mirror(text: str) -> str | None:
     return None
 
 
-@contextlib.contextmanager
-def _lock() -> Iterator[None]:
+def _lock() -> contextlib.AbstractContextManager[None]:
     """Serialize builds across processes (parallel `virtbench` runs share the cache)."""
-    IMAGES_DIR.mkdir(parents=True, exist_ok=True)
-    with open(IMAGES_DIR / ".lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    return file_lock(IMAGES_DIR / ".lock")
 
 
 def rootfs_tree(log: Callable[[str], None] = print) -> Path:

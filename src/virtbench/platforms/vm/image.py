@@ -7,18 +7,17 @@ Also the boot files (uncompressed kernel, initramfs) and the `vm-image` setup st
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from ... import setup_host, tools
 from ...errors import VirtbenchError
+from ...filelock import file_lock
 from . import initramfs, kernel, paths
 
 RECIPE = 1  # bump when the image recipe changes so cached images are rebuilt
@@ -32,17 +31,6 @@ class BootFiles:
     initrd: Path
     root: Path  # raw ext4 base image (read-only backing file)
     rootfs_key: str
-
-
-@contextlib.contextmanager
-def _lock(directory: Path) -> Iterator[None]:
-    directory.mkdir(parents=True, exist_ok=True)
-    with open(directory / ".lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _run(argv: list[str], what: str) -> subprocess.CompletedProcess:
@@ -85,7 +73,7 @@ def root_image(tree: Path, rootfs_key: str, size_gb: int, log: Callable[[str], N
     cache = paths.image_dir()
     target = cache / f"root-{rootfs_key}-{size_gb}g-r{RECIPE}.ext4"
     meta = target.with_suffix(".json")
-    with _lock(cache):
+    with file_lock(cache / ".lock"):
         if target.exists():
             try:
                 info = json.loads(meta.read_text())
@@ -124,7 +112,7 @@ def boot_kernel(log: Callable[[str], None]) -> tuple[kernel.Kernel, Path, Path]:
     """(kernel, uncompressed vmlinux, guest initramfs), cached by kernel and init recipe."""
     k = kernel.find_kernel()
     cache = paths.image_dir()
-    with _lock(cache):
+    with file_lock(cache / ".lock"):
         vmlinux = kernel.vmlinux(k, cache)
         initrd = initramfs.write_cached(
             cache / f"initramfs-{k.version}-{initramfs.script_digest()}.cpio",
@@ -136,7 +124,7 @@ def boot_kernel(log: Callable[[str], None]) -> tuple[kernel.Kernel, Path, Path]:
 
 def probe_initrd() -> Path:
     cache = paths.image_dir()
-    with _lock(cache):
+    with file_lock(cache / ".lock"):
         return initramfs.write_cached(
             cache / f"probe-{initramfs.script_digest()}.cpio",
             initramfs.probe_initramfs,
