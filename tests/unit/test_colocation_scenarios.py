@@ -152,3 +152,21 @@ def test_overlap_checks_both_measured_windows():
     share, gap = engine._overlap(target, other)
     assert (share, gap) == (pytest.approx(9 / 9.2), pytest.approx(0.2))
     assert gap < engine.COVERAGE_SLACK_S
+
+
+def test_idle_neighbours_and_startup_plans():
+    env = _env([])
+    idle = registry.parse("idle-neighbours:2:other").plans(env)
+    assert [(p.role, p.spec.name, p.activity, p.start_after_s) for p in idle[1:]] == [
+        ("neighbour-1", "other", "idle", None),
+        ("neighbour-2", "other", "idle", None),
+    ]
+    late = registry.parse("startup:2::0.5").plans(env)  # empty PLATFORM: the target's own
+    assert [(p.role, p.spec, p.activity, p.start_after_s) for p in late[1:]] == [
+        ("neighbour-1", env.target.spec, "idle", 0.5),
+        ("neighbour-2", env.target.spec, "idle", 0.5),
+    ]
+    assert idle[0].role == late[0].role == "target"
+    # an empty PLATFORM is an error for idle-neighbours (it takes no DELAY_S to skip to)
+    with pytest.raises(VirtbenchError, match="no platform '' in the campaign"):
+        registry.parse("idle-neighbours:2:").plans(env)

@@ -128,17 +128,20 @@ class IdleNeighbours(_Colocation):
     usage = "idle-neighbours:K[:PLATFORM]"
     description = "K idle environments (default: the target's platform) beside the target"
     options = ()
+    delay: float | None = None  # None: idle from the start; Startup sets seconds
 
     def parse(self, pos):
         if not 1 <= len(pos) <= 2:
             raise ValueError(f"scenario '{self.kind}': usage {self.usage}")
         self.k = _int_arg(self.kind, "K", pos[0], 1, MAX_NEIGHBOURS)
+        # an empty PLATFORM ("idle-neighbours:2:") stays '' and fails the platform lookup
         self.platform_ref = pos[1] if len(pos) == 2 else None
 
     def plans(self, env):
         spec = self.neighbour_spec(env)
         return [engine.EnvPlan("target")] + [
-            engine.EnvPlan(f"neighbour-{i}", spec, activity="idle") for i in range(1, self.k + 1)
+            engine.EnvPlan(f"neighbour-{i}", spec, activity="idle", start_after_s=self.delay)
+            for i in range(1, self.k + 1)
         ]
 
 
@@ -281,17 +284,18 @@ class Weights(_Colocation):
 
 
 @register
-class Startup(_Colocation):
+class Startup(IdleNeighbours):
+    """IdleNeighbours whose neighbours are provisioned DELAY_S after the target started."""
+
     kind = "startup"
     usage = "startup:K[:PLATFORM[:DELAY_S]]"
     description = "K newcomers start DELAY_S (default 2) after the target's load began"
-    options = ()
 
     def parse(self, pos):
-        if not 1 <= len(pos) <= 3:
+        if len(pos) > 3:
             raise ValueError(f"scenario '{self.kind}': usage {self.usage}")
-        self.k = _int_arg(self.kind, "K", pos[0], 1, MAX_NEIGHBOURS)
-        self.platform_ref = pos[1] if len(pos) >= 2 and pos[1] else None
+        super().parse(pos[:2])
+        self.platform_ref = self.platform_ref or None  # startup:K::DELAY_S: target's platform
         self.delay = 2.0
         if len(pos) == 3:
             try:
@@ -302,10 +306,3 @@ class Startup(_Colocation):
                 ) from None
             if not 0 <= self.delay <= 3600:
                 raise ValueError(f"scenario '{self.kind}': DELAY_S must be 0..3600")
-
-    def plans(self, env):
-        spec = self.neighbour_spec(env)
-        return [engine.EnvPlan("target")] + [
-            engine.EnvPlan(f"neighbour-{i}", spec, activity="idle", start_after_s=self.delay)
-            for i in range(1, self.k + 1)
-        ]
