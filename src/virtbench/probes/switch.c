@@ -24,6 +24,7 @@ static volatile uint64_t max_ticks, self_yields, preempted;
 static volatile int go;
 static uint64_t deadline;
 static long rounds;
+static long threads = 2, switches = 200000;
 
 static void *worker(void *arg) {
     long id = (long)arg;
@@ -56,45 +57,25 @@ static void *worker(void *arg) {
     return NULL;
 }
 
+static int own_option(const char *a, const char *v) {
+    if (strcmp(a, "--threads") == 0)
+        threads = (long)vb_arg_num(a, v, 2, 10000);
+    else if (strcmp(a, "--switches") == 0)
+        switches = (long)vb_arg_num(a, v, 1, 1e9);
+    else
+        return 0;
+    return 1;
+}
+
 int main(int argc, char **argv) {
-    long threads = 2, switches = 200000, priority = -1, cpu = -1;
-    double duration_s = 10, bin_ns = 50;
-    int allow_unpriv = 0;
-    const char *policy = "fifo", *clock_mode = "auto";
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--allow-unprivileged") == 0) {
-            allow_unpriv = 1;
-            continue;
-        }
-        if (!v) vb_die(VB_EXIT_USAGE, "%s: missing value", a);
-        i++;
-        if (strcmp(a, "--threads") == 0)
-            threads = (long)vb_arg_num(a, v, 2, 10000);
-        else if (strcmp(a, "--switches") == 0)
-            switches = (long)vb_arg_num(a, v, 1, 1e9);
-        else if (strcmp(a, "--duration") == 0)
-            duration_s = vb_arg_num(a, v, 0.001, 1e6);
-        else if (strcmp(a, "--policy") == 0)
-            policy = v;
-        else if (strcmp(a, "--priority") == 0)
-            priority = (long)vb_arg_num(a, v, 0, 99);
-        else if (strcmp(a, "--clock") == 0)
-            clock_mode = v;
-        else if (strcmp(a, "--cpu") == 0)
-            cpu = (long)vb_arg_num(a, v, 0, CPU_SETSIZE - 1);
-        else if (strcmp(a, "--hist-bin-ns") == 0)
-            bin_ns = vb_arg_num(a, v, 1, 1e9);
-        else
-            vb_die(VB_EXIT_USAGE, "unknown option %s", a);
-    }
-    if (strcmp(clock_mode, "auto") && strcmp(clock_mode, "tsc") && strcmp(clock_mode, "monotonic_raw"))
-        vb_die(VB_EXIT_USAGE, "--clock: '%s' (allowed: auto, tsc, monotonic_raw)", clock_mode);
+    vb_opts o = {.duration_s = 10, .bin_ns = 50, .priority = -1, .cpu = -1, .policy = "fifo",
+                 .clock_mode = "auto"};
+    vb_parse_opts(argc, argv, &o, own_option);
     /* all threads on one CPU: the given one, else the one we were started on */
-    vb_pin(cpu >= 0 ? (int)cpu : sched_getcpu());
+    vb_pin(o.cpu >= 0 ? (int)o.cpu : sched_getcpu());
     vb_sched s;
-    vb_sched_init(&s, policy, (int)priority, allow_unpriv);
-    vb_clock_init(&clk, clock_mode);
+    vb_sched_init(&s, o.policy, (int)o.priority, o.allow_unpriv);
+    vb_clock_init(&clk, o.clock_mode);
 
     rounds = switches / threads + 2;
     cap = (size_t)rounds * (size_t)threads;
@@ -115,7 +96,7 @@ int main(int argc, char **argv) {
                       strerror(e));
     }
     uint64_t t_start = vb_read_start(&clk);
-    deadline = t_start + (uint64_t)(duration_s * 1e9 / clk.ns_per_tick);
+    deadline = t_start + (uint64_t)(o.duration_s * 1e9 / clk.ns_per_tick);
     __atomic_store_n(&go, 1, __ATOMIC_RELEASE);
     for (long i = 0; i < threads; i++) pthread_join(tid[i], NULL);
     unsigned c_end;
@@ -130,7 +111,7 @@ int main(int argc, char **argv) {
            "\"self_yields\":%llu,\"torn_samples\":%llu,",
            threads, sched_getcpu(), rounds, (t_end - t_start) * clk.ns_per_tick / 1e9, got,
            (unsigned long long)self_yields, (unsigned long long)preempted);
-    vb_json_stats(buf, got, max_ticks, clk.ns_per_tick, bin_ns);
+    vb_json_stats(buf, got, max_ticks, clk.ns_per_tick, o.bin_ns);
     printf("}\n");
     return 0;
 }

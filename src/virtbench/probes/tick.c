@@ -40,54 +40,37 @@ static uint64_t calibrate_busy(const vb_clock *c, double loop_ns) {
     return (uint64_t)(loop_ns / (best / probe_iters));
 }
 
+static double loop_us = 65;
+static long series_points = 2000, head = 400, max_samples = 0;
+
+static int own_option(const char *a, const char *v) {
+    if (strcmp(a, "--loop-us") == 0)
+        loop_us = vb_arg_num(a, v, 0, 1e6);
+    else if (strcmp(a, "--series-points") == 0)
+        series_points = (long)vb_arg_num(a, v, 1, 1e7);
+    else if (strcmp(a, "--head") == 0)
+        head = (long)vb_arg_num(a, v, 0, 1e6);
+    else if (strcmp(a, "--max-samples") == 0)
+        max_samples = (long)vb_arg_num(a, v, 1, 4e9);
+    else
+        return 0;
+    return 1;
+}
+
 int main(int argc, char **argv) {
-    double duration_s = 10, loop_us = 65, bin_ns = 100;
-    long series_points = 2000, head = 400, max_samples = 0, cpu = -1, priority = -1;
-    int allow_unpriv = 0;
-    const char *policy = "fifo", *clock_mode = "auto";
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--allow-unprivileged") == 0) {
-            allow_unpriv = 1;
-            continue;
-        }
-        if (!v) vb_die(VB_EXIT_USAGE, "%s: missing value", a);
-        i++;
-        if (strcmp(a, "--duration") == 0)
-            duration_s = vb_arg_num(a, v, 0.001, 1e6);
-        else if (strcmp(a, "--loop-us") == 0)
-            loop_us = vb_arg_num(a, v, 0, 1e6);
-        else if (strcmp(a, "--policy") == 0)
-            policy = v;
-        else if (strcmp(a, "--priority") == 0)
-            priority = (long)vb_arg_num(a, v, 0, 99);
-        else if (strcmp(a, "--clock") == 0)
-            clock_mode = v;
-        else if (strcmp(a, "--cpu") == 0)
-            cpu = (long)vb_arg_num(a, v, 0, CPU_SETSIZE - 1);
-        else if (strcmp(a, "--hist-bin-ns") == 0)
-            bin_ns = vb_arg_num(a, v, 1, 1e9);
-        else if (strcmp(a, "--series-points") == 0)
-            series_points = (long)vb_arg_num(a, v, 1, 1e7);
-        else if (strcmp(a, "--head") == 0)
-            head = (long)vb_arg_num(a, v, 0, 1e6);
-        else if (strcmp(a, "--max-samples") == 0)
-            max_samples = (long)vb_arg_num(a, v, 1, 4e9);
-        else
-            vb_die(VB_EXIT_USAGE, "unknown option %s", a);
-    }
-    if (strcmp(clock_mode, "auto") && strcmp(clock_mode, "tsc") && strcmp(clock_mode, "monotonic_raw"))
-        vb_die(VB_EXIT_USAGE, "--clock: '%s' (allowed: auto, tsc, monotonic_raw)", clock_mode);
-    if (cpu >= 0) vb_pin((int)cpu);
+    vb_opts o = {.duration_s = 10, .bin_ns = 100, .priority = -1, .cpu = -1, .policy = "fifo",
+                 .clock_mode = "auto"};
+    vb_parse_opts(argc, argv, &o, own_option);
+    if (o.cpu >= 0) vb_pin((int)o.cpu);
 
     vb_sched s;
-    vb_sched_init(&s, policy, (int)priority, allow_unpriv);
+    vb_sched_init(&s, o.policy, (int)o.priority, o.allow_unpriv);
     vb_clock c;
-    vb_clock_init(&c, clock_mode);
+    vb_clock_init(&c, o.clock_mode);
 
     /* Buffers sized for the whole run, touched now so the loop never faults or allocates. */
     size_t cap = max_samples ? (size_t)max_samples
-                             : (size_t)(duration_s * 1e6 / (loop_us > 0.02 ? loop_us : 0.02) * 1.25) + 4096;
+                             : (size_t)(o.duration_s * 1e6 / (loop_us > 0.02 ? loop_us : 0.02) * 1.25) + 4096;
     uint32_t *dur = malloc(cap * sizeof *dur);
     uint64_t *anchor = malloc(((cap >> ANCHOR_SHIFT) + 1) * sizeof *anchor);
     size_t nhead = (size_t)head < cap ? (size_t)head : cap;
@@ -105,7 +88,7 @@ int main(int argc, char **argv) {
     cpu_last = cpu0;
     uint64_t migrations = 0, max_ticks = 0;
     uint64_t start = vb_read_start(&c);
-    uint64_t deadline = start + (uint64_t)(duration_s * 1e9 / c.ns_per_tick);
+    uint64_t deadline = start + (uint64_t)(o.duration_s * 1e9 / c.ns_per_tick);
     uint64_t t1 = start, sink = 0;
     size_t n = 0;
     while (n < cap) {
@@ -158,7 +141,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < nhead && i < n; i++)
         printf("%s[%.9f,%.1f]", i ? "," : "", (head_t[i] - start) * k / 1e9, dur[i] * k);
     printf("]},");
-    vb_json_stats(dur, n, max_ticks, k, bin_ns);
+    vb_json_stats(dur, n, max_ticks, k, o.bin_ns);
     printf("}\n");
     return 0;
 }

@@ -341,6 +341,46 @@ VB_FN double vb_arg_num(const char *name, const char *val, double lo, double hi)
     return x;
 }
 
+/* The options vb-tick and vb-switch share; the probe fills in its defaults first. */
+typedef struct {
+    double duration_s, bin_ns;
+    long priority, cpu;
+    int allow_unpriv;
+    const char *policy, *clock_mode;
+} vb_opts;
+
+/* Parses argv into o. An option not shared here goes, with its value (never NULL), to the
+ * probe's own(), which returns 0 if it does not know it either. Dies on any usage error. */
+VB_FN void vb_parse_opts(int argc, char **argv, vb_opts *o,
+                         int (*own)(const char *a, const char *v)) {
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--allow-unprivileged") == 0) {
+            o->allow_unpriv = 1;
+            continue;
+        }
+        if (!v) vb_die(VB_EXIT_USAGE, "%s: missing value", a);
+        i++;
+        if (strcmp(a, "--duration") == 0)
+            o->duration_s = vb_arg_num(a, v, 0.001, 1e6);
+        else if (strcmp(a, "--policy") == 0)
+            o->policy = v;
+        else if (strcmp(a, "--priority") == 0)
+            o->priority = (long)vb_arg_num(a, v, 0, 99);
+        else if (strcmp(a, "--clock") == 0)
+            o->clock_mode = v;
+        else if (strcmp(a, "--cpu") == 0)
+            o->cpu = (long)vb_arg_num(a, v, 0, CPU_SETSIZE - 1);
+        else if (strcmp(a, "--hist-bin-ns") == 0)
+            o->bin_ns = vb_arg_num(a, v, 1, 1e9);
+        else if (!own(a, v))
+            vb_die(VB_EXIT_USAGE, "unknown option %s", a);
+    }
+    if (strcmp(o->clock_mode, "auto") && strcmp(o->clock_mode, "tsc") &&
+        strcmp(o->clock_mode, "monotonic_raw"))
+        vb_die(VB_EXIT_USAGE, "--clock: '%s' (allowed: auto, tsc, monotonic_raw)", o->clock_mode);
+}
+
 /* Pins the calling thread to cpu, or dies naming the CPUs it may use. */
 VB_FN void vb_pin(int cpu) {
     cpu_set_t allowed, one;
