@@ -4,41 +4,28 @@ from pathlib import Path
 
 import pytest
 
+from tests.unit.fake_rt import rt_group, rt_layout, rt_runtime
 from virtbench import cgroups
 from virtbench.errors import PlatformError
 
 
-def _group(d: Path, runtime: int, period: int = 1_000_000) -> Path:
-    d.mkdir(parents=True, exist_ok=True)
-    (d / "cpu.rt_runtime_us").write_text(f"{runtime}\n")
-    (d / "cpu.rt_period_us").write_text(f"{period}\n")
-    return d
-
-
 @pytest.fixture
 def layout(tmp_path, monkeypatch):
-    monkeypatch.setattr(cgroups, "RT_LOCK", tmp_path / "rt.lock")
-    root = _group(tmp_path / "cpu", 950_000)
-    _group(root / cgroups.PARENT, 0)
-    return cgroups.Layout("v1", v1_mounts={"cpu": root}, v1_others=[])
-
-
-def _rt(d: Path) -> int:
-    return int((d / "cpu.rt_runtime_us").read_text())
+    return rt_layout(tmp_path, monkeypatch)
 
 
 def test_auto_takes_the_free_share_parent_first(layout):
     parent = layout.v1_mounts["cpu"] / cgroups.PARENT
     cg = cgroups.Cgroup.create("vb-rt1", rt_runtime_us=cgroups.RT_AUTO, layout=layout)
     assert (cg.rt_runtime_us, cg.rt_period_us) == (950_000, 1_000_000)
-    assert _rt(parent) == 950_000 and _rt(parent / "vb-rt1") == 950_000
+    assert rt_runtime(parent) == 950_000 and rt_runtime(parent / "vb-rt1") == 950_000
     # nothing is left for a second group: it gets 0 (SCHED_FIFO will say EPERM there)
     assert cgroups.Cgroup.create("vb-rt2", rt_runtime_us="auto", layout=layout).rt_runtime_us == 0
 
 
 def test_other_root_children_and_siblings_count(layout):
     root = layout.v1_mounts["cpu"]
-    _group(root / "system", 100_000, period=500_000)  # 20% held outside virtbench
+    rt_group(root / "system", 100_000, period=500_000)  # 20% held outside virtbench
     cg = cgroups.Cgroup.create("vb-rt1", rt_runtime_us=300_000, layout=layout)
     assert cg.rt_runtime_us == 300_000
     assert cgroups._rt_free(root / cgroups.PARENT, 1_000_000) == 950_000 - 200_000 - 300_000
@@ -54,12 +41,12 @@ def test_release_lowers_the_parent_to_what_remains(layout):
     parent = layout.v1_mounts["cpu"] / cgroups.PARENT
     cgroups.Cgroup.create("vb-rt1", rt_runtime_us=600_000, layout=layout)
     cgroups.Cgroup.create("vb-rt2", rt_runtime_us=200_000, layout=layout)
-    assert _rt(parent) == 800_000
+    assert rt_runtime(parent) == 800_000
     for f in (parent / "vb-rt1").iterdir():  # a real rmdir drops the files with the group
         f.unlink()
     (parent / "vb-rt1").rmdir()
     cgroups.release_rt(layout)
-    assert _rt(parent) == 200_000
+    assert rt_runtime(parent) == 200_000
 
 
 def test_not_applicable_without_rt_group_scheduling(tmp_path):

@@ -1,39 +1,24 @@
 """Splitting the real-time budget between a target and its antagonists (scenarios/rt_budget.py),
 and lowering a running group's rt runtime (cgroups, on a fake v1 tree)."""
 
-from pathlib import Path
-
 import pytest
 
+from tests.unit.fake_rt import rt_group, rt_layout, rt_runtime
 from virtbench import cgroups
 from virtbench.errors import VirtbenchError
 from virtbench.platforms.base import PlatformSpec
 from virtbench.scenarios import rt_budget
 
 
-def _group(d: Path, runtime: int, period: int = 1_000_000) -> Path:
-    d.mkdir(parents=True, exist_ok=True)
-    (d / "cpu.rt_runtime_us").write_text(f"{runtime}\n")
-    (d / "cpu.rt_period_us").write_text(f"{period}\n")
-    return d
-
-
 @pytest.fixture
 def layout(tmp_path, monkeypatch):
-    monkeypatch.setattr(cgroups, "RT_LOCK", tmp_path / "rt.lock")
-    root = _group(tmp_path / "cpu", 950_000)
-    _group(root / cgroups.PARENT, 0)
-    return cgroups.Layout("v1", v1_mounts={"cpu": root}, v1_others=[])
-
-
-def _rt(d: Path) -> int:
-    return int((d / "cpu.rt_runtime_us").read_text())
+    return rt_layout(tmp_path, monkeypatch)
 
 
 def test_lowering_a_group_writes_nested_then_group_then_parent(layout, monkeypatch):
     parent = layout.v1_mounts["cpu"] / cgroups.PARENT
     cg = cgroups.Cgroup.create("vb-rt1", rt_runtime_us="auto", layout=layout)
-    _group(parent / "vb-rt1" / "libpod", 950_000)  # podman nests its own group
+    rt_group(parent / "vb-rt1" / "libpod", 950_000)  # podman nests its own group
     order: list[str] = []
     real = cgroups._rt_write
     monkeypatch.setattr(
@@ -44,8 +29,8 @@ def test_lowering_a_group_writes_nested_then_group_then_parent(layout, monkeypat
     assert cg.set_rt_runtime(475_000) == 475_000
     # the kernel refuses a parent below what its children hold: bottom-up when lowering
     assert order == ["libpod", "vb-rt1", cgroups.PARENT]
-    assert _rt(parent / "vb-rt1" / "libpod") == 475_000
-    assert _rt(parent / "vb-rt1") == 475_000 and _rt(parent) == 475_000
+    assert rt_runtime(parent / "vb-rt1" / "libpod") == 475_000
+    assert rt_runtime(parent / "vb-rt1") == 475_000 and rt_runtime(parent) == 475_000
     order.clear()
     assert cg.set_rt_runtime(950_000) == 950_000  # top-down when raising
     assert order == [cgroups.PARENT, "vb-rt1", "libpod"]
@@ -64,7 +49,7 @@ def test_a_shorter_period_goes_through_the_smaller_ratio(layout, monkeypatch):
     # 950000/1000000 -> 45238/95238: runtime first (45238/1000000 on the way, not 950000/95238)
     assert cg.set_rt_runtime(45_238, period_us=95_238) == 45_238
     assert writes[:2] == [("cpu.rt_runtime_us", 45_238), ("cpu.rt_period_us", 95_238)]
-    assert _rt(parent) == 475_000  # 45238/95238 in the parent's period, rounded up
+    assert rt_runtime(parent) == 475_000  # 45238/95238 in the parent's period, rounded up
     other = cgroups.Cgroup.create(
         "vb-rt2", rt_runtime_us="auto", rt_period_us=95_238, layout=layout
     )
@@ -72,8 +57,9 @@ def test_a_shorter_period_goes_through_the_smaller_ratio(layout, monkeypatch):
     # rounded down to 20 bits, may not sum above the parent's
     ratio = lambda runtime, period: (runtime << 20) // period  # noqa: E731
     assert other.rt_runtime_us > 0
-    assert ratio(45_238, 95_238) + ratio(other.rt_runtime_us, 95_238) <= ratio(_rt(parent), 10**6)
-    assert _rt(parent) <= 950_000
+    held = rt_runtime(parent)
+    assert ratio(45_238, 95_238) + ratio(other.rt_runtime_us, 95_238) <= ratio(held, 10**6)
+    assert rt_runtime(parent) <= 950_000
     other.set_rt_runtime(0)
     writes.clear()
     assert cg.set_rt_runtime(950_000, period_us=1_000_000) == 950_000  # back: period first
