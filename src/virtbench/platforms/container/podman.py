@@ -134,9 +134,7 @@ class Podman(OciRuntime):
     def exec_argv(
         self, cid: str, argv: list[str], env: dict[str, str] | None, pid_file: str | None
     ) -> list[str]:
-        out = [*self.base(), "exec"]
-        for k, v in (env or {}).items():
-            out += ["--env", f"{k}={v}"]
+        out = self.exec_prefix(env)
         if pid_file:
             # the command records its own (container) pid where the host can read it
             name = Path(pid_file).name

@@ -54,12 +54,17 @@ class OciRuntime:
             cid,
         ]
 
-    def exec_argv(
-        self, cid: str, argv: list[str], env: dict[str, str] | None, pid_file: str | None
-    ) -> list[str]:
+    def exec_prefix(self, env: dict[str, str] | None) -> list[str]:
+        """`<runtime> exec --env K=V ...`: shared by every runtime's exec_argv."""
         out = [*self.base(), "exec"]
         for k, v in (env or {}).items():
             out += ["--env", f"{k}={v}"]
+        return out
+
+    def exec_argv(
+        self, cid: str, argv: list[str], env: dict[str, str] | None, pid_file: str | None
+    ) -> list[str]:
+        out = self.exec_prefix(env)
         if pid_file:
             out += ["--pid-file", pid_file]
         return [*out, cid, *argv]
