@@ -21,7 +21,7 @@ from pathlib import Path
 from . import cleanup, hostinfo
 from .errors import PlatformError
 from .filelock import file_lock
-from .platforms.base import NAME_PREFIX
+from .naming import NAME_PREFIX
 
 ROOT = Path("/sys/fs/cgroup")
 PARENT = "virtbench"

@@ -21,7 +21,7 @@ from pathlib import Path
 from . import cleanup, tools
 from .errors import PlatformError
 from .filelock import file_lock
-from .platforms.base import NAME_PREFIX
+from .naming import NAME_PREFIX
 
 BRIDGE = NAME_PREFIX + "br0"
 SUBNET = ipaddress.ip_network("10.213.0.0/24")  # private; checked against host routes

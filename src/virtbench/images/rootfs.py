@@ -22,7 +22,7 @@ from pathlib import Path
 from .. import cleanup, setup_host, tools
 from ..errors import NeedsRootError, VirtbenchError
 from ..filelock import file_lock
-from ..platforms.base import NAME_PREFIX
+from ..naming import NAME_PREFIX
 
 SUITE = "bookworm"
 VARIANT = "minbase"

@@ -11,9 +11,9 @@ import abc
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-# Every name virtbench gives to host objects (cgroups, netns, links, mounts, dirs, processes)
-# starts with this prefix, so `virtbench cleanup` can find leftovers after a crash.
-NAME_PREFIX = "vb-"
+from ..naming import NAME_PREFIX
+
+__all__ = ["NAME_PREFIX", "Accounting", "ExecResult", "Platform", "PlatformSpec", "Process"]
 
 
 @dataclass

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import WorkloadError
+from ..results import Metric, Sample
 
 if TYPE_CHECKING:
     from ..platforms.base import ExecResult, Platform
@@ -26,24 +27,6 @@ class Param:
     min: float | None = None
     max: float | None = None
     choices: tuple[Any, ...] | None = None
-
-
-@dataclass(frozen=True)
-class Metric:
-    name: str
-    unit: str
-    higher_is_better: bool
-    primary: bool = False  # the headline metric of its test case (used in scores and charts)
-
-
-@dataclass
-class Sample:
-    metric: str
-    value: float
-    unit: str
-    higher_is_better: bool
-    role: str = "target"
-    labels: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -66,6 +49,10 @@ class Workload(abc.ABC):
     tools: ClassVar[tuple[str, ...]] = ()  # executables needed inside the environment
     host_tools: ClassVar[tuple[str, ...]] = ()  # executables needed on the host (clients)
     metrics: ClassVar[tuple[Metric, ...]]
+    # labels of this test case's samples that identify distinct results (a sweep's step, a
+    # file size) and labels that never split its results; stored with every run
+    dimension_labels: ClassVar[tuple[str, ...]] = ()
+    ignored_labels: ClassVar[tuple[str, ...]] = ()
     params: ClassVar[dict[str, Param]] = {}
 
     @classmethod

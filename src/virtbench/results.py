@@ -1,0 +1,28 @@
+"""Metric and Sample: the currency every layer passes up (runner, scenarios, store).
+
+Ground level: imports nothing of virtbench, so the store and analysis can use it without
+reaching up into workloads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    unit: str
+    higher_is_better: bool
+    primary: bool = False  # the headline metric of its test case (used in scores and charts)
+
+
+@dataclass
+class Sample:
+    metric: str
+    value: float
+    unit: str
+    higher_is_better: bool
+    role: str = "target"
+    labels: dict[str, Any] = field(default_factory=dict)
