@@ -13,6 +13,10 @@ for arg in "$@"; do
   esac
 done
 if [ "$(id -u)" != 0 ]; then
+  if ! command -v sudo >/dev/null; then
+    echo "virtbench needs root (containers, VMs, cgroups, SCHED_FIFO); run $0 as root" >&2
+    exit 1
+  fi
   echo "virtbench needs root (containers, VMs, cgroups, SCHED_FIFO); re-running with sudo" >&2
   exec sudo "$0" "$@"
 fi
