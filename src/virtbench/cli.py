@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -44,14 +45,20 @@ def run(campaign, results_dir, repetitions, resume_id, seed, no_report) -> None:
     """Run CAMPAIGN (a .toml file or a built-in name; default: quick)."""
     from .campaign import loader
     from .runner.run import Runner
+    from .store.db import Store
 
-    runner = Runner(results_dir, console)
+    # validate before creating anything: a bad campaign or an unknown run leaves no results
+    # directory or empty store behind
     if resume_id:
         if campaign:
             raise VirtbenchError("give either CAMPAIGN or --resume RUN_ID, not both")
+        Store.open_existing(results_dir).close()
+        runner = Runner(results_dir, console)
         run_id = runner.resume(resume_id)
     else:
-        run_id = runner.start(loader.load(campaign), repetitions, seed)
+        loaded = loader.load(campaign)
+        runner = Runner(results_dir, console)
+        run_id = runner.start(loaded, repetitions, seed)
     if not no_report:
         _report(runner.store, run_id, results_dir)
 
@@ -66,13 +73,48 @@ def _add_row(table: Table, *cells: str) -> None:
     table.add_row(*(Text(str(c)) for c in cells))
 
 
+class _Rows:
+    """Columns and rows of a listing, printed as a boxed table on a terminal and as plain
+    full-width rows (TSV) or JSON otherwise, so pipes and scripts get whole lines."""
+
+    def __init__(self) -> None:
+        self.columns: list[str] = []
+        self.rows: list[list[str]] = []
+
+    def add_column(self, name: str) -> None:
+        self.columns.append(name)
+
+    def add_row(self, *cells: str) -> None:
+        self.rows.append([str(c) for c in cells])
+
+    def print(self, fmt: str) -> None:
+        if fmt == "json":
+            click.echo(json.dumps([dict(zip(self.columns, r, strict=True)) for r in self.rows]))
+        elif fmt == "tsv":
+            for line in [self.columns, *self.rows]:
+                click.echo("\t".join(c.replace("\t", " ").replace("\n", " ") for c in line))
+        else:
+            table = Table(show_header=True, header_style="bold")
+            for c in self.columns:
+                table.add_column(c)
+            for r in self.rows:
+                _add_row(table, *r)
+            console.print(table)
+
+
 @cli.command("list")
 @click.argument(
     "what", type=click.Choice(["platforms", "suites", "workloads", "scenarios", "campaigns"])
 )
-def list_(what: str) -> None:
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "tsv", "json"]),
+    help="default: table on a terminal, tsv (one full line per row) otherwise",
+)
+def list_(what: str, fmt: str | None) -> None:
     """List what exists, with one-line descriptions."""
-    table = Table(show_header=True, header_style="bold")
+    table = _Rows()
     if what == "platforms":
         from .platforms import registry
 
@@ -82,7 +124,7 @@ def list_(what: str) -> None:
                 f"{k}={'|'.join(map(str, a)) if a else repr(d)}"
                 for k, (d, a, _h) in cls.options_schema.items()
             )
-            _add_row(table, kind, cls.description, opts)
+            table.add_row(kind, cls.description, opts)
     elif what in ("suites", "workloads"):
         from .workloads import registry
 
@@ -96,14 +138,13 @@ def list_(what: str) -> None:
             for suite, desc in registry.SUITES.items():
                 names = [w.name for w in registry.by_suite(suite)]
                 if names:
-                    _add_row(table, suite, desc, ", ".join(names))
+                    table.add_row(suite, desc, ", ".join(names))
         else:
             for col in ("test case", "suite", "metric (unit, better)", "tools", "description"):
                 table.add_column(col)
             for w in sorted(registry.WORKLOADS.values(), key=lambda w: (w.suite, w.name)):
                 m = w.primary()
-                _add_row(
-                    table,
+                table.add_row(
                     w.name,
                     w.suite,
                     f"{m.name} ({m.unit}, {'higher' if m.higher_is_better else 'lower'})",
@@ -115,14 +156,14 @@ def list_(what: str) -> None:
 
         table.add_column("scenario"), table.add_column("description")
         for cls in registry.load_all().values():
-            _add_row(table, cls.usage, cls.description)
+            table.add_row(cls.usage, cls.description)
     else:
         from .campaign import loader
 
         table.add_column("campaign"), table.add_column("file")
         for name in loader.builtin_names():
-            _add_row(table, name, str(loader.builtin_path(name)))
-    console.print(table)
+            table.add_row(name, str(loader.builtin_path(name)))
+    table.print(fmt or ("table" if sys.stdout.isatty() else "tsv"))
 
 
 @cli.command()
@@ -170,6 +211,10 @@ def report(run_ref, results_dir, output) -> None:
     """Write the HTML report of RUN_ID (default: latest) and print a Markdown summary."""
     from .store.db import Store
 
+    if output is not None and not output.parent.is_dir():
+        raise VirtbenchError(
+            f"--output {output}: directory {output.parent} does not exist; create it first"
+        )
     store = Store.open_existing(results_dir)
     _report(store, store.resolve_run(run_ref), results_dir, output)
 
