@@ -43,6 +43,7 @@ def cli() -> None:
 @click.option("--no-report", is_flag=True, help="do not write the report at the end")
 def run(campaign, results_dir, repetitions, resume_id, seed, no_report) -> None:
     """Run CAMPAIGN (a .toml file or a built-in name; default: quick)."""
+    from . import watchdog
     from .campaign import loader
     from .runner.run import Runner
     from .store.db import Store
@@ -53,12 +54,12 @@ def run(campaign, results_dir, repetitions, resume_id, seed, no_report) -> None:
         if campaign:
             raise VirtbenchError("give either CAMPAIGN or --resume RUN_ID, not both")
         Store.open_existing(results_dir).close()
-        runner = Runner(results_dir, console)
-        run_id = runner.resume(resume_id)
     else:
         loaded = loader.load(campaign)
-        runner = Runner(results_dir, console)
-        run_id = runner.start(loaded, repetitions, seed)
+    runner = Runner(results_dir, console)
+    # a SIGKILLed virtbench skips its teardown: the watchdog removes what it left running
+    with watchdog.guard():
+        run_id = runner.resume(resume_id) if resume_id else runner.start(loaded, repetitions, seed)
     if not no_report:
         _report(runner.store, run_id, results_dir)
 
