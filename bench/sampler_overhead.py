@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 import time
 
-from virtbench.metrics.env_sampler import EnvSampler
+from virtbench.metrics.sampler import Sampler
 from virtbench.platforms.base import PlatformSpec
 from virtbench.platforms.native import NativePlatform
 
@@ -32,7 +32,8 @@ def main() -> None:
         time.sleep(0.5)
         points = []
         roles = {f"neighbour-{i + 1}": p for i, p in enumerate(platforms)}
-        with EnvSampler(roles, lambda *a: points.append(a), interval=1.0) as s:
+        s = Sampler(lambda *a: points.append(a), interval=1.0)
+        with s, s.window(roles):  # every role read in detail, as in a co-location cell
             t0 = time.monotonic()
             time.sleep(duration)
             wall = time.monotonic() - t0

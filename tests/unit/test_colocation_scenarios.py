@@ -9,7 +9,7 @@ from tests.unit.fakes import FakePlatform
 from virtbench.errors import VirtbenchError
 from virtbench.platforms.base import PlatformSpec
 from virtbench.scenarios import colocation_engine as engine
-from virtbench.scenarios import memory_check, rates, registry
+from virtbench.scenarios import memory_check, registry
 from virtbench.scenarios.base import ScenarioEnv
 from virtbench.workloads.base import Metric, Param, RunContext, Workload
 
@@ -67,6 +67,7 @@ class FakeWorkload(Workload):
     description = "returns its rate param"
     metrics = (Metric("ops", "ops/s", True, primary=True),)
     params = {"rate": Param(0), "size_kb": Param(1)}
+    rate_param, size_param = "rate", "size_kb"
 
     def run(self, platform, ctx):
         time.sleep(0.2)  # long enough for the engine's overlap check to be meaningful
@@ -101,7 +102,6 @@ def test_neighbour_failing_to_start_tears_down_the_started_ones():
 
 def test_roles_loads_and_sizes():
     log = []
-    rates._PEAKS.clear()
     samples = registry.parse("different:10:load=50").run(_env(log))
     ops = {s.role: s for s in samples if s.metric == "ops"}
     # each environment at 50 % of its own solo peak: target 1 kB -> 500, neighbour 10 kB -> 5000

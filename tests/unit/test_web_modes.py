@@ -180,8 +180,8 @@ def test_fixed_rate_mode_runs_one_step_per_size(monkeypatch):
 
 
 def test_colocation_finds_the_rate_parameter():
-    assert rates.RATE_PARAM in HttperfSweep.params
-    assert HttperfSweep.params[rates.RATE_PARAM].default == 0  # 0 = sweep = the solo peak run
+    assert HttperfSweep.rate_param in HttperfSweep.params
+    assert HttperfSweep.params[HttperfSweep.rate_param].default == 0  # 0 = sweep = solo peak
 
     class Env:
         workload = HttperfSweep()

@@ -1,78 +1,143 @@
-"""Samples an environment's CPU use once a second while a cell runs, into the store's series.
+"""The cell's one sampler: once a second, every environment of the cell on one time axis.
 
-Reads only /proc and cgroup files named by `Platform.accounting()`, so it costs a few file
-reads per environment per second.
+The runner owns one per cell and hands it to the scenario (`ScenarioEnv.sampler`). Every role
+it watches gets `cpu_util` at a few file reads a second (metrics.cputime). A scenario that sets
+a scene (co-location) opens a `window` over its roles: while it is open they are also read in
+detail (scheduler counters, network/disk/memory, a VM's vCPU and back-end threads:
+metrics.schedstat, metrics.resources), plus role `host` for the softirq work Linux does on
+behalf of all of them (metrics.hostwork), and the window keeps every point so the scenario can
+store each figure with its spread (`Window.summary()`).
 """
 
 from __future__ import annotations
 
 import os
+import statistics
 import threading
 import time
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 from ..platforms.base import Accounting, Platform
+from . import hostwork, resources, schedstat
+from .cputime import cpu_seconds
 
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def _proc_cpu_seconds(pid: int) -> float | None:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    # utime, stime, cutime, cstime are fields 14-17 (1-based); index 11.. after the comm split
-    return sum(int(x) for x in fields[11:15]) / CLK_TCK
+HOST_ROLE = "host"
+# a series point: (metric, t_seconds_on_the_cell_axis, value, unit, role)
+Record = Callable[[str, float, float, str, str], None]
+Reading = tuple[str, float, str]  # (metric, value, unit)
 
 
-def _cgroup_cpu_seconds(cgroups: dict[str, str]) -> float | None:
-    acct = cgroups.get("cpuacct")
-    if acct:
-        try:
-            return int(Path(acct, "cpuacct.usage").read_text()) / 1e9
-        except OSError:
-            return None
-    unified = cgroups.get("unified")
-    if unified:
-        try:
-            for line in Path(unified, "cpu.stat").read_text().splitlines():
-                if line.startswith("usage_usec"):
-                    return int(line.split()[1]) / 1e6
-        except OSError:
-            return None
-    return None
+@dataclass
+class Stat:
+    mean: float
+    stdev: float
+    cov: float | None  # stdev / mean; None when the mean is 0
+    n: int
+    unit: str
 
 
-def cpu_seconds(platform: Platform) -> float | None:
-    """Total CPU seconds consumed so far by the environment (cgroup if it has one, else PIDs)."""
-    return accounting_cpu_seconds(platform.accounting())
+@dataclass
+class _Detail:
+    t: float
+    sched: schedstat.SchedSnapshot
+    res: resources.ResourceSnapshot
+    backend: dict[int, int]  # run ns of a VM's non-vCPU threads (empty for other platforms)
 
 
-def accounting_cpu_seconds(acct: Accounting) -> float | None:
-    """`cpu_seconds` for an Accounting already fetched (the co-location sampler reuses it)."""
-    total = _cgroup_cpu_seconds(acct.cgroups)
-    if total is not None:
-        return total
-    values = [v for v in (_proc_cpu_seconds(p) for p in acct.pids) if v is not None]
-    return sum(values) if values else None
+@dataclass
+class _Role:
+    platform: Platform
+    cpu: tuple[float, float] | None = None  # (t, CPU seconds) of the last reading
+    detail: _Detail | None = None  # last detailed snapshot, while in a window
 
 
-class CpuSampler:
-    """Background thread: every `interval` s, record each role's CPU utilization in %."""
+@dataclass
+class Window:
+    """The roles of one scene, read in detail while open; every point is kept."""
+
+    roles: set[str] = field(default_factory=set)
+    added: set[str] = field(default_factory=set)  # roles it brought in; dropped when it closes
+    points: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+    units: dict[str, str] = field(default_factory=dict)
+    ksoftirqd: list[int] = field(default_factory=list)
+    host_prev: hostwork.HostSnapshot | None = None
+
+    def keep(self, role: str, metric: str, value: float, unit: str) -> None:
+        self.points.setdefault((role, metric), []).append(value)
+        self.units[metric] = unit
+
+    def summary(self) -> dict[tuple[str, str], Stat]:
+        """Mean, stdev, CoV and count per (role, metric) over the window."""
+        out = {}
+        for (role, metric), values in self.points.items():
+            mean = statistics.fmean(values)
+            sd = statistics.stdev(values) if len(values) > 1 else 0.0
+            out[(role, metric)] = Stat(
+                mean, sd, sd / mean if mean else None, len(values), self.units[metric]
+            )
+        return out
+
+
+class Sampler:
+    """Background thread; roles may be added while it runs (start-up storms). Not running
+    (never entered), it records nothing and its windows stay empty."""
 
     def __init__(
-        self,
-        roles: dict[str, Platform],
-        record: Callable[[str, float, float, str, str], None],
-        interval: float = 1.0,
+        self, record: Record = lambda *a: None, *, interval: float = 1.0, t0: float | None = None
     ) -> None:
-        self.roles, self.record, self.interval = roles, record, interval
+        self.record, self.interval = record, interval
+        self.t0 = time.monotonic() if t0 is None else t0  # the cell's time axis starts here
+        self.own_cpu_s = 0.0  # CPU time this sampler itself used (overhead accounting)
+        self.ticks = 0
+        self._roles: dict[str, _Role] = {}
+        self._window: Window | None = None
+        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True, name="vb-sampler")
 
-    def __enter__(self) -> CpuSampler:
-        self._t0 = time.monotonic()
+    def add(self, role: str, platform: Platform) -> None:
+        """Watch one more environment; inside an open window it is read in detail too."""
+        with self._lock:
+            self._roles[role] = _Role(platform)
+            if self._window is not None:
+                self._window.roles.add(role)
+                self._window.added.add(role)
+
+    @contextmanager
+    def window(self, roles: dict[str, Platform]) -> Iterator[Window]:
+        """Read `roles` (watched from now on if they were not) and the host in detail until
+        the block ends; the roles it brought in are dropped then (they are torn down next)."""
+        win = Window()
+        with self._lock:
+            if self._window is not None:
+                raise RuntimeError("a sampler window is already open")
+            win.ksoftirqd = hostwork.ksoftirqd_tids()
+            now = time.monotonic()
+            for role, platform in roles.items():
+                if role not in self._roles:
+                    self._roles[role] = _Role(platform)
+                    win.added.add(role)
+                win.roles.add(role)
+                self._prime(self._roles[role], now, detailed=True)  # rates from the first tick
+            win.host_prev = hostwork.snapshot(now, win.ksoftirqd)
+            self._window = win
+        try:
+            yield win
+        finally:
+            with self._lock:
+                self._window = None
+                for role in win.added:
+                    self._roles.pop(role, None)
+                for r in self._roles.values():
+                    r.detail = None
+
+    def __enter__(self) -> Sampler:
+        with self._lock:
+            now = time.monotonic()
+            for r in self._roles.values():
+                self._prime(r, now, detailed=False)
         self._thread.start()
         return self
 
@@ -81,19 +146,103 @@ class CpuSampler:
         self._thread.join(timeout=5)
 
     def _loop(self) -> None:
-        last: dict[str, tuple[float, float]] = {}
         while not self._stop.wait(self.interval):
-            now = time.monotonic()
-            for role, platform in self.roles.items():
+            self.tick()
+
+    def tick(self) -> None:
+        """Read every role and record rates against its previous reading."""
+        c0 = time.thread_time()
+        now = time.monotonic()
+        t = now - self.t0
+        with self._lock:
+            win = self._window
+            for role, r in list(self._roles.items()):
                 try:
-                    used = cpu_seconds(platform)
-                except Exception:  # noqa: BLE001 - a vanished process must not kill the run
-                    used = None
-                if used is None:
+                    readings = self._read(r, now, detailed=win is not None and role in win.roles)
+                except Exception:  # noqa: BLE001 - a vanished environment must not kill the cell
+                    r.detail = None
                     continue
-                if role in last:
-                    t_prev, u_prev = last[role]
-                    if now > t_prev and used >= u_prev:
-                        util = 100.0 * (used - u_prev) / (now - t_prev)
-                        self.record("cpu_util", now - self._t0, util, "%", role)
-                last[role] = (now, used)
+                for metric, value, unit in readings:
+                    self._emit(win, role, metric, t, value, unit)
+            if win is not None:
+                self._host(win, now, t)
+        self.ticks += 1
+        self.own_cpu_s += time.thread_time() - c0
+
+    def _emit(
+        self, win: Window | None, role: str, metric: str, t: float, value: float, unit: str
+    ) -> None:
+        self.record(metric, t, value, unit, role)
+        if win is not None and (role in win.roles or role == HOST_ROLE):
+            win.keep(role, metric, value, unit)
+
+    @staticmethod
+    def _prime(r: _Role, now: float, detailed: bool) -> None:
+        """A first reading where a role has none yet, so the next tick gives rates."""
+        try:
+            acct = r.platform.accounting()
+            if r.cpu is None and (cpu := cpu_seconds(acct)) is not None:
+                r.cpu = (now, cpu)
+            if detailed:
+                r.detail = _detail(acct, now)
+        except Exception:  # noqa: BLE001 - not there yet: the first tick reads it instead
+            r.detail = None
+
+    def _read(self, r: _Role, now: float, detailed: bool) -> list[Reading]:
+        acct = r.platform.accounting()
+        cpu, prev = cpu_seconds(acct), r.cpu
+        util = None
+        if cpu is not None:
+            r.cpu = (now, cpu)
+            if prev is not None and now > prev[0] and cpu >= prev[1]:
+                util = 100.0 * (cpu - prev[1]) / (now - prev[0])
+        if not detailed:
+            return [] if util is None else [("cpu_util", util, "%")]
+        task_util, more = self._read_detail(r, acct, now)
+        if not acct.cgroups:
+            # no cgroup: /proc/PID/stat misses children until they are reaped (nginx
+            # workers), the schedstat sum over all descendant tasks does not
+            util = task_util
+        return ([] if util is None else [("cpu_util", util, "%")]) + more
+
+    def _read_detail(
+        self, r: _Role, acct: Accounting, now: float
+    ) -> tuple[float | None, list[Reading]]:
+        cur, prev = _detail(acct, now), r.detail
+        r.detail = cur
+        if prev is None:
+            return None, []
+        sched = schedstat.rates(prev.sched, cur.sched)
+        task_util = sched.pop("task_cpu_util", (None, "%"))[0]
+        out = [(metric, value, unit) for metric, (value, unit) in sched.items()]
+        if acct.threads:
+            # a VM: its vCPUs (the guest's own work) apart from QEMU's other threads, which do
+            # the device back-end work Xen's Dom0/qemu-dm did (docs/colocation.md)
+            if task_util is not None:
+                out.append(("vcpu_cpu_util", task_util, "%"))
+            backend = schedstat.run_util(prev.backend, cur.backend, now - prev.t)
+            if backend is not None:
+                out.append(("backend_cpu_util", backend, "%"))
+        res = resources.rates(prev.res, cur.res)
+        out += [(metric, value, unit) for metric, (value, unit) in res.items()]
+        return task_util, out
+
+    def _host(self, win: Window, now: float, t: float) -> None:
+        snap = hostwork.snapshot(now, win.ksoftirqd)
+        if snap is not None and win.host_prev is not None:
+            for metric, (value, unit) in hostwork.rates(
+                win.host_prev, snap, os.cpu_count() or 1
+            ).items():
+                self._emit(win, HOST_ROLE, metric, t, value, unit)
+        win.host_prev = snap
+
+
+def _detail(acct: Accounting, now: float) -> _Detail:
+    procs = schedstat.descendants(acct.pids) if acct.pids else []  # one walk per reading
+    sched = schedstat.snapshot(acct, now, procs=None if acct.threads else procs)
+    return _Detail(
+        now,
+        sched,
+        resources.snapshot(acct, now, procs=procs, rss_kb=sched.rss_kb),
+        schedstat.run_ns(schedstat.other_threads(acct)) if acct.threads else {},
+    )

@@ -12,7 +12,6 @@ import json
 import secrets
 import signal
 import time
-import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
@@ -33,16 +32,19 @@ from rich.text import Text
 from .. import __version__, hostinfo
 from ..campaign import expand, loader
 from ..campaign.model import Campaign, Cell
-from ..errors import VirtbenchError, WorkloadError
-from ..metrics.sampler import CpuSampler
+from ..errors import VirtbenchError
+from ..metrics.sampler import Sampler
 from ..platforms import registry as platform_registry
 from ..platforms.base import NAME_PREFIX, Platform, PlatformSpec
 from ..scenarios import registry as scenario_registry
 from ..scenarios.base import ScenarioEnv
+from ..scenarios.peaks import SoloPeaks
 from ..store.db import Store
 from ..tools import require
 from ..workloads import registry as workload_registry
-from ..workloads.base import RunContext, Sample
+from ..workloads.base import RunContext
+from .cell import Outcome, cell_id, measure, spec_json
+from .peaks import StoredPeaks
 
 
 def new_run_id() -> str:
@@ -52,17 +54,6 @@ def new_run_id() -> str:
 def instance_name() -> str:
     """Short (fits a 15-char interface name with a suffix) and prefixed for `cleanup`."""
     return NAME_PREFIX + secrets.token_hex(3)
-
-
-def _spec_json(spec: PlatformSpec) -> str:
-    return json.dumps(
-        {
-            "name": spec.name,
-            "type": spec.type,
-            "options": spec.options,
-            "host": spec.host.name if spec.host else None,
-        }
-    )
 
 
 @contextmanager
@@ -113,6 +104,7 @@ class Runner:
                 f"results directory {self.results_dir} is not writable: {exc.strerror}"
             ) from exc
         self.store = Store.in_dir(self.results_dir)
+        self.peaks: SoloPeaks = SoloPeaks()  # the solo peaks of the run being executed
 
     # --- entry points -------------------------------------------------------------------
     def start(
@@ -144,7 +136,7 @@ class Runner:
                 run_id,
                 c.seq,
                 c.platform.name,
-                _spec_json(c.platform),
+                spec_json(c.platform),
                 c.suite,
                 c.test_case,
                 c.scenario,
@@ -189,6 +181,8 @@ class Runner:
     ) -> str:
         old_term = signal.signal(signal.SIGTERM, _on_sigterm)
         status = "failed"
+        # measured once per run, stored as cells of their own, read back on --resume
+        self.peaks = StoredPeaks(self.store, run_id, self._print)
         try:
             self._run_cells(run_id, campaign, all_cells, todo)
             status = "finished"
@@ -238,7 +232,8 @@ class Runner:
                     if not isinstance(exc, VirtbenchError):
                         exc = f"{type(exc).__name__}: {exc}"
                     for cell in cells:
-                        self._commit(run_id, cell, "failed", [], [], f"provision: {exc}", {})
+                        failed = Outcome("failed", [], [], f"provision: {exc}", 0.0)
+                        self._commit(run_id, cell, failed, {})
                         progress.advance(task)
                     self.console.print(
                         f"[red]✗[/] {escape(platform_name)}: cannot provision: {escape(str(exc))}"
@@ -263,30 +258,37 @@ class Runner:
                 finally:
                     cm.__exit__(None, None, None)
 
-    def _context(self, cell: Cell, campaign: Campaign, series: list) -> RunContext:
-        def record(metric: str, t: float, value: float, unit: str, role: str = "target") -> None:
-            series.append((role, metric, t, value, unit))
-
+    def _context(self, cell: Cell, campaign: Campaign) -> RunContext:
         return RunContext(
             params=cell.params,
             timeout=campaign.settings.cell_timeout,
             cpus=campaign.settings.target_cpus,
             client_cpus=campaign.settings.client_cpus,
-            series=record,
             log=lambda msg: self.console.log(msg),
         )
 
     def _scenario_env(
-        self, platform: Platform, workload, ctx: RunContext, campaign: Campaign | None = None
+        self,
+        platform: Platform,
+        workload,
+        ctx: RunContext,
+        campaign: Campaign | None = None,
+        sampler: Sampler | None = None,
     ) -> ScenarioEnv:
         specs = {p.name: p for p in campaign.platforms} if campaign else {}
         return ScenarioEnv(
-            target=platform, workload=workload, ctx=ctx, new_platform=_neighbour, platforms=specs
+            target=platform,
+            workload=workload,
+            ctx=ctx,
+            new_platform=_neighbour,
+            platforms=specs,
+            sampler=sampler or Sampler(),  # warm-ups sample nothing
+            solo_peaks=self.peaks,
         )
 
     def _warmup(self, platform: Platform, wcls, cell: Cell, campaign: Campaign) -> None:
         for _ in range(campaign.settings.warmup):
-            ctx = self._context(cell, campaign, [])
+            ctx = self._context(cell, campaign)
             try:
                 scenario_registry.parse(cell.scenario).run(
                     self._scenario_env(platform, wcls(), ctx, campaign)
@@ -297,43 +299,39 @@ class Runner:
     def _run_cell(
         self, run_id: str, platform: Platform, wcls, cell: Cell, campaign: Campaign
     ) -> None:
-        cell_id = f"{run_id}/{cell.seq:04d}"
-        self.store.start_cell(cell_id)
-        series: list = []
-        ctx = self._context(cell, campaign, series)
+        self.store.start_cell(cell_id(run_id, cell.seq))
+        ctx = self._context(cell, campaign)
         scenario = scenario_registry.parse(cell.scenario)
         labels = {"params": cell.params, "platform": platform.labels()}
-        started = time.monotonic()
-        try:
-            with CpuSampler({"target": platform}, ctx.series):
-                samples = scenario.run(self._scenario_env(platform, wcls(), ctx, campaign))
-            status, error = "ok", None
-        except WorkloadError as exc:
-            samples, error = list(getattr(exc, "samples", [])), str(exc)  # partial results kept
-            status = "timeout" if "timed out" in error else "failed"
-        except VirtbenchError as exc:
-            samples, status, error = [], "failed", str(exc)
-        except (KeyboardInterrupt, _Interrupted):
-            raise
-        except Exception as exc:  # a bug must fail the cell, not lose the run
-            samples, status = [], "failed"
-            error = f"internal error: {exc!r}\n{traceback.format_exc(limit=5)}"
-        elapsed = time.monotonic() - started
-        self._commit(run_id, cell, status, samples, series, error, labels)
-        self._print_cell(cell, status, samples, error, elapsed)
+        out = measure(
+            platform,
+            ctx,
+            lambda c, sampler: scenario.run(
+                self._scenario_env(platform, wcls(), c, campaign, sampler)
+            ),
+        )
+        self._commit(run_id, cell, out, labels)
+        where = f"{cell.platform.name} {cell.test_case} {cell.scenario} #{cell.repetition}"
+        self._print(where, cell.test_case, out)
 
-    def _commit(self, run_id, cell, status, samples: list[Sample], series, error, labels) -> None:
+    def _commit(self, run_id: str, cell: Cell, out: Outcome, labels) -> None:
         self.store.finish_cell(
-            run_id, f"{run_id}/{cell.seq:04d}", status, samples, series, error, labels or None
+            run_id,
+            cell_id(run_id, cell.seq),
+            out.status,
+            out.samples,
+            out.series,
+            out.error,
+            labels or None,
         )
 
-    def _print_cell(self, cell: Cell, status: str, samples: list[Sample], error, elapsed) -> None:
+    def _print(self, where: str, test_case: str, out: Outcome) -> None:
         # tool output and error text are printed literally, never as rich markup
-        where = escape(f"{cell.platform.name} {cell.test_case} {cell.scenario} #{cell.repetition}")
-        if status != "ok" or not samples:
-            self.console.print(f"[red]✗[/] {where}: {status}: {escape(str(error))}")
+        where, samples = escape(where), out.samples
+        if out.status != "ok" or not samples:
+            self.console.print(f"[red]✗[/] {where}: {out.status}: {escape(str(out.error))}")
             return
-        wcls = workload_registry.WORKLOADS[cell.test_case]
+        wcls = workload_registry.WORKLOADS[test_case]
         head = next((s for s in samples if s.metric == wcls.primary().name), samples[0])
         flag = (
             " [yellow](invalid: " + escape(str(head.labels["invalid"])) + ")[/]"
@@ -341,7 +339,7 @@ class Runner:
             else ""
         )
         self.console.print(
-            f"[green]✓[/] {where}: {head.value:.6g} {head.unit}{flag} ({elapsed:.1f}s)"
+            f"[green]✓[/] {where}: {head.value:.6g} {head.unit}{flag} ({out.elapsed_s:.1f}s)"
         )
 
 

@@ -7,14 +7,15 @@ A scenario is written in campaigns as `kind[:arg[:arg...]]`, e.g. `solo`,
 from __future__ import annotations
 
 import abc
-import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from ..metrics.sampler import Sampler
 from ..platforms.base import Platform, PlatformSpec
 from ..workloads.base import RunContext, Sample, Workload
+from .peaks import SoloPeaks
 
 
 @dataclass
@@ -26,8 +27,12 @@ class ScenarioEnv:
     new_platform: Callable[[PlatformSpec, str], AbstractContextManager[Platform]]
     # the campaign's [[platforms]] by name, so a neighbour can be of another platform type
     platforms: dict[str, PlatformSpec] = field(default_factory=dict)
-    # monotonic time the cell's samplers count from (series of all roles share this axis)
-    started: float = field(default_factory=time.monotonic)
+    # the cell's one sampler, owned by the runner and already watching role "target"; a
+    # scenario adds its other roles to it (its t0 is the cell's time axis). The default is
+    # not running (a scenario run outside the runner samples nothing)
+    sampler: Sampler = field(default_factory=Sampler)
+    # the run's solo peaks, the denominators of load=PCT (the runner stores each one)
+    solo_peaks: SoloPeaks = field(default_factory=SoloPeaks)
 
 
 class Scenario(abc.ABC):

@@ -10,7 +10,7 @@
 
 PLATFORM names a [[platforms]] entry of the campaign (default: the target's own).
 load=PCT sets each environment's offered rate to PCT % of its solo peak (the workload's
-`rate` parameter, rates.py), for rate sweeps in 10 % steps. The engine is colocation_engine.py;
+`rate_param`, rates.py), for rate sweeps in 10 % steps. The engine is colocation_engine.py;
 neighbour environments come from neighbours.py.
 """
 
@@ -185,11 +185,11 @@ class Different(_Colocation):
         from ..errors import VirtbenchError
 
         w = type(env.workload)
-        size_param = next((p for p in rates.SIZE_PARAMS if p in w.params), None)
+        size_param = rates.size_param(w)
         if size_param is None:
             raise VirtbenchError(
                 f"scenario '{self.text()}' needs a workload with a file size parameter "
-                f"({', '.join(rates.SIZE_PARAMS)}); test case {w.name} has: "
+                f"(Workload.size_param); test case {w.name} has: "
                 f"{', '.join(sorted(w.params)) or 'none'}"
             )
         return [
@@ -220,7 +220,7 @@ class Many(_Colocation):
 
     def _pct(self, env: ScenarioEnv) -> float | None:
         # seed 003 Fig. 21: 10 % each; a workload without a rate knob runs unthrottled
-        if self.load is None and rates.RATE_PARAM in type(env.workload).params:
+        if self.load is None and rates.rate_param(type(env.workload)) is not None:
             return 10.0
         return self.load
 

@@ -6,6 +6,8 @@ rest: the neighbours' environments come from the neighbour layer (neighbours.py:
 check before anything starts, provisioning in order, a neighbour that fails to start fails
 the cell and tears down what was started), then CPU weights, rates as a % of each
 environment's solo peak (rates.py), concurrent runs, window coverage, sampling and role naming.
+Sampling is the cell's one sampler (the runner's, `ScenarioEnv.sampler`): the engine opens a
+window on it over the scene's roles, which reads them and the host in detail meanwhile.
 """
 
 from __future__ import annotations
@@ -18,12 +20,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import VirtbenchError, WorkloadError
-from ..metrics.env_sampler import EnvSampler
+from ..metrics.sampler import Sampler, Window
 from ..platforms.base import Platform, PlatformSpec
 from ..workloads.base import RunContext, Sample
 from . import weights as weights_mod
 from .base import ScenarioEnv
 from .neighbours import NeighbourPlan, Neighbours, idle
+from .peaks import Peak
 from .rates import apply_load
 
 MIN_COVERAGE = 0.95  # busy environments must overlap this much of each other's run...
@@ -53,6 +56,7 @@ class _Env:
     marks: list[float] = field(default_factory=list)  # times it recorded series points
     startup_s: float | None = None
     overlap: float | None = None  # share of the target's run this busy neighbour overlapped
+    peak: Peak | None = None  # the solo peak its load=PCT rate was worked out from
 
 
 def _ctx_for(
@@ -68,7 +72,8 @@ def _ctx_for(
 
 def _params(env: ScenarioEnv, e: _Env) -> dict[str, Any]:
     params = dict(env.ctx.params) | e.plan.params
-    return apply_load(env, e.platform, params, e.plan.load_pct)  # type: ignore[arg-type]
+    params, e.peak = apply_load(env, e.platform, params, e.plan.load_pct)  # type: ignore[arg-type]
+    return params
 
 
 def _label(samples: list[Sample], e: _Env, extra: dict[str, Any]) -> list[Sample]:
@@ -164,12 +169,6 @@ def run(
         )
         active = [e for e in envs if e.plan.start_after_s is None]
         late = [e for e in envs if e.plan.start_after_s is not None]
-        sampler = EnvSampler(
-            {e.plan.role: e.platform for e in active},  # type: ignore[misc]
-            env.ctx.series,
-            t0=env.started,
-            skip_cpu=frozenset({"target"}),
-        )
         target = next(e for e in envs if e.plan.role == "target")
         params = {e.plan.role: _params(env, e) for e in active}
         # idle neighbours start their sleeping process (they are part of the scene), then
@@ -184,8 +183,10 @@ def run(
             )
             for e in busy
         ]
-        with sampler:
-            storm = _Storm(group, late, sampler)
+        # the cell's sampler reads every environment of the scene in detail meanwhile
+        roles = {e.plan.role: e.platform for e in active}
+        with env.sampler.window(roles) as window:  # type: ignore[arg-type]
+            storm = _Storm(group, late, env.sampler)
             for th in threads:
                 th.start()
             storm.start()
@@ -197,7 +198,7 @@ def run(
         dead = group.exited()
         for e in envs:  # an idle neighbour whose process died was not there all along
             e.error = e.error or dead.get(e.plan.role)
-        return _collect(envs, target, sampler, labels | weight_notes, params, env.started)
+        return _collect(envs, target, window, labels | weight_notes, params, env.sampler.t0)
 
 
 def _neighbour_plans(plans: list[EnvPlan]) -> list[NeighbourPlan]:
@@ -224,7 +225,7 @@ def _started(group: Neighbours, role: str) -> Platform | None:
 class _Storm:
     """Start newcomers while the target runs; time each one's start-up."""
 
-    def __init__(self, group: Neighbours, late: list[_Env], sampler: EnvSampler) -> None:
+    def __init__(self, group: Neighbours, late: list[_Env], sampler: Sampler) -> None:
         self.group, self.late, self.sampler = group, late, sampler
         self.threads: list[threading.Thread] = []
 
@@ -257,7 +258,7 @@ class _Storm:
         )
 
 
-def _collect(envs, target, sampler, labels, params, t0: float) -> list[Sample]:
+def _collect(envs, target, window: Window, labels, params, t0: float) -> list[Sample]:
     out: list[Sample] = []
     problems = []
     for e in envs:
@@ -282,6 +283,10 @@ def _collect(envs, target, sampler, labels, params, t0: float) -> list[Sample]:
         extra = base | {"env_params": params.get(e.plan.role)}
         if e.plan.load_pct is not None:
             extra["load_pct"] = e.plan.load_pct
+        if e.peak is not None:  # which measured value was the denominator, and where it is
+            extra["solo_peak"] = e.peak.value
+            if e.peak.cell_id is not None:
+                extra["peak_cell_id"] = e.peak.cell_id
         if e.overlap is not None:
             extra["overlap"] = round(e.overlap, 3)
         out.extend(_label(e.samples, e, extra))
@@ -299,7 +304,7 @@ def _collect(envs, target, sampler, labels, params, t0: float) -> list[Sample]:
         reason = "; ".join(problems)
         for s in out:
             s.labels.setdefault("invalid", f"neighbours not as planned: {reason}")
-    for (role, metric), st in sorted(sampler.summary().items()):
+    for (role, metric), st in sorted(window.summary().items()):
         out.append(
             Sample(
                 metric,

@@ -1,66 +1,57 @@
 """Offered rates of co-located environments as a % of each one's own solo peak (`load=PCT`).
 
-The solo peak is measured once per run and environment by a solo run of the same test case
-without a rate limit, and cached in this process.
+A workload says which of its parameters is its offered rate (`Workload.rate_param`) and which
+its served file size (`Workload.size_param`); nothing is guessed from parameter names. The
+solo peak comes from the run's `SoloPeaks` (`ScenarioEnv.solo_peaks`, scenarios/peaks.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
-from ..errors import VirtbenchError, WorkloadError
+from ..errors import VirtbenchError
 from ..platforms.base import Platform
+from ..workloads.base import Workload
 from .base import ScenarioEnv
-
-# The parameter of a workload that sets its offered rate (absolute, per second); `load=PCT`
-# scenarios set it to PCT % of the environment's solo peak.
-RATE_PARAM = "rate"
-# Names a workload may give its served file size (KiB); `different:SIZE` sets it.
-SIZE_PARAMS = ("file_sizes", "file_kb", "file_size_kb", "size_kb", "file_size")
-
-# solo peaks measured in this process: (platform name, test case, params) -> value
-_PEAKS: dict[tuple[str, str, str], float] = {}
+from .peaks import Peak
 
 
-def solo_peak(env: ScenarioEnv, platform: Platform, params: dict[str, Any]) -> float:
-    """The environment's solo peak of the primary metric, measured once per run and cached."""
-    w = env.workload
-    unlimited = {k: v for k, v in params.items() if k != RATE_PARAM} | {
-        RATE_PARAM: type(w).params[RATE_PARAM].default
-    }
-    key = (platform.name, w.name, repr(sorted(unlimited.items())))
-    if key not in _PEAKS:
-        env.ctx.log(f"measuring solo peak of {w.name} on {platform.name}")
-        samples = type(w)().run(platform, replace(env.ctx, params=unlimited))
-        primary = type(w).primary().name
-        values = [s.value for s in samples if s.metric == primary and not s.labels.get("invalid")]
-        if not values:
-            raise WorkloadError(f"{w.name}: no valid {primary} sample in the solo-peak run")
-        _PEAKS[key] = max(values)
-    return _PEAKS[key]
+def rate_param(w: type[Workload]) -> str | None:
+    """The parameter that sets the workload's offered rate, if it declares one it has."""
+    return w.rate_param if w.rate_param in w.params else None
+
+
+def size_param(w: type[Workload]) -> str | None:
+    """The parameter that sets the workload's served file size, if it declares one it has."""
+    return w.size_param if w.size_param in w.params else None
 
 
 def apply_load(
     env: ScenarioEnv, platform: Platform, params: dict[str, Any], load_pct: float | None
-) -> dict[str, Any]:
-    """`params` with the rate set to `load_pct` % of the environment's solo peak."""
+) -> tuple[dict[str, Any], Peak | None]:
+    """`params` with the rate set to `load_pct` % of the environment's solo peak, and that
+    peak (None without `load_pct`)."""
     if load_pct is None:
-        return params
+        return params, None
     w = type(env.workload)
-    if RATE_PARAM not in w.params:
+    rate = rate_param(w)
+    if rate is None:
+        wanted = f"a '{w.rate_param}' parameter" if w.rate_param else "an offered-rate parameter"
         raise VirtbenchError(
-            f"load=PCT needs a workload with a '{RATE_PARAM}' parameter; test case {w.name} "
+            f"load=PCT needs a workload with {wanted}; test case {w.name} "
             f"has: {', '.join(sorted(w.params)) or 'none'}"
         )
-    sizes = next((v for k in SIZE_PARAMS if isinstance(v := params.get(k), list)), [])
+    size = size_param(w)
+    sizes = params.get(size) if size else None
+    sizes = sizes if isinstance(sizes, list) else []
     if len(set(sizes)) > 1:  # each size has its own peak, but one rate would apply to all
         raise VirtbenchError(
             f"load=PCT: test case {w.name} serves several file sizes {sizes} KB with different "
             "solo peaks, but one offered rate applies to all; use one file size "
-            "(e.g. suites.web.file_sizes = [1]) in campaigns with load=PCT or many:N"
+            f"(e.g. suites.{w.suite}.{size} = [1]) in campaigns with load=PCT or many:N"
         )
-    peak = solo_peak(env, platform, params)
-    rate = max(1.0, peak * load_pct / 100.0)
-    default = w.params[RATE_PARAM].default
-    return params | {RATE_PARAM: int(rate) if isinstance(default, int) else rate}
+    unlimited = params | {rate: w.params[rate].default}
+    peak = env.solo_peaks.get(platform, env.workload, unlimited, env.ctx)
+    value = max(1.0, peak.value * load_pct / 100.0)
+    default = w.params[rate].default
+    return params | {rate: int(value) if isinstance(default, int) else value}, peak

@@ -54,6 +54,10 @@ class Workload(abc.ABC):
     dimension_labels: ClassVar[tuple[str, ...]] = ()
     ignored_labels: ClassVar[tuple[str, ...]] = ()
     params: ClassVar[dict[str, Param]] = {}
+    # the parameter that sets its offered rate per second (co-location's load=PCT sets it to a
+    # share of the solo peak) and the one that sets its served file size(s); None: it has none
+    rate_param: ClassVar[str | None] = None
+    size_param: ClassVar[str | None] = None
 
     @classmethod
     def metric(cls, name: str) -> Metric:

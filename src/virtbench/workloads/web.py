@@ -63,6 +63,7 @@ COMMON_PARAMS = {
 class _NginxWorkload(Workload):
     suite = "web"
     tools = ("nginx",)
+    size_param = "file_sizes"
 
     def sizes(self, ctx: RunContext) -> list[int]:
         return nginx.validate_sizes(ctx.params.get("file_sizes", PAPER_SIZES))
@@ -143,6 +144,7 @@ class HttperfSweep(_NginxWorkload):
         " sustained throughput and the rate where it is reached (seed 000 Fig. 5, 003 Fig. 16)"
     )
     host_tools = ("httperf", "wrk")
+    rate_param = "rate"
     metrics = (
         Metric("peak_throughput", "req/s", True, primary=True),
         Metric("peak_offered_rate", "req/s", True),

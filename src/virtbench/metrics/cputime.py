@@ -1,0 +1,47 @@
+"""CPU seconds an environment has consumed, from its cgroup or its processes' /proc times."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..platforms.base import Accounting
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def _proc_cpu_seconds(pid: int) -> float | None:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    # utime, stime, cutime, cstime are fields 14-17 (1-based); index 11.. after the comm split
+    return sum(int(x) for x in fields[11:15]) / CLK_TCK
+
+
+def _cgroup_cpu_seconds(cgroups: dict[str, str]) -> float | None:
+    acct = cgroups.get("cpuacct")
+    if acct:
+        try:
+            return int(Path(acct, "cpuacct.usage").read_text()) / 1e9
+        except OSError:
+            return None
+    unified = cgroups.get("unified")
+    if unified:
+        try:
+            for line in Path(unified, "cpu.stat").read_text().splitlines():
+                if line.startswith("usage_usec"):
+                    return int(line.split()[1]) / 1e6
+        except OSError:
+            return None
+    return None
+
+
+def cpu_seconds(acct: Accounting) -> float | None:
+    """Total CPU seconds an environment consumed so far: its cgroup's if it has one, else the
+    /proc times of its processes (which miss children until they are reaped)."""
+    total = _cgroup_cpu_seconds(acct.cgroups)
+    if total is not None:
+        return total
+    values = [v for v in (_proc_cpu_seconds(p) for p in acct.pids) if v is not None]
+    return sum(values) if values else None

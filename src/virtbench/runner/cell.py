@@ -1,0 +1,70 @@
+"""One cell's measurement: its one sampler (watching role "target"), its series, and its
+outcome with a failure classified instead of raised."""
+
+from __future__ import annotations
+
+import json
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from ..errors import VirtbenchError, WorkloadError
+from ..metrics.sampler import Sampler
+from ..platforms.base import Platform, PlatformSpec
+from ..results import Sample
+from ..workloads.base import RunContext
+
+# what the store keeps of a series point: (role, metric, t, value, unit)
+Point = tuple[str, str, float, float, str]
+
+
+@dataclass
+class Outcome:
+    status: str  # "ok", "failed" or "timeout"
+    samples: list[Sample]
+    series: list[Point]
+    error: str | None
+    elapsed_s: float
+
+
+def cell_id(run_id: str, seq: int) -> str:
+    return f"{run_id}/{seq:04d}"
+
+
+def spec_json(spec: PlatformSpec) -> str:
+    return json.dumps(
+        {
+            "name": spec.name,
+            "type": spec.type,
+            "options": spec.options,
+            "host": spec.host.name if spec.host else None,
+        }
+    )
+
+
+def measure(
+    target: Platform, ctx: RunContext, body: Callable[[RunContext, Sampler], list[Sample]]
+) -> Outcome:
+    """Run `body` with the cell's sampler running; its series and the workload's go to the
+    outcome. Ctrl-C and SIGTERM are not caught."""
+    series: list[Point] = []
+
+    def record(metric: str, t: float, value: float, unit: str, role: str = "target") -> None:
+        series.append((role, metric, t, value, unit))
+
+    sampler = Sampler(record)
+    sampler.add("target", target)
+    try:
+        with sampler:
+            samples = body(replace(ctx, series=record), sampler)
+        status, error = "ok", None
+    except WorkloadError as exc:
+        samples, error = list(getattr(exc, "samples", [])), str(exc)  # partial results kept
+        status = "timeout" if "timed out" in error else "failed"
+    except VirtbenchError as exc:
+        samples, status, error = [], "failed", str(exc)
+    except Exception as exc:  # a bug must fail the cell, not lose the run
+        samples, status = [], "failed"
+        error = f"internal error: {exc!r}\n{traceback.format_exc(limit=5)}"
+    return Outcome(status, samples, series, error, time.monotonic() - sampler.t0)

@@ -1,0 +1,76 @@
+"""The run's solo peaks (the `load=PCT` denominators), each measured once and stored as a cell.
+
+A measurement is a cell of its own: the platform and test case of the cells that use it,
+scenario `solo-peak`, repetition 1, the unlimited params in its labels; its samples and series
+are stored like any cell's, and its labels name the value taken (`solo_peak`, from the
+primary metric `solo_peak_metric`). The co-location cells that use it label their samples
+with `solo_peak` and `peak_cell_id`. `--resume` reads finished ones back instead of measuring
+them again; an unfinished one is measured again into the same cell.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import WorkloadError
+from ..platforms.base import Platform
+from ..scenarios.peaks import Peak, PeakKey, SoloPeaks, peak_key, peak_value, run_solo
+from ..store.db import Store
+from ..workloads.base import RunContext, Workload
+from .cell import Outcome, cell_id, measure, spec_json
+
+SCENARIO = "solo-peak"  # the scenario column of a solo-peak cell
+
+
+class StoredPeaks(SoloPeaks):
+    def __init__(
+        self, store: Store, run_id: str, report: Callable[[str, str, Outcome], None]
+    ) -> None:
+        super().__init__()
+        self.store, self.run_id = store, run_id
+        self.report = report  # (where, test case, outcome) of each measurement, for the console
+        self.unfinished: dict[PeakKey, str] = {}  # key -> its cell that did not finish ok
+        for row in store.cells(run_id):
+            if row.scenario != SCENARIO:
+                continue
+            labels = row.labels
+            key = peak_key(row.platform, row.test_case, labels.get("params", {}))
+            if row.status == "ok" and "solo_peak" in labels:
+                self.known[key] = Peak(labels["solo_peak"], row.cell_id)
+            else:
+                self.unfinished[key] = row.cell_id
+
+    def measure(
+        self, platform: Platform, workload: Workload, params: dict[str, Any], ctx: RunContext
+    ) -> Peak:
+        key = peak_key(platform.name, workload.name, params)
+        cid = self.unfinished.pop(key, None) or self._new_cell(platform, workload, params)
+        self.store.start_cell(cid)
+        out = measure(platform, ctx, lambda c, _sampler: run_solo(platform, workload, params, c))
+        labels: dict[str, Any] = {"params": params, "platform": platform.labels()}
+        value = None
+        if out.status == "ok":
+            try:
+                value = peak_value(type(workload), out.samples)
+                labels |= {"solo_peak": value, "solo_peak_metric": workload.primary().name}
+            except WorkloadError as exc:
+                out.status, out.error = "failed", str(exc)
+        self.store.finish_cell(
+            self.run_id, cid, out.status, out.samples, out.series, out.error, labels
+        )
+        self.report(f"{platform.name} {workload.name} {SCENARIO}", workload.name, out)
+        if value is None:
+            self.unfinished[key] = cid
+            raise WorkloadError(f"solo peak of {workload.name} on {platform.name}: {out.error}")
+        return Peak(value, cid)
+
+    def _new_cell(self, platform: Platform, workload: Workload, params: dict[str, Any]) -> str:
+        """A cell row after every cell of the run (the campaign's cells keep their numbers)."""
+        seq = max((r.seq for r in self.store.cells(self.run_id)), default=-1) + 1
+        cid = cell_id(self.run_id, seq)
+        row = (cid, self.run_id, seq, platform.name, spec_json(platform.spec), workload.suite)
+        labels = json.dumps({"params": params})
+        self.store.add_cells([(*row, workload.name, SCENARIO, 1, labels)])
+        return cid

@@ -1,0 +1,66 @@
+"""Solo peaks, the denominators of `load=PCT`: one solo run of the test case without a rate
+limit on an environment, measured once per run and (platform, test case, params).
+
+`SoloPeaks` keeps them for as long as it lives (the runner keeps one per run, and its subclass
+stores each measurement as a cell of its own; runner/peaks.py). The peak is the best valid
+sample of the test case's primary metric.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..errors import WorkloadError
+from ..platforms.base import Platform
+from ..results import Sample
+from ..workloads.base import RunContext, Workload
+
+PeakKey = tuple[str, str, str]  # (platform name, test case, params as sorted JSON)
+
+
+@dataclass(frozen=True)
+class Peak:
+    value: float
+    cell_id: str | None = None  # the stored cell that measured it (None: not stored)
+
+
+def peak_key(platform: str, test_case: str, params: dict[str, Any]) -> PeakKey:
+    return (platform, test_case, json.dumps(params, sort_keys=True, default=str))
+
+
+def run_solo(
+    platform: Platform, workload: Workload, params: dict[str, Any], ctx: RunContext
+) -> list[Sample]:
+    ctx.log(f"measuring solo peak of {workload.name} on {platform.name}")
+    return type(workload)().run(platform, replace(ctx, params=params))
+
+
+def peak_value(workload: type[Workload], samples: list[Sample]) -> float:
+    primary = workload.primary().name
+    values = [s.value for s in samples if s.metric == primary and not s.labels.get("invalid")]
+    if not values:
+        raise WorkloadError(f"{workload.name}: no valid {primary} sample in the solo-peak run")
+    return max(values)
+
+
+class SoloPeaks:
+    """Solo peaks measured so far; each (platform, test case, params) is measured once."""
+
+    def __init__(self) -> None:
+        self.known: dict[PeakKey, Peak] = {}
+
+    def get(
+        self, platform: Platform, workload: Workload, params: dict[str, Any], ctx: RunContext
+    ) -> Peak:
+        key = peak_key(platform.name, workload.name, params)
+        if key not in self.known:
+            self.known[key] = self.measure(platform, workload, params, ctx)
+        return self.known[key]
+
+    def measure(
+        self, platform: Platform, workload: Workload, params: dict[str, Any], ctx: RunContext
+    ) -> Peak:
+        """One solo run of `workload` with `params` on `platform` (not stored)."""
+        return Peak(peak_value(type(workload), run_solo(platform, workload, params, ctx)))

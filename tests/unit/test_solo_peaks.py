@@ -1,0 +1,98 @@
+"""Solo peaks (the load=PCT denominators): measured once per run and key, stored as a cell of
+their own (scenario solo-peak), read back on --resume, and named by the cells that used them."""
+
+import contextlib
+
+import pytest
+
+from tests.unit.fakes import FakePlatform
+from virtbench.errors import WorkloadError
+from virtbench.runner.peaks import SCENARIO, StoredPeaks
+from virtbench.scenarios import registry
+from virtbench.scenarios.base import ScenarioEnv
+from virtbench.scenarios.peaks import Peak
+from virtbench.store.db import Store
+from virtbench.workloads.base import Metric, Param, RunContext, Workload
+
+RUN = "20240101-000000-abcd"
+
+
+class Rated(Workload):
+    suite = "web"
+    name = "rated"
+    description = "1000 ops/s unlimited, else its rate"
+    metrics = (Metric("ops", "ops/s", True, primary=True),)
+    params = {"rate": Param(0)}
+    rate_param = "rate"
+    runs = 0
+    fail = False
+
+    def run(self, platform, ctx):
+        type(self).runs += 1
+        if type(self).fail:
+            raise WorkloadError("rated: tool exited 1")
+        ctx.series("ops", 0.5, 1000.0, "ops/s", "target")
+        return [self.sample("ops", ctx.params["rate"] or 1000.0)]
+
+
+@pytest.fixture
+def store(tmp_path):
+    Rated.runs, Rated.fail = 0, False
+    st = Store.in_dir(tmp_path)
+    st.create_run(RUN, "t", "x.toml", "", 1, {}, {}, "0")
+    st.add_cells([(f"{RUN}/0000", RUN, 0, "native", "{}", "web", "rated", "identical", 1, "{}")])
+    return st
+
+
+def _get(peaks):
+    return peaks.get(FakePlatform("native", []), Rated(), {"rate": 0}, RunContext(params={}))
+
+
+def test_measured_once_stored_as_its_own_cell_and_read_back_on_resume(store):
+    peaks = StoredPeaks(store, RUN, lambda *a: None)
+    first = _get(peaks)
+    assert first == _get(peaks) == Peak(1000.0, f"{RUN}/0001") and Rated.runs == 1
+    row = store.cells(RUN)[-1]
+    assert (row.platform, row.test_case, row.scenario, row.status) == (
+        "native",
+        "rated",
+        SCENARIO,
+        "ok",
+    )
+    assert row.labels["solo_peak"] == 1000.0 and row.labels["params"] == {"rate": 0}
+    samples = [r for r in store.sample_rows(RUN) if r["cell_id"] == first.cell_id]
+    assert [(r["metric"], r["value"]) for r in samples] == [("ops", 1000.0)]
+    series = {r["metric"] for r in store.series_rows(RUN) if r["cell_id"] == first.cell_id}
+    assert "ops" in series
+    assert _get(StoredPeaks(store, RUN, lambda *a: None)) == first and Rated.runs == 1
+
+
+def test_a_failed_peak_fails_its_cell_and_is_measured_again_into_it(store):
+    Rated.fail = True
+    with pytest.raises(WorkloadError, match="solo peak of rated on native: rated: tool exited"):
+        _get(StoredPeaks(store, RUN, lambda *a: None))
+    assert store.cells(RUN)[-1].status == "failed"
+    Rated.fail = False
+    assert _get(StoredPeaks(store, RUN, lambda *a: None)) == Peak(1000.0, f"{RUN}/0001")
+    assert [r.status for r in store.cells(RUN)] == ["pending", "ok"]
+
+
+def test_load_cells_name_the_peak_they_used(store):
+    @contextlib.contextmanager
+    def new_platform(spec, role):
+        yield FakePlatform(spec.name, [])
+
+    target = FakePlatform("native", [])
+    env = ScenarioEnv(
+        target,
+        Rated(),
+        RunContext(params={"rate": 0}),
+        new_platform,
+        solo_peaks=StoredPeaks(store, RUN, lambda *a: None),
+    )
+    samples = registry.parse("identical:load=50").run(env)
+    ops = {s.role: s for s in samples if s.metric == "ops"}
+    assert ops["target"].value == ops["neighbour-1"].value == 500  # 50 % of 1000
+    for s in ops.values():
+        assert s.labels["solo_peak"] == 1000.0 and s.labels["peak_cell_id"] == f"{RUN}/0001"
+    assert Rated.runs == 3  # one peak (both run on platform "native"), then both at 50 %
