@@ -14,19 +14,19 @@ import secrets
 from typing import Any
 
 from .. import probes_build
-from ..errors import WorkloadError
-from ..platforms.base import Platform
-from .base import Metric, Param, RunContext, Sample, Workload, check
-from .latency_parse import (
+from ..drivers import cyclictest
+from ..drivers.cyclictest import parse_cyclictest, percentile_rank, value_at_rank
+from ..drivers.probe import (
     EXIT_NOPERM,
     EXIT_USAGE,
     modes,
-    parse_cyclictest,
     parse_probe,
-    percentile_rank,
     probe_failure,
-    value_at_rank,
+    probe_options,
 )
+from ..errors import WorkloadError
+from ..platforms.base import Platform
+from .base import Metric, Param, RunContext, Sample, Workload, check
 from .registry import register
 
 LIB = False  # lower is better for every latency figure
@@ -91,10 +91,7 @@ class _Probe(Workload):
 
     def probe_argv(self, ctx: RunContext) -> list[str]:
         p = ctx.params
-        argv = ["--policy", p["policy"], "--clock", p["clock"]]
-        if p["priority"] >= 0:  # else the probe takes the policy's highest priority
-            argv += ["--priority", str(p["priority"])]
-        return argv + (["--allow-unprivileged"] if p["allow_unprivileged"] else [])
+        return probe_options(p["policy"], p["clock"], p["priority"], p["allow_unprivileged"])
 
     def run_probe(
         self, platform: Platform, ctx: RunContext, extra: list[str], seconds: float
@@ -274,18 +271,9 @@ class Cyclictest(Workload):
         p = ctx.params
         out = f"{platform.workdir}/vb-cyclictest-{secrets.token_hex(4)}.json"
         prio = 99 if p["priority"] < 0 else p["priority"]
-        argv = [
-            "cyclictest",
-            "--mlockall",
-            "--quiet",
-            "--threads=1",
-            f"--priority={prio}",
-            f"--policy={p['policy']}",
-            f"--interval={p['interval_us']}",
-            f"--duration={int(p['duration'])}",
-            f"--histogram={int(p['histogram_us'])}",
-            f"--json={out}",
-        ]
+        argv = cyclictest.argv(
+            out, prio, p["policy"], p["interval_us"], p["duration"], p["histogram_us"]
+        )
         try:
             result = platform.exec(
                 argv, cpus=ctx.cpus, timeout=_timeout(ctx, p["duration"], self.name)
