@@ -32,6 +32,17 @@ class _NetWorkload(Workload):
 
 
 # --- iperf3 ---------------------------------------------------------------------------
+def _iperf3_metrics(*extra: Metric) -> tuple[Metric, ...]:
+    """What both iperf3 test cases report, with their own `extra` figures in the middle."""
+    return (
+        Metric("throughput", "Mbit/s", True, primary=True),
+        Metric("sent", "Mbit/s", True),
+        *extra,
+        Metric("server_cpu_pct", "%", False),
+        Metric("client_cpu_pct", "%", False),
+    )
+
+
 class _Iperf3(_NetWorkload):
     tools = ("iperf3",)
     host_tools = ("iperf3",)
@@ -110,13 +121,7 @@ class _Iperf3(_NetWorkload):
 class Iperf3Tcp(_Iperf3):
     name = "iperf3-tcp"
     description = "iperf3 TCP bulk throughput, client on the host -> server inside"
-    metrics = (
-        Metric("throughput", "Mbit/s", True, primary=True),
-        Metric("sent", "Mbit/s", True),
-        Metric("retransmits", "count", False),
-        Metric("server_cpu_pct", "%", False),
-        Metric("client_cpu_pct", "%", False),
-    )
+    metrics = _iperf3_metrics(Metric("retransmits", "count", False))
     extra_metrics = ("retransmits",)
 
 
@@ -125,14 +130,7 @@ class Iperf3Udp(_Iperf3):
     name = "iperf3-udp"
     description = "iperf3 UDP throughput received inside, with loss and jitter"
     udp = True
-    metrics = (
-        Metric("throughput", "Mbit/s", True, primary=True),
-        Metric("sent", "Mbit/s", True),
-        Metric("lost_percent", "%", False),
-        Metric("jitter_ms", "ms", False),
-        Metric("server_cpu_pct", "%", False),
-        Metric("client_cpu_pct", "%", False),
-    )
+    metrics = _iperf3_metrics(Metric("lost_percent", "%", False), Metric("jitter_ms", "ms", False))
     extra_metrics = ("lost_percent", "jitter_ms")
     params = {
         **_Iperf3.params,
@@ -141,17 +139,16 @@ class Iperf3Udp(_Iperf3):
 
 
 # --- sockperf ---------------------------------------------------------------------------
+# round-trip figures of sockperf's summary, in µs (rtt_<figure>_us); mean is the headline
+_RTT_FIGURES = ("mean", "p50", "p99", "p99.9", "stddev", "max")
+
+
 class _Sockperf(_NetWorkload):
     tools = ("sockperf",)
     host_tools = ("sockperf",)
     tcp = True
     metrics = (
-        Metric("rtt_mean_us", "us", False, primary=True),
-        Metric("rtt_p50_us", "us", False),
-        Metric("rtt_p99_us", "us", False),
-        Metric("rtt_p99.9_us", "us", False),
-        Metric("rtt_stddev_us", "us", False),
-        Metric("rtt_max_us", "us", False),
+        *(Metric(f"rtt_{k}_us", "us", False, primary=k == "mean") for k in _RTT_FIGURES),
         Metric("transactions_per_s", "trans/s", True),
         Metric("dropped", "count", False),
         Metric("client_cpu_pct", "%", False),
