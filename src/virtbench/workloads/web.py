@@ -253,12 +253,15 @@ class HttperfSweep(_NginxWorkload):
                     self.sweep_one(state)
         return samples
 
+    def what(self, st: SweepState) -> str:
+        return f"{self.name} {st.size}KB"
+
     def fixed_one(self, st: SweepState, rate: float) -> None:
         """Fixed-rate mode: one step at `rate` for `duration` s; its throughput is the
         headline (the 'peak' of a one-step sweep), labelled phase=fixed-rate."""
         duration = float(st.ctx.params.get("duration", 10.0))
         step = self.step(st, 0, rate, duration, "fixed-rate")
-        self.check_alive(st.served, f"{self.name} {st.size}KB", st.samples)
+        self.check_alive(st.served, self.what(st), st.samples)
         st.samples += self.headline([step], st.size, "fixed-rate", phase="fixed-rate")
 
     def plan(self, ctx: RunContext, capacity: float | None) -> sweep.Plan:
@@ -278,7 +281,7 @@ class HttperfSweep(_NginxWorkload):
 
     def sweep_one(self, st: SweepState) -> None:
         p = st.ctx.params
-        what = f"{self.name} {st.size}KB"
+        what = self.what(st)
         capacity = self.capacity(st) if p.get("mode", "capacity") == "capacity" else None
         steps: list[sweep.StepResult] = []
         stopped = "max-steps"
@@ -310,7 +313,7 @@ class HttperfSweep(_NginxWorkload):
         if run.saturated:
             probe.labels["client_saturated"] = f"{run.cpu_util:.0%}"
         st.samples += [probe, self.client_sample(run, file_size_kb=st.size, phase="probe")]
-        self.check_alive(st.served, f"{self.name} {st.size}KB", st.samples)
+        self.check_alive(st.served, self.what(st), st.samples)
         return res.req_per_s
 
     def step(
@@ -333,7 +336,7 @@ class HttperfSweep(_NginxWorkload):
         values = self.step_values(r, rate)
         self.record(st, labels, values, r, par)
         st.ctx.log(
-            f"{self.name} {st.size}KB step {index}: offered {rate:.0f} -> {r.throughput:.0f}"
+            f"{self.what(st)} step {index}: offered {rate:.0f} -> {r.throughput:.0f}"
             f" req/s ({len(parts)} httperf at {par.cpu_util:.0%} of the busiest client CPU,"
             f" which was {par.cpu_busy:.0%} busy in all)"
             + (f" (invalid: {invalid})" if invalid else "")
