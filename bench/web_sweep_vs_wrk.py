@@ -27,9 +27,9 @@ import time
 
 from virtbench.platforms.base import PlatformSpec
 from virtbench.platforms.native import NativePlatform
+from virtbench.serving.loadgen import raise_nofile
 from virtbench.workloads.base import RunContext
-from virtbench.workloads.serving import raise_nofile
-from virtbench.workloads.web import HttperfSweep
+from virtbench.workloads.web import HttperfSweep, SweepState
 
 
 def _cpus(text: str) -> list[int]:
@@ -89,7 +89,7 @@ def main() -> None:
         for rnd in range(1, a.rounds + 1):
             before, run_b = w.wrk_run(served, a.size, ctx, threads, a.connections, a.duration)
             samples: list = []
-            w.sweep_one(served, a.size, ctx, samples, time.monotonic(), nofile)
+            w.sweep_one(SweepState(served, a.size, ctx, samples, time.monotonic(), nofile))
             after, run_a = w.wrk_run(served, a.size, ctx, threads, a.connections, a.duration)
             ka, run_k = w.wrk_run(served, a.size, ctx, threads, a.connections, a.duration, 0)
             peak = next(s for s in samples if s.metric == "peak_throughput")

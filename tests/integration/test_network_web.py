@@ -160,9 +160,9 @@ class _Unreachable(NativePlatform):
 
 
 def test_unreachable_server(monkeypatch):
-    from virtbench.workloads import serving
+    from virtbench.serving import readiness
 
-    monkeypatch.setattr(serving, "READY_TIMEOUT_S", 3.0)  # the real default waits 60 s
+    monkeypatch.setattr(readiness, "READY_TIMEOUT_S", 3.0)  # the real default waits 60 s
     with (
         _Unreachable(PlatformSpec("x", "native"), "vb-itest-unr") as p,
         pytest.raises(WorkloadError, match="unreachable at 127.0.0.1:9"),

@@ -4,22 +4,20 @@ from pathlib import Path
 
 import pytest
 
+from virtbench.drivers.cyclictest import parse_cyclictest, percentile_rank, value_at_rank
+from virtbench.drivers.probe import (
+    EXIT_NOPERM,
+    EXIT_USAGE,
+    load_json,
+    modes,
+    parse_probe,
+    probe_failure,
+)
 from virtbench.errors import WorkloadError
 from virtbench.platforms.base import ExecResult
 from virtbench.workloads import antagonists
 from virtbench.workloads.base import RunContext
 from virtbench.workloads.latency import Cyclictest, ThreadSwitch2, Tick
-from virtbench.workloads.latency_parse import (
-    EXIT_NOPERM,
-    EXIT_USAGE,
-    load_json,
-    modes,
-    parse_cyclictest,
-    parse_probe,
-    percentile_rank,
-    probe_failure,
-    value_at_rank,
-)
 
 DATA = Path(__file__).parent.parent / "data"
 

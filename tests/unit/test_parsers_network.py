@@ -4,8 +4,9 @@ from pathlib import Path
 
 import pytest
 
+from virtbench.drivers.iperf3 import parse as parse_iperf3
+from virtbench.drivers.sockperf import parse as parse_sockperf
 from virtbench.errors import WorkloadError
-from virtbench.workloads.network import parse_iperf3, parse_sockperf
 
 DATA = Path(__file__).parent.parent / "data"
 

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
+from virtbench.drivers import httperf, nginx, sweep, wrk
 from virtbench.errors import VirtbenchError, WorkloadError
-from virtbench.workloads import httperf, nginx, sweep, wrk
 
 DATA = Path(__file__).parent.parent / "data"
 

@@ -8,13 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from virtbench.drivers import httperf
 from virtbench.errors import VirtbenchError, WorkloadError
 from virtbench.platforms.base import ExecResult
 from virtbench.scenarios import colocation, rates
-from virtbench.workloads import httperf, serving
+from virtbench.serving import loadgen, readiness
+from virtbench.serving import ports as srv_ports
+from virtbench.serving.loadgen import ClientRun, ParallelRun
 from virtbench.workloads.base import RunContext
-from virtbench.workloads.serving import ClientRun, ParallelRun
-from virtbench.workloads.web import HttperfSweep
+from virtbench.workloads.web import HttperfSweep, SweepState
 
 DATA = Path(__file__).parent.parent / "data"
 
@@ -58,15 +60,15 @@ def _run(cpu_s: float, elapsed: float = 1.0) -> ExecResult:
 
 def test_client_slots_one_per_cpu_round_robin():
     ctx = RunContext(params={}, client_cpus=[0, 2])
-    assert serving.client_slots(ctx, 0) == [[0], [2]]
-    assert serving.client_slots(ctx, 3) == [[0], [2], [0]]
-    assert serving.client_slots(RunContext(params={}), 0) == [None]
-    assert serving.client_slots(RunContext(params={}), 2) == [None, None]
+    assert loadgen.client_slots(ctx, 0) == [[0], [2]]
+    assert loadgen.client_slots(ctx, 3) == [[0], [2], [0]]
+    assert loadgen.client_slots(RunContext(params={}), 0) == [None]
+    assert loadgen.client_slots(RunContext(params={}), 2) == [None, None]
 
 
 def test_cpu_loads_add_up_per_cpu():
     # two processes sharing CPU 0 at 50 % each: both read a full CPU; CPU 2 alone at 30 %
-    loads = serving.cpu_loads([_run(0.5), _run(0.3), _run(0.5)], [[0], [2], [0]])
+    loads = loadgen.cpu_loads([_run(0.5), _run(0.3), _run(0.5)], [[0], [2], [0]])
     assert loads == pytest.approx([1.0, 0.3, 1.0])
 
 
@@ -88,18 +90,18 @@ def test_parallel_verdict_judges_each_process():
 def test_ports_avoid_the_ephemeral_range(tmp_path, monkeypatch):
     f = tmp_path / "range"
     f.write_text("1024\t65000\n")
-    assert serving.ephemeral_range(str(f)) == (1024, 65000)
+    assert srv_ports.ephemeral_range(str(f)) == (1024, 65000)
     f.write_text("garbage")
-    assert serving.ephemeral_range(str(f)) == serving.DEFAULT_EPHEMERAL
+    assert srv_ports.ephemeral_range(str(f)) == srv_ports.DEFAULT_EPHEMERAL
     # default range: the preferred 10000-12500 pool is untouched
-    assert serving._pool((32768, 60999)) == [(10000, 12500)]
+    assert srv_ports._pool((32768, 60999)) == [(10000, 12500)]
     # a range covering the preferred pool: only ports above it remain
-    assert serving._pool((1024, 65000)) == [(65001, 65536)]
-    assert serving._pool((11000, 60999)) == [(10000, 11000)]
-    monkeypatch.setattr(serving, "ephemeral_range", lambda: (1024, 65000))
-    ports = serving.candidate_ports(0, tries=3)
+    assert srv_ports._pool((1024, 65000)) == [(65001, 65536)]
+    assert srv_ports._pool((11000, 60999)) == [(10000, 11000)]
+    monkeypatch.setattr(srv_ports, "ephemeral_range", lambda: (1024, 65000))
+    ports = srv_ports.candidate_ports(0, tries=3)
     assert ports and all(p > 65000 for p in ports)
-    assert serving.candidate_ports(4242) == [4242]  # the user's choice is never second-guessed
+    assert srv_ports.candidate_ports(4242) == [4242]  # the user's choice is never second-guessed
 
 
 def _http_server(reply: bytes):
@@ -120,13 +122,13 @@ def _http_server(reply: bytes):
 
 def test_http_probe_wants_200():
     port = _http_server(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
-    serving.http_probe("/f1k.bin")("127.0.0.1", port, 2.0)
+    readiness.http_probe("/f1k.bin")("127.0.0.1", port, 2.0)
     port = _http_server(b"HTTP/1.1 404 Not Found\r\n\r\n")
     with pytest.raises(WorkloadError, match="answered 'HTTP/1.1 404 Not Found', not 200"):
-        serving.http_probe("/f1k.bin")("127.0.0.1", port, 2.0)
+        readiness.http_probe("/f1k.bin")("127.0.0.1", port, 2.0)
     port = _http_server(b"SSH-2.0-OpenSSH\r\n")
-    with pytest.raises(serving.NotReady, match="no HTTP status line"):
-        serving.http_probe("/f1k.bin")("127.0.0.1", port, 2.0)
+    with pytest.raises(readiness.NotReady, match="no HTTP status line"):
+        readiness.http_probe("/f1k.bin")("127.0.0.1", port, 2.0)
 
 
 class _Proc:
@@ -142,28 +144,28 @@ def test_wait_ready_retries_then_names_what_failed():
         if len(calls) < 3:
             raise ConnectionRefusedError(111, "Connection refused")
 
-    assert serving.wait_ready("127.0.0.1", 1, _Proc(), 5, "x", flaky) == 3
+    assert readiness.wait_ready("127.0.0.1", 1, _Proc(), 5, "x", flaky) == 3
     assert all(t <= 1.0 for t in calls)  # each attempt is bounded
 
     def never(host, port, timeout):
-        raise serving.NotReady("no HTTP status line")
+        raise readiness.NotReady("no HTTP status line")
 
     with pytest.raises(
         WorkloadError, match=r"unreachable at 127.0.0.1:1 after 0s and \d+ attempts"
     ):
-        serving.wait_ready("127.0.0.1", 1, _Proc(), 0.2, "x", never)
+        readiness.wait_ready("127.0.0.1", 1, _Proc(), 0.2, "x", never)
 
 
 def test_fixed_rate_mode_runs_one_step_per_size(monkeypatch):
     w = HttperfSweep()
     seen = []
 
-    def fake_step(served, size, ctx, index, rate, calls, samples, t0, nofile, duration, phase):
-        seen.append((size, index, rate, duration, phase))
+    def fake_step(st, index, rate, duration, phase):
+        seen.append((st.size, index, rate, duration, phase))
         return httperf_step(index, rate)
 
     def httperf_step(index, rate):
-        from virtbench.workloads import sweep
+        from virtbench.drivers import sweep
 
         return sweep.StepResult(index, rate, rate * 0.99, 0, 100)
 
@@ -172,7 +174,7 @@ def test_fixed_rate_mode_runs_one_step_per_size(monkeypatch):
     params = {k: p.default for k, p in w.params.items()} | {"rate": 500.0, "duration": 4.0}
     samples: list = []
     for size in (1, 10):
-        w.fixed_one(None, size, RunContext(params=params), 500.0, samples, 0.0, 1024)
+        w.fixed_one(SweepState(None, size, RunContext(params=params), samples, 0.0, 1024), 500.0)
     assert seen == [(1, 0, 500.0, 4.0, "fixed-rate"), (10, 0, 500.0, 4.0, "fixed-rate")]
     heads = [s for s in samples if s.metric == "peak_throughput"]
     assert [h.value for h in heads] == [495.0, 495.0]
@@ -202,9 +204,9 @@ def test_load_with_several_file_sizes_is_a_clear_error():
 def test_busiest_share_from_proc_stat_deltas():
     before = {0: (100, 1000), 1: (500, 1000)}
     after = {0: (190, 1100), 1: (520, 1100)}
-    assert serving.busiest_share(before, after) == pytest.approx(0.9)
-    assert serving.busiest_share({}, {}) == 0.0
-    assert set(serving.cpu_times({0})) <= {0}  # the running host's own /proc/stat parses
+    assert loadgen.busiest_share(before, after) == pytest.approx(0.9)
+    assert loadgen.busiest_share({}, {}) == 0.0
+    assert set(loadgen.cpu_times({0})) <= {0}  # the running host's own /proc/stat parses
 
 
 PROC_NET_TCP = """  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid
@@ -214,9 +216,9 @@ PROC_NET_TCP = """  sl  local_address rem_address   st tx_queue rx_queue tr tm->
 
 
 def test_listening_socket_from_proc_net():
-    assert serving._listening(PROC_NET_TCP, 0x2A3B, "0A")
-    assert not serving._listening(PROC_NET_TCP, 0x2A3C, "0A")  # established, not listening
-    assert not serving._listening(PROC_NET_TCP, 0x2A3B, "07")
+    assert readiness._listening(PROC_NET_TCP, 0x2A3B, "0A")
+    assert not readiness._listening(PROC_NET_TCP, 0x2A3C, "0A")  # established, not listening
+    assert not readiness._listening(PROC_NET_TCP, 0x2A3B, "07")
 
 
 def test_listening_probe_reads_inside_the_environment():
@@ -231,7 +233,7 @@ def test_listening_probe_reads_inside_the_environment():
             return R(argv, 1, self.out, "cat: /proc/net/tcp6: No such file", 0.0)
 
     p = P(PROC_NET_TCP)
-    serving.listening_probe(p, 0x2A3B)("10.0.0.2", 30000, 1.0)  # tcp6 missing is fine
+    readiness.listening_probe(p, 0x2A3B)("10.0.0.2", 30000, 1.0)  # tcp6 missing is fine
     assert p.argv == ["cat", "/proc/net/tcp", "/proc/net/tcp6"]
-    with pytest.raises(serving.NotReady, match="no UDP socket on port 10812"):
-        serving.listening_probe(P(PROC_NET_TCP), 0x2A3C, udp=True)("h", 1, 1.0)
+    with pytest.raises(readiness.NotReady, match="no UDP socket on port 10812"):
+        readiness.listening_probe(P(PROC_NET_TCP), 0x2A3C, udp=True)("h", 1, 1.0)

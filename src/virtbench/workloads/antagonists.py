@@ -15,9 +15,9 @@ import re
 from dataclasses import dataclass
 
 from .. import probes_build
+from ..drivers.probe import load_json
 from ..platforms.base import ExecResult, Platform
 from .base import Sample
-from .latency_parse import load_json
 
 _STRESSOR = re.compile(r"^[a-z][a-z0-9-]*$")
 # stress-ng --metrics-brief: "metrc: [pid] cache  435490  1.99  0.67  0.02  219076.47 ..."

@@ -14,31 +14,30 @@ import secrets
 from typing import Any
 
 from .. import probes_build
-from ..errors import WorkloadError
-from ..platforms.base import Platform
-from .base import Metric, Param, RunContext, Sample, Workload, check
-from .latency_parse import (
+from ..drivers import cyclictest
+from ..drivers.cyclictest import parse_cyclictest, percentile_rank, value_at_rank
+from ..drivers.probe import (
     EXIT_NOPERM,
     EXIT_USAGE,
     modes,
-    parse_cyclictest,
     parse_probe,
-    percentile_rank,
     probe_failure,
-    value_at_rank,
+    probe_options,
 )
+from ..errors import WorkloadError
+from ..platforms.base import Platform
+from .base import Metric, Param, RunContext, Sample, Workload, check
 from .registry import register
 
 LIB = False  # lower is better for every latency figure
 
-_STAT_METRICS = (
-    Metric("max_us", "us", LIB, primary=True),
-    Metric("p9999_us", "us", LIB),
-    Metric("p99_us", "us", LIB),
-    Metric("median_us", "us", LIB),
-    Metric("mean_us", "us", LIB),
-    Metric("min_us", "us", LIB),
-)
+
+def _us_metrics(*names: str) -> tuple[Metric, ...]:
+    """Figures in µs, lower is better; the first is the headline."""
+    return tuple(Metric(n, "us", LIB, primary=i == 0) for i, n in enumerate(names))
+
+
+_STAT_METRICS = _us_metrics("max_us", "p9999_us", "p99_us", "median_us", "mean_us", "min_us")
 _STAT_KEYS = {
     "max_us": "max",
     "p9999_us": "p9999",
@@ -91,10 +90,7 @@ class _Probe(Workload):
 
     def probe_argv(self, ctx: RunContext) -> list[str]:
         p = ctx.params
-        argv = ["--policy", p["policy"], "--clock", p["clock"]]
-        if p["priority"] >= 0:  # else the probe takes the policy's highest priority
-            argv += ["--priority", str(p["priority"])]
-        return argv + (["--allow-unprivileged"] if p["allow_unprivileged"] else [])
+        return probe_options(p["policy"], p["clock"], p["priority"], p["allow_unprivileged"])
 
     def run_probe(
         self, platform: Platform, ctx: RunContext, extra: list[str], seconds: float
@@ -252,13 +248,7 @@ class Cyclictest(Workload):
     name = "cyclictest"
     description = "cyclictest (rt-tests): timer wake-up latency of a SCHED_FIFO thread"
     tools = ("cyclictest",)
-    metrics = (
-        Metric("max_us", "us", LIB, primary=True),
-        Metric("p9999_us", "us", LIB),
-        Metric("p99_us", "us", LIB),
-        Metric("avg_us", "us", LIB),
-        Metric("min_us", "us", LIB),
-    )
+    metrics = _us_metrics("max_us", "p9999_us", "p99_us", "avg_us", "min_us")
     params = {
         "duration": Param(10.0, "seconds", min=1, max=86400),
         "interval_us": Param(1000, "wake-up interval in µs", min=50, max=1_000_000),
@@ -274,18 +264,9 @@ class Cyclictest(Workload):
         p = ctx.params
         out = f"{platform.workdir}/vb-cyclictest-{secrets.token_hex(4)}.json"
         prio = 99 if p["priority"] < 0 else p["priority"]
-        argv = [
-            "cyclictest",
-            "--mlockall",
-            "--quiet",
-            "--threads=1",
-            f"--priority={prio}",
-            f"--policy={p['policy']}",
-            f"--interval={p['interval_us']}",
-            f"--duration={int(p['duration'])}",
-            f"--histogram={int(p['histogram_us'])}",
-            f"--json={out}",
-        ]
+        argv = cyclictest.argv(
+            out, prio, p["policy"], p["interval_us"], p["duration"], p["histogram_us"]
+        )
         try:
             result = platform.exec(
                 argv, cpus=ctx.cpus, timeout=_timeout(ctx, p["duration"], self.name)

@@ -10,25 +10,25 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from ..analysis import groups
+from ..drivers import httperf, nginx, sweep, wrk
 from ..errors import WorkloadError
 from ..platforms.base import Platform
-from . import httperf, nginx, sweep, wrk
-from .base import Metric, Param, RunContext, Sample, Workload
-from .registry import register
-from .serving import (
+from ..serving.loadgen import (
     ClientRun,
     ParallelRun,
-    Served,
     client_slots,
-    http_probe,
     raise_nofile,
     run_client,
     run_clients,
-    serve,
 )
+from ..serving.readiness import http_probe
+from ..serving.server import Served, serve
+from .base import Metric, Param, RunContext, Sample, Workload
+from .registry import register
 
 PAPER_SIZES = [1, 4, 10, 30, 50, 70, 100, 200]
 
@@ -94,7 +94,7 @@ class _NginxWorkload(Workload):
         host = f"[{served.host}]" if ":" in served.host else served.host
         return f"http://{host}:{served.port}{nginx.uri(size)}"
 
-    def client_sample(self, run: ClientRun, **labels: Any) -> Sample:
+    def client_sample(self, run: ClientRun | ParallelRun, **labels: Any) -> Sample:
         s = self.sample("client_cpu_pct", 100 * run.cpu_util, **labels)
         s.role = "client"
         return s
@@ -134,6 +134,26 @@ class _NginxWorkload(Workload):
             tail = (run.result.stderr or run.result.stdout).strip().splitlines()[-3:]
             raise WorkloadError(f"{self.name}: wrk failed: {' | '.join(tail)}")
         return wrk.parse(run.result.stdout), run
+
+
+@dataclass
+class SweepState:
+    """What every step of one file size's sweep shares."""
+
+    served: Served
+    size: int  # file size in KB
+    ctx: RunContext
+    samples: list[Sample]  # each step appends its own (kept if the server dies mid-sweep)
+    t0: float  # monotonic start of the run: time series points count from here
+    nofile: int  # the client's fd limit, labelled on every step
+
+    @property
+    def calls(self) -> int:
+        return int(self.ctx.params.get("calls_per_conn", 1))
+
+    @property
+    def server_closes(self) -> bool:
+        return bool(self.ctx.params.get("server_closes", True))
 
 
 @register
@@ -228,31 +248,23 @@ class HttperfSweep(_NginxWorkload):
         rate = float(ctx.params.get("rate", 0) or 0)
         with self.nginx(platform, ctx, sizes) as served:
             for size in sizes:
+                state = SweepState(served, size, ctx, samples, t0, nofile)
                 if rate > 0:
-                    self.fixed_one(served, size, ctx, rate, samples, t0, nofile)
+                    self.fixed_one(state, rate)
                 else:
-                    self.sweep_one(served, size, ctx, samples, t0, nofile)
+                    self.sweep_one(state)
         return samples
 
-    def fixed_one(
-        self,
-        served: Served,
-        size: int,
-        ctx: RunContext,
-        rate: float,
-        samples: list[Sample],
-        t0: float,
-        nofile: int,
-    ) -> None:
+    def what(self, st: SweepState) -> str:
+        return f"{self.name} {st.size}KB"
+
+    def fixed_one(self, st: SweepState, rate: float) -> None:
         """Fixed-rate mode: one step at `rate` for `duration` s; its throughput is the
         headline (the 'peak' of a one-step sweep), labelled phase=fixed-rate."""
-        calls = int(ctx.params.get("calls_per_conn", 1))
-        duration = float(ctx.params.get("duration", 10.0))
-        step = self.step(
-            served, size, ctx, 0, rate, calls, samples, t0, nofile, duration, "fixed-rate"
-        )
-        self.check_alive(served, f"{self.name} {size}KB", samples)
-        samples += self.headline([step], size, "fixed-rate", phase="fixed-rate")
+        duration = float(st.ctx.params.get("duration", 10.0))
+        step = self.step(st, 0, rate, duration, "fixed-rate")
+        self.check_alive(st.served, self.what(st), st.samples)
+        st.samples += self.headline([step], st.size, "fixed-rate", phase="fixed-rate")
 
     def plan(self, ctx: RunContext, capacity: float | None) -> sweep.Plan:
         p = ctx.params
@@ -269,121 +281,137 @@ class HttperfSweep(_NginxWorkload):
             plan.start, plan.step, min(plan.max_steps, int(p["max_steps"])), plan.max_rate
         )
 
-    def sweep_one(
-        self,
-        served: Served,
-        size: int,
-        ctx: RunContext,
-        samples: list[Sample],
-        t0: float,
-        nofile: int,
-    ) -> None:
-        p = ctx.params
-        calls = int(p.get("calls_per_conn", 1))
-        what = f"{self.name} {size}KB"
-        capacity = None
-        if p.get("mode", "capacity") == "capacity":
-            threads = len(ctx.client_cpus) if ctx.client_cpus else 1  # as many as the sweep
-            res, run = self.wrk_run(
-                served,
-                size,
-                ctx,
-                threads,
-                int(p["probe_connections"]),
-                float(p["probe_duration"]),
-            )
-            capacity = res.req_per_s
-            probe = self.sample("capacity_probe", capacity, file_size_kb=size)
-            if run.saturated:
-                probe.labels["client_saturated"] = f"{run.cpu_util:.0%}"
-            samples += [probe, self.client_sample(run, file_size_kb=size, phase="probe")]
-            self.check_alive(served, what, samples)
-        plan = self.plan(ctx, capacity)
+    def sweep_one(self, st: SweepState) -> None:
+        p = st.ctx.params
+        what = self.what(st)
+        capacity = self.capacity(st) if p.get("mode", "capacity") == "capacity" else None
         steps: list[sweep.StepResult] = []
         stopped = "max-steps"
-        for i, rate in enumerate(plan.rates()):
-            step = self.step(served, size, ctx, i, rate, calls, samples, t0, nofile)
-            steps.append(step)
-            self.check_alive(served, what, samples)
+        for i, rate in enumerate(self.plan(st.ctx, capacity).rates()):
+            steps.append(self.step(st, i, rate))
+            self.check_alive(st.served, what, st.samples)
             reason = sweep.stop_reason(
                 steps, int(p["fall_steps"]), float(p["error_threshold_pct"]) / 100
             )
             if reason:
                 stopped = "errors" if reason.startswith("errors") else "falling"
-                ctx.log(f"{what}: sweep stopped: {reason}")
+                st.ctx.log(f"{what}: sweep stopped: {reason}")
                 break
-        samples += self.headline(steps, size, stopped)
+        st.samples += self.headline(steps, st.size, stopped)
+
+    def capacity(self, st: SweepState) -> float:
+        """Capacity mode: the wrk-measured req/s the sweep's rates are fractions of."""
+        p, ctx = st.ctx.params, st.ctx
+        threads = len(ctx.client_cpus) if ctx.client_cpus else 1  # as many as the sweep
+        res, run = self.wrk_run(
+            st.served,
+            st.size,
+            ctx,
+            threads,
+            int(p["probe_connections"]),
+            float(p["probe_duration"]),
+        )
+        probe = self.sample("capacity_probe", res.req_per_s, file_size_kb=st.size)
+        if run.saturated:
+            probe.labels["client_saturated"] = f"{run.cpu_util:.0%}"
+        st.samples += [probe, self.client_sample(run, file_size_kb=st.size, phase="probe")]
+        self.check_alive(st.served, self.what(st), st.samples)
+        return res.req_per_s
 
     def step(
         self,
-        served: Served,
-        size: int,
-        ctx: RunContext,
+        st: SweepState,
         index: int,
         rate: float,
-        calls: int,
-        samples: list[Sample],
-        t0: float,
-        nofile: int,
         duration: float | None = None,
         phase: str | None = None,
     ) -> sweep.StepResult:
-        p = ctx.params
-        duration = float(p["step_duration"]) if duration is None else duration
-        conn_rate = rate / calls
-        total = max(1, round(conn_rate * duration))
-        slots = client_slots(ctx, int(p.get("clients", 0)))[:total]
-        k = len(slots)
-        # every process runs for the same time: its share of connections at its share of rate
-        shares = [total // k + (1 if i < total % k else 0) for i in range(k)]
-        rates = [conn_rate * n / total for n in shares]
-        server_closes = bool(p.get("server_closes", True))
+        """Offer `rate` req/s for `duration` s (default: step_duration) and record the step."""
+        duration = float(st.ctx.params["step_duration"]) if duration is None else duration
+        slots = client_slots(st.ctx, int(st.ctx.params.get("clients", 0)))
+        load = httperf.split_load(rate / st.calls, duration, len(slots))
+        par = self.offer(st, rate, load, slots[: len(load.shares)], duration)
+        parts = [httperf.parse(run.result.stdout) for run in par.runs]
+        r = httperf.combine(parts)
+        invalid = self.verdict(parts, load.rates, par, r, load.conn_rate)
+        labels = self.step_labels(st, index, rate, len(parts), r, invalid, phase)
+        values = self.step_values(r, rate)
+        self.record(st, labels, values, r, par)
+        st.ctx.log(
+            f"{self.what(st)} step {index}: offered {rate:.0f} -> {r.throughput:.0f}"
+            f" req/s ({len(parts)} httperf at {par.cpu_util:.0%} of the busiest client CPU,"
+            f" which was {par.cpu_busy:.0%} busy in all)"
+            + (f" (invalid: {invalid})" if invalid else "")
+        )
+        return sweep.StepResult(index, rate, r.throughput, r.errors_total, r.attempts, invalid)
+
+    def offer(
+        self,
+        st: SweepState,
+        rate: float,
+        load: httperf.Load,
+        slots: list[list[int] | None],
+        duration: float,
+    ) -> ParallelRun:
+        """Run the step's httperf processes side by side; any that failed fails the step."""
+        p = st.ctx.params
         argvs = [
             httperf.argv(
-                served.host,
-                served.port,
-                nginx.uri(size),
+                st.served.host,
+                st.served.port,
+                nginx.uri(st.size),
                 r,
                 n,
-                calls,
+                st.calls,
                 float(p["timeout"]),
                 bool(p.get("hog", False)),
-                server_closes,
+                st.server_closes,
             )
-            for r, n in zip(rates, shares, strict=True)
+            for r, n in zip(load.rates, load.shares, strict=True)
         ]
         # start the processes 1/rate apart so their equal schedules interleave, not coincide
-        par = run_clients(
-            argvs, slots, timeout=duration * 3 + 60, stagger_s=min(0.05, 1 / max(conn_rate, 1))
-        )
+        stagger = min(0.05, 1 / max(load.conn_rate, 1))
+        par = run_clients(argvs, slots, timeout=duration * 3 + 60, stagger_s=stagger)
         for i, run in enumerate(par.runs):
             if not run.result.ok:
                 tail = (run.result.stderr or run.result.stdout).strip().splitlines()[-3:]
                 raise WorkloadError(
-                    f"{self.name}: httperf {i + 1}/{k} failed at {rate:.0f} req/s:"
+                    f"{self.name}: httperf {i + 1}/{len(par.runs)} failed at {rate:.0f} req/s:"
                     f" {' | '.join(tail)}",
-                    samples=samples,
+                    samples=st.samples,
                 )
-        parts = [httperf.parse(run.result.stdout) for run in par.runs]
-        r = httperf.combine(parts)
-        invalid = self.verdict(parts, rates, par, r, conn_rate)
+        return par
+
+    @staticmethod
+    def step_labels(
+        st: SweepState,
+        index: int,
+        rate: float,
+        clients: int,
+        r: httperf.HttperfResult,
+        invalid: str | None,
+        phase: str | None,
+    ) -> dict[str, Any]:
         labels: dict[str, Any] = {
             "step": index,
             "offered_rate": round(rate, 1),
-            "file_size_kb": size,
-            "calls_per_conn": calls,
-            "client_nofile": nofile,
-            "clients": k,
+            "file_size_kb": st.size,
+            "calls_per_conn": st.calls,
+            "client_nofile": st.nofile,
+            "clients": clients,
         }
-        if calls == 1:
-            labels["closes"] = "server" if server_closes else "client"
+        if st.calls == 1:
+            labels["closes"] = "server" if st.server_closes else "client"
         if phase:
             labels["phase"] = phase
-        starved = sum(r.errors.get(c, 0) for c in httperf.CLIENT_RESOURCE_ERRORS)
-        if starved:  # below the tolerance it is not invalid, but it must stay visible
-            labels["client_errors"] = starved
+        if r.starved:  # below the tolerance it is not invalid, but it must stay visible
+            labels["client_errors"] = r.starved
         if invalid:
             labels["invalid"] = invalid
+        return labels
+
+    @staticmethod
+    def step_values(r: httperf.HttperfResult, rate: float) -> dict[str, float]:
         values = {
             "offered_rate": rate,
             "reply_rate": r.throughput,
@@ -404,25 +432,30 @@ class HttperfSweep(_NginxWorkload):
                 "reply_rate_stddev": r.reply_rate_stddev,
             }
         values["max_connect_burst"] = r.max_burst
+        return values
+
+    def record(
+        self,
+        st: SweepState,
+        labels: dict[str, Any],
+        values: dict[str, float],
+        r: httperf.HttperfResult,
+        par: ParallelRun,
+    ) -> None:
+        """The step's samples (target figures, errors by class, the client's CPU) and its
+        time series points."""
         for metric, value in values.items():
-            samples.append(self.sample(metric, value, **labels))
+            st.samples.append(self.sample(metric, value, **labels))
         for cls, n in r.errors.items():
             if n:
-                samples.append(self.sample("errors_by_class", n, **labels, error_class=cls))
-        client = self.sample("client_cpu_pct", 100 * par.cpu_util, **labels)
-        client.role = "client"
+                st.samples.append(self.sample("errors_by_class", n, **labels, error_class=cls))
+        client = self.client_sample(par, **labels)
         client.labels["client_cpus_busy_pct"] = round(100 * par.cpu_busy, 1)
-        samples.append(client)
-        t = time.monotonic() - t0
+        st.samples.append(client)
+        t = time.monotonic() - st.t0
         for metric, unit in (("offered_rate", "req/s"), ("reply_rate", "req/s")):
-            ctx.series(f"{metric}.{size}KB", t, values[metric], unit, "target")
-        ctx.series(f"client_cpu_pct.{size}KB", t, client.value, "%", "client")
-        ctx.log(
-            f"{self.name} {size}KB step {index}: offered {rate:.0f} -> {r.throughput:.0f} req/s"
-            f" ({k} httperf at {par.cpu_util:.0%} of the busiest client CPU, which was"
-            f" {par.cpu_busy:.0%} busy in all)" + (f" (invalid: {invalid})" if invalid else "")
-        )
-        return sweep.StepResult(index, rate, r.throughput, r.errors_total, r.attempts, invalid)
+            st.ctx.series(f"{metric}.{st.size}KB", t, values[metric], unit, "target")
+        st.ctx.series(f"client_cpu_pct.{st.size}KB", t, client.value, "%", "client")
 
     @staticmethod
     def verdict(

@@ -1,10 +1,9 @@
-"""Parsers for the latency suite: vb-tick / vb-switch JSON, cyclictest --json, and the
-histogram analysis that finds the timer tick's second mode (seed 001 Fig. 6)."""
+"""virtbench's own probes (vb-tick, vb-switch; probes/*.c): their JSON result, exit codes, and
+the histogram analysis that finds the timer tick's second mode (seed 001 Fig. 6)."""
 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,6 +12,15 @@ from ..errors import WorkloadError
 # exit codes of the probes (probes/vb_probe.h)
 EXIT_USAGE = 2
 EXIT_NOPERM = 3
+
+
+def probe_options(policy: str, clock: str, priority: int, allow_unprivileged: bool) -> list[str]:
+    """The options every probe takes; a negative `priority` leaves the probe to take the
+    policy's highest."""
+    argv = ["--policy", policy, "--clock", clock]
+    if priority >= 0:
+        argv += ["--priority", str(priority)]
+    return argv + (["--allow-unprivileged"] if allow_unprivileged else [])
 
 
 def load_json(text: str, what: str) -> dict[str, Any]:
@@ -114,52 +122,3 @@ def probe_failure(what: str, returncode: int, stderr: str) -> WorkloadError:
             "allow_unprivileged = true in [suites.latency] (results get a warning label)"
         )
     return WorkloadError(f"{what}: {msg}")
-
-
-@dataclass
-class CyclictestResult:
-    threads: list[dict[str, Any]]
-    histogram: dict[int, int]  # µs -> count, summed over threads
-    labels: dict[str, Any]
-
-
-def parse_cyclictest(text: str) -> CyclictestResult:
-    """cyclictest --json file: per-thread min/avg/max µs and histogram (needs -h)."""
-    try:
-        data = json.loads(text)
-        threads = [data["thread"][k] for k in sorted(data["thread"], key=int)]
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-        raise WorkloadError(f"cyclictest: cannot read its --json output ({exc})") from exc
-    if not threads:
-        raise WorkloadError("cyclictest: its --json output lists no thread")
-    hist: dict[int, int] = {}
-    for t in threads:
-        for us, count in (t.get("histogram") or {}).items():
-            hist[int(us)] = hist.get(int(us), 0) + int(count)
-    labels: dict[str, Any] = {
-        "cycles": sum(int(t.get("cycles", 0)) for t in threads),
-        "threads": len(threads),
-        "rt_tests_version": data.get("rt_test_version:") or data.get("rt_test_version"),
-        "return_code": data.get("return_code"),
-    }
-    if data.get("return_code", 0) != 0:
-        labels["invalid"] = f"cyclictest reported return_code {data.get('return_code')}"
-    elif labels["cycles"] == 0:
-        labels["invalid"] = "cyclictest completed no cycle"
-    return CyclictestResult(threads, hist, labels)
-
-
-def value_at_rank(hist: dict[int, int], rank: int) -> float | None:
-    """The µs value of the rank-th smallest sample (1-based) of a histogram; None if the
-    histogram holds fewer samples (the rank lies among the overflows beyond its range)."""
-    seen = 0
-    for us in sorted(hist):
-        seen += hist[us]
-        if seen >= rank:
-            return float(us)
-    return None
-
-
-def percentile_rank(total: int, p: float) -> int:
-    """Nearest-rank position of percentile p among total samples."""
-    return max(1, math.ceil(p * total / 100))

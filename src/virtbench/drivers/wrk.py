@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import WorkloadError
-from ..platforms.base import NAME_PREFIX
+from ..naming import NAME_PREFIX
 
 MARKER = "VIRTBENCH-JSON "
 PERCENTILES = (50, 75, 90, 99, 99.9, 99.99)

@@ -80,6 +80,24 @@ def argv(
     return cmd
 
 
+@dataclass(frozen=True)
+class Load:
+    """One step's offered load split over httperf processes that run side by side."""
+
+    conn_rate: float  # connections per second, all processes together
+    shares: list[int]  # connections per process
+    rates: list[float]  # connections per second per process
+
+
+def split_load(conn_rate: float, duration: float, processes: int) -> Load:
+    """Every process runs for the same time: its share of the step's connections at its
+    share of the rate (no more processes than connections)."""
+    total = max(1, round(conn_rate * duration))
+    k = min(processes, total)
+    shares = [total // k + (1 if i < total % k else 0) for i in range(k)]
+    return Load(conn_rate, shares, [conn_rate * n / total for n in shares])
+
+
 @dataclass
 class HttperfResult:
     connections: int
@@ -116,9 +134,14 @@ class HttperfResult:
         return self.replies / self.duration_s if self.duration_s > 0 else 0.0
 
     @property
+    def starved(self) -> int:
+        """Connections httperf could not even open: it had no fd or port for them."""
+        return sum(self.errors.get(c, 0) for c in CLIENT_RESOURCE_ERRORS)
+
+    @property
     def attempts(self) -> int:
         """Connections httperf tried to open: opened ones plus those it had no fd/port for."""
-        return self.connections + sum(self.errors.get(c, 0) for c in CLIENT_RESOURCE_ERRORS)
+        return self.connections + self.starved
 
     def send_rate(self) -> float:
         """Connections issued per second, estimated from above: the last connection was issued
@@ -217,12 +240,11 @@ def invalid_reason(r: HttperfResult, conn_rate: float, client_util: float = 0.0)
     catch up). `client_util` is accepted for the record but does not decide."""
     del client_util
     reasons = []
-    starved = {c: r.errors[c] for c in CLIENT_RESOURCE_ERRORS if r.errors.get(c)}
-    if sum(starved.values()) > MAX_CLIENT_ERROR_SHARE * max(r.attempts, 1):
-        what = ", ".join(f"{c}={n}" for c, n in starved.items())
+    if r.starved > MAX_CLIENT_ERROR_SHARE * max(r.attempts, 1):
+        what = ", ".join(f"{c}={r.errors[c]}" for c in CLIENT_RESOURCE_ERRORS if r.errors.get(c))
         reasons.append(
             f"load generator ran out of sockets ({what}; httperf holds at most"
-            f" {FD_SETSIZE} connections; {sum(starved.values()) / max(r.attempts, 1):.1%} of"
+            f" {FD_SETSIZE} connections; {r.starved / max(r.attempts, 1):.1%} of"
             " connections could not be opened)"
         )
     sent = r.send_rate()
