@@ -79,14 +79,8 @@ def _auto(spec: PlatformSpec) -> bool:
 
 
 def _free() -> tuple[int, int, int] | None:
-    """(µs free for a new group, period, the host's own rt runtime), all per the host's rt
-    period, under the virtbench parent; None where not applicable."""
-    rt = cgroups.rt_layout(cgroups.Layout.detect())
-    if rt is None:
-        return None
-    parent, period = rt
-    host_runtime, host_period = cgroups._rt_of(parent.parent)
-    return cgroups._rt_free(parent, period), period, host_runtime * period // host_period
+    """(µs free for a new group, period, the host's own rt runtime): cgroups.headroom."""
+    return cgroups.headroom(cgroups.Layout.detect())
 
 
 def split_period(period: int, host_runtime: int, ratio: float) -> int:
@@ -132,7 +126,7 @@ def split(
     pool = max(0, free_us + held_norm - explicit)  # µs per host period
     p = split_period(period, host_runtime, pool / (n * period))
     # µs per p; n µs less for rounding (the kernel compares runtime/period ratios and the
-    # parent's budget is counted rounded up, cgroups._rt_children)
+    # parent's budget is counted rounded up, cgroups.rt_children)
     share = max(0, pool - n) * p // (n * period)
     if share == 0:
         raise VirtbenchError(
