@@ -17,7 +17,7 @@ def _parent_rt() -> tuple[int, int]:
     parent, _period = cgroups.rt_layout(layout)
     if not parent.is_dir():
         return 0, 0
-    return cgroups._rt_of(parent)[0], sum(cgroups._rt_children(parent).values())
+    return cgroups.rt_of(parent)[0], sum(cgroups.rt_children(parent).values())
 
 
 @pytest.mark.skipif(not cgroups.rt_supported(), reason="no RT group scheduling on this host")

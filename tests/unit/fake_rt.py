@@ -18,7 +18,7 @@ def rt_runtime(d: Path) -> int:
 
 def rt_layout(tmp_path: Path, monkeypatch) -> cgroups.Layout:
     """Root granting 950 ms per 1 s, virtbench's parent at 0; the budget lock in tmp_path."""
-    monkeypatch.setattr(cgroups, "RT_LOCK", tmp_path / "rt.lock")
+    monkeypatch.setattr(cgroups.rt, "RT_LOCK", tmp_path / "rt.lock")
     root = rt_group(tmp_path / "cpu", 950_000)
     rt_group(root / cgroups.PARENT, 0)
     return cgroups.Layout("v1", v1_mounts={"cpu": root}, v1_others=[])

@@ -28,7 +28,7 @@ def test_other_root_children_and_siblings_count(layout):
     rt_group(root / "system", 100_000, period=500_000)  # 20% held outside virtbench
     cg = cgroups.Cgroup.create("vb-rt1", rt_runtime_us=300_000, layout=layout)
     assert cg.rt_runtime_us == 300_000
-    assert cgroups._rt_free(root / cgroups.PARENT, 1_000_000) == 950_000 - 200_000 - 300_000
+    assert cgroups.rt_free(root / cgroups.PARENT, 1_000_000) == 950_000 - 200_000 - 300_000
 
 
 def test_explicit_request_beyond_the_free_share_names_what_is_allowed(layout):

@@ -20,10 +20,10 @@ def test_lowering_a_group_writes_nested_then_group_then_parent(layout, monkeypat
     cg = cgroups.Cgroup.create("vb-rt1", rt_runtime_us="auto", layout=layout)
     rt_group(parent / "vb-rt1" / "libpod", 950_000)  # podman nests its own group
     order: list[str] = []
-    real = cgroups._rt_write
+    real = cgroups.rt.rt_write
     monkeypatch.setattr(
-        cgroups,
-        "_rt_write",
+        cgroups.rt,
+        "rt_write",
         lambda path, value, **kw: (order.append(path.parent.name), real(path, value, **kw)),
     )
     assert cg.set_rt_runtime(475_000) == 475_000
@@ -40,10 +40,10 @@ def test_a_shorter_period_goes_through_the_smaller_ratio(layout, monkeypatch):
     parent = layout.v1_mounts["cpu"] / cgroups.PARENT
     cg = cgroups.Cgroup.create("vb-rt1", rt_runtime_us="auto", layout=layout)
     writes: list[tuple[str, int]] = []
-    real = cgroups._rt_write
+    real = cgroups.rt.rt_write
     monkeypatch.setattr(
-        cgroups,
-        "_rt_write",
+        cgroups.rt,
+        "rt_write",
         lambda path, value, **kw: (writes.append((path.name, value)), real(path, value, **kw)),
     )
     # 950000/1000000 -> 45238/95238: runtime first (45238/1000000 on the way, not 950000/95238)

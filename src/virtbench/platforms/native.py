@@ -7,11 +7,13 @@ import json
 import os
 import shutil
 import signal
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from .. import cleanup
 from ..cgroups import Cgroup
 from ..errors import PlatformError
+from . import cpu_weight
 from .base import NAME_PREFIX, Accounting, ExecResult, Platform, Process
 from .procs import HostProcess, run_host
 from .registry import register
@@ -137,6 +139,10 @@ class NativePlatform(Platform):
 
     def labels(self) -> dict:
         return super().labels() | {"cgroup": "vb-group" if self._cgroup_procs() else "none"}
+
+    # --- capabilities (platforms/capabilities.py) -----------------------------------------
+    def cpu_weight(self, shares: int) -> AbstractContextManager[str]:
+        return cpu_weight.weighted(self, shares, "its own cgroup")
 
 
 @cleanup.register("native processes and workdirs")

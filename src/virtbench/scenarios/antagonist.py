@@ -38,6 +38,7 @@ import functools
 from ..errors import WorkloadError
 from ..platforms import registry as platform_registry
 from ..platforms.base import PlatformSpec
+from ..platforms.capabilities import VcpuThreads
 from ..workloads import antagonists
 from ..workloads.base import Sample
 from . import rt_budget
@@ -122,7 +123,7 @@ class AntagonistScenario(Scenario):
                     if "policy" in params:
                         params["policy"] = "rr"
                     labels["quantum_policy"] = "rr"
-                    if env.target.kind not in ("native", "container"):
+                    if isinstance(env.target, VcpuThreads):
                         # a VM's vCPU threads are host CFS tasks: RR inside guests is moot
                         labels["quantum_effective"] = False
                         labels["warning"] = (

@@ -9,9 +9,10 @@ got 0 µs and could not become SCHED_RR (the quantum scenarios failed).
 
 `split()` re-divides the budget when the antagonists run with a real-time policy: the pool is
 what the target holds plus what is free; the target and every antagonist environment that
-needs a budget (a platform type with an `rt_runtime_us` option, left at "auto") get an equal
-share, and the target's own grant is restored after the antagonists are torn down. Budgets
-set explicitly (`rt_runtime_us = 300000`) are respected and taken out of the pool.
+needs a budget (a platform type with the RtBudget capability, its `rt_runtime_us` option left
+at "auto") get an equal share, and the target's own grant is restored after the antagonists
+are torn down. Budgets set explicitly (`rt_runtime_us = 300000`) are respected and taken out
+of the pool. The budget arithmetic is the cgroup layer's (cgroups/rt.py); this is the policy.
 
 RT throttling, and why the period is shortened: a group may run SCHED_FIFO/RR tasks for
 `runtime` µs of every `period` on each CPU, then its RT tasks wait for the next period. A
@@ -34,26 +35,16 @@ import contextlib
 import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from .. import cgroups
 from ..errors import PlatformError, VirtbenchError
 from ..platforms import registry as platform_registry
 from ..platforms.base import Platform, PlatformSpec
+from ..platforms.capabilities import RtBudget
 
 OPTION = "rt_runtime_us"
 PERIOD_OPTION = "rt_period_us"
-
-
-@runtime_checkable
-class RtBudgeted(Protocol):
-    """A platform whose environment holds its own real-time budget (the container)."""
-
-    def rt_budget(self) -> tuple[int, int] | None: ...
-
-    def set_rt_budget(
-        self, runtime_us: int, period_us: int | None = None, cap_to_free: bool = False
-    ) -> int | None: ...
 
 
 @dataclass
@@ -71,7 +62,7 @@ def needs_budget(spec: PlatformSpec) -> bool:
         cls = platform_registry.get(spec.type)
     except PlatformError:  # an unknown type fails later with its own message
         return False
-    return OPTION in cls.options_schema
+    return issubclass(cls, RtBudget)
 
 
 def _auto(spec: PlatformSpec) -> bool:
@@ -79,14 +70,8 @@ def _auto(spec: PlatformSpec) -> bool:
 
 
 def _free() -> tuple[int, int, int] | None:
-    """(µs free for a new group, period, the host's own rt runtime), all per the host's rt
-    period, under the virtbench parent; None where not applicable."""
-    rt = cgroups.rt_layout(cgroups.Layout.detect())
-    if rt is None:
-        return None
-    parent, period = rt
-    host_runtime, host_period = cgroups._rt_of(parent.parent)
-    return cgroups._rt_free(parent, period), period, host_runtime * period // host_period
+    """(µs free for a new group, period, the host's own rt runtime): cgroups.headroom."""
+    return cgroups.headroom(cgroups.Layout.detect())
 
 
 def split_period(period: int, host_runtime: int, ratio: float) -> int:
@@ -116,7 +101,7 @@ def split(
         yield Split(list(specs), {}, [{} for _ in specs])
         return
     free_us, period, host_runtime = info
-    held = target.rt_budget() if isinstance(target, RtBudgeted) else None
+    held = target.rt_budget() if isinstance(target, RtBudget) else None
     target_shares = held is not None and _auto(target.spec)
     sharing = [needs_budget(s) and _auto(s) for s in specs]
     explicit = sum(
@@ -132,7 +117,7 @@ def split(
     pool = max(0, free_us + held_norm - explicit)  # µs per host period
     p = split_period(period, host_runtime, pool / (n * period))
     # µs per p; n µs less for rounding (the kernel compares runtime/period ratios and the
-    # parent's budget is counted rounded up, cgroups._rt_children)
+    # parent's budget is counted rounded up, cgroups.rt_children)
     share = max(0, pool - n) * p // (n * period)
     if share == 0:
         raise VirtbenchError(
@@ -159,7 +144,7 @@ def split(
     if not target_shares:
         yield Split(out_specs, {**common, "rt_budget_target": "not shared"}, neighbour)
         return
-    assert held is not None and isinstance(target, RtBudgeted)
+    assert held is not None and isinstance(target, RtBudget)
     granted = target.set_rt_budget(share, period_us=p) or 0
     try:
         yield Split(

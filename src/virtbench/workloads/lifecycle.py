@@ -14,6 +14,7 @@ import statistics
 import time
 
 from ..errors import WorkloadError
+from ..platforms.capabilities import ColdStart
 from .base import Metric, Param, RunContext, Workload
 from .registry import register
 
@@ -59,7 +60,7 @@ class ContainerStartup(Workload):
     params = {"starts": Param(10, "cold starts per repetition (median reported)", 1, 1000)}
 
     def run(self, platform, ctx: RunContext):
-        cold = getattr(platform, "cold_start", None)
+        cold = platform.cold_start if isinstance(platform, ColdStart) else None
         startup, run, teardown = [], [], []
         for _ in range(int(ctx.params["starts"])):
             if cold is not None:

@@ -7,35 +7,23 @@ figures cover a cold instance while the target VM keeps running beside it, as in
 
 from __future__ import annotations
 
-import secrets
-import shutil
 import time
-from typing import Any
 
 from ..analysis.groups import add_dimension_labels
 from ..errors import VirtbenchError, WorkloadError
-from ..platforms.base import NAME_PREFIX, Platform
+from ..platforms.base import Platform
+from ..platforms.capabilities import DiskImages, FreshBoot, require
 from .base import Metric, Param, RunContext, Sample, Workload
 from .registry import register
 
 add_dimension_labels("disk_gb")
 
-
-def _require_vm(w: Workload, platform: Platform) -> None:
-    if platform.kind != "vm":
-        raise WorkloadError(
-            f"{w.name} measures VM platforms only; platform '{platform.name}' is "
-            f"'{platform.kind}' (use the lifecycle suite's container-startup for others)"
-        )
+OTHERS = " (use the lifecycle suite's container-startup for others)"
 
 
-def _sibling(platform: Platform) -> Any:
-    """A new, not yet provisioned VM with the target's spec (its own instance name)."""
-    return type(platform)(platform.spec, NAME_PREFIX + secrets.token_hex(3), host=platform.host)
-
-
-def _boot_sibling(w: Workload, platform: Platform) -> tuple[Any, float]:
-    vm = _sibling(platform)
+def _boot_sibling(w: Workload, platform: Platform) -> tuple[FreshBoot, float]:
+    """A fresh sibling of the platform under test, booted; and the seconds provision took."""
+    vm = require(platform, FreshBoot, w.name, OTHERS, error=WorkloadError).fresh_sibling()
     t0 = time.monotonic()
     try:
         vm.provision()
@@ -60,15 +48,13 @@ class VmBoot(Workload):
     )
 
     def run(self, platform: Platform, ctx: RunContext) -> list[Sample]:
-        _require_vm(self, platform)
         vm, provision_s = _boot_sibling(self, platform)
         try:
-            t = vm.machine.timings
-            labels = {"accel_used": vm.accel_used, "vcpus": vm.options["vcpus"]}
+            t = vm.boot_phases()
             return [
-                self.sample("boot_s", t["boot_s"], **labels),
-                self.sample("provision_s", provision_s, **labels),
-                self.sample("qmp_ready_s", t["qmp_s"], **labels),
+                self.sample("boot_s", t.boot_s, **t.labels),
+                self.sample("provision_s", provision_s, **t.labels),
+                self.sample("qmp_ready_s", t.control_s, **t.labels),
             ]
         finally:
             vm.teardown()
@@ -82,9 +68,9 @@ class VmShutdown(Workload):
     metrics = (Metric("shutdown_s", "s", False, primary=True), Metric("teardown_s", "s", False))
 
     def run(self, platform: Platform, ctx: RunContext) -> list[Sample]:
-        _require_vm(self, platform)
         vm, _ = _boot_sibling(self, platform)
         try:
+            labels = {"accel_used": vm.boot_phases().labels["accel_used"]}
             try:
                 shutdown_s = vm.shutdown(timeout=ctx.timeout or 60)
             except VirtbenchError as exc:
@@ -93,7 +79,6 @@ class VmShutdown(Workload):
             t0 = time.monotonic()
             vm.teardown()
             teardown_s = time.monotonic() - t0
-        labels = {"accel_used": vm.accel_used}
         return [
             self.sample("shutdown_s", shutdown_s, **labels),
             self.sample("teardown_s", teardown_s, **labels),
@@ -121,29 +106,18 @@ class VmImageCreate(Workload):
     }
 
     def run(self, platform: Platform, ctx: RunContext) -> list[Sample]:
-        _require_vm(self, platform)
-        from ..platforms.vm import image, paths
-
+        images = require(platform, DiskImages, self.name, OTHERS, error=WorkloadError)
         sizes = ctx.params["disk_sizes_gb"]
         sizes = sizes if isinstance(sizes, list) else [sizes]
         prealloc = ctx.params["preallocation"]
-        tree, _key = image.rootfs(ctx.log)
-        scratch = paths.run_dir() / f"{platform.instance}-img"
-        scratch.mkdir(parents=True, exist_ok=True)
         samples = []
-        try:
+        with images.disk_images(ctx.log) as create:
             for gb in sizes:
-                target = scratch / f"disk-{gb}g.img"
-                t0 = time.monotonic()
                 try:
-                    image.create_disk(tree, target, int(gb), prealloc)
+                    took = create(int(gb), prealloc)
                 except VirtbenchError as exc:
                     raise WorkloadError(f"{self.name}: {exc}") from exc
-                took = time.monotonic() - t0
-                target.unlink(missing_ok=True)  # free the space before the next size
                 samples.append(
                     self.sample("create_s", took, disk_gb=int(gb), preallocation=prealloc)
                 )
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
         return samples

@@ -10,7 +10,7 @@ import re
 import secrets
 import shutil
 import time
-from dataclasses import dataclass
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,8 @@ from ... import cgroups, cleanup, hostnet, tools
 from ...errors import NeedsRootError, PlatformError
 from ...images import rootfs
 from ..base import NAME_PREFIX, Accounting, ExecResult, Platform, Process
+from ..capabilities import StartupTiming
+from ..cpu_weight import weighted
 from ..procs import HostProcess
 from ..registry import register
 from . import runtimes, spec
@@ -152,17 +154,6 @@ def option_problems(options: dict[str, Any]) -> list[tuple[str, str, str]]:
         except OptionError as exc:
             problems.append((key, exc.problem, exc.allowed))
     return problems
-
-
-@dataclass
-class StartupTiming:
-    """One fresh instance: create -> init runs -> exits -> torn down (wall clock, seconds)."""
-
-    created_at: float  # time.time() just before anything of the instance existed
-    result: ExecResult  # the runtime's `run` of the init command (its stdout is the workload's)
-    exited_at: float  # time.time() when the runtime returned
-    prepare_s: float  # cgroup + overlay + network + config.json
-    teardown_s: float
 
 
 class _ContainerProcess(Process):
@@ -443,6 +434,10 @@ class ContainerPlatform(Platform):
         if cg is None:
             return None
         return cg.set_rt_runtime(runtime_us, cap_to_free=cap_to_free, period_us=period_us)
+
+    # --- CPU weight, set by scenarios (scenarios/weights.py) -----------------------------
+    def cpu_weight(self, shares: int) -> AbstractContextManager[str]:
+        return weighted(self, shares, "its own cgroup")
 
 
 def cgroups_version() -> str:

@@ -4,14 +4,22 @@ through qemu-guest-agent; resources through cgroups and vCPU thread pinning."""
 from __future__ import annotations
 
 import contextlib
+import secrets
 import shutil
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 from ... import cleanup, tools
 from ...cgroups import Cgroup
 from ...errors import PlatformError
+from ...metrics.schedstat import other_threads
+from ...naming import NAME_PREFIX
 from ..base import Accounting, ExecResult, Platform, Process
+from ..capabilities import BootPhases, ThreadGroup
+from ..cpu_weight import weighted
 from ..registry import register
 from . import accel, image, modules, options, paths, qemu
 from .agent import AgentError
@@ -245,3 +253,46 @@ class VmPlatform(Platform):
 
     def labels(self) -> dict[str, Any]:
         return {**super().labels(), **self.facts}
+
+    # --- capabilities (platforms/capabilities.py) -----------------------------------------
+    def cpu_weight(self, shares: int) -> AbstractContextManager[str]:
+        return weighted(self, shares, "the QEMU process's cgroup")
+
+    def vcpu_threads(self) -> list[int]:
+        return list(self.machine.vcpu_threads) if self.machine is not None else []
+
+    def backend_threads(self) -> ThreadGroup | None:
+        """QEMU's non-vCPU threads (main loop, I/O threads: the device back ends)."""
+        acct = self.accounting()
+        if not acct.threads:
+            return None
+        return ThreadGroup(acct.pids, other_threads(acct), acct.cgroups.get("cpu"))
+
+    def fresh_sibling(self) -> VmPlatform:
+        return type(self)(self.spec, NAME_PREFIX + secrets.token_hex(3), host=self.host)
+
+    def boot_phases(self) -> BootPhases:
+        if self.machine is None:
+            raise PlatformError(f"platform '{self.name}' is not provisioned")
+        t = self.machine.timings
+        labels = {"accel_used": self.accel_used, "vcpus": self.options["vcpus"]}
+        return BootPhases(t["boot_s"], t["qmp_s"], labels)
+
+    @contextlib.contextmanager
+    def disk_images(self, log: Callable[[str], None]) -> Iterator[Callable[[int, str], float]]:
+        tree, _key = image.rootfs(log)
+        scratch = paths.run_dir() / f"{self.instance}-img"
+        scratch.mkdir(parents=True, exist_ok=True)
+
+        def create(size_gb: int, preallocation: str) -> float:
+            target = scratch / f"disk-{size_gb}g.img"
+            t0 = time.monotonic()
+            image.create_disk(tree, target, size_gb, preallocation)
+            took = time.monotonic() - t0
+            target.unlink(missing_ok=True)  # free the space before the next size
+            return took
+
+        try:
+            yield create
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)

@@ -15,12 +15,15 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+from contextlib import AbstractContextManager
 from pathlib import PurePosixPath
 from typing import Any
 
 from ... import cgroups, cleanup, hostnet
 from ...errors import PlatformError
 from ..base import Accounting, ExecResult, Platform, Process
+from ..capabilities import BackendThreads, ThreadGroup
+from ..cpu_weight import weighted
 from . import innernet
 from .modules import CONTAINER_NET_MODULES
 
@@ -308,3 +311,11 @@ class StackedContainer(Platform):
                 if k in host_labels
             },
         }
+
+    # --- capabilities (platforms/capabilities.py), through its VM ---------------------------
+    def cpu_weight(self, shares: int) -> AbstractContextManager[str]:
+        # on the host, the container's cost is the VM's: the weight goes on the VM's cgroup
+        return weighted(self, shares, f"the QEMU process's cgroup of its VM '{self.host.name}'")
+
+    def backend_threads(self) -> ThreadGroup | None:
+        return self.host.backend_threads() if isinstance(self.host, BackendThreads) else None

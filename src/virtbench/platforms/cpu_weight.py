@@ -1,0 +1,98 @@
+"""The CpuWeight capability as native, container and vm platforms implement it.
+
+An environment with its own cgroup (container, VM in a cgroup) gets the weight written to that
+cgroup and restored afterwards (the runner reuses the target for the next cell). An
+environment without one (native on an RT-group-scheduling host, a VM without root) gets a
+`vb-` cgroup its processes are moved into as they appear (polled every 50 ms: a process runs
+unweighted for at most that long).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..cgroups import Cgroup, Layout, shares_to_weight
+from ..metrics.schedstat import descendants
+from ..naming import NAME_PREFIX
+from .base import Platform
+
+POLL_S = 0.05
+
+
+@contextlib.contextmanager
+def weighted(platform: Platform, shares: int, whose: str) -> Iterator[str]:
+    """Give `platform` `shares` (cpu.shares scale) while the block runs; yields what was set
+    where. `whose` names the cgroup the weight lands on (e.g. "the QEMU process's cgroup")."""
+    knob = _own_cgroup_knob(platform.accounting().cgroups)
+    if knob is None:
+        with _adopted(platform, shares):
+            yield f"cpu.shares={shares} on a vb- cgroup its processes join"
+        return
+    path, kind = knob
+    value = str(shares if kind == "shares" else shares_to_weight(shares))
+    with _set_knob(path, value):
+        yield f"{path.name}={value} on {whose} {path.parent}"
+
+
+def _own_cgroup_knob(cg: dict[str, str]) -> tuple[Path, str] | None:
+    """The weight file of the environment's own cgroup and the value format, if it has one."""
+    if "cpu" in cg and Path(cg["cpu"], "cpu.shares").exists():
+        return Path(cg["cpu"], "cpu.shares"), "shares"
+    if "unified" in cg and Path(cg["unified"], "cpu.weight").exists():
+        return Path(cg["unified"], "cpu.weight"), "weight"
+    return None
+
+
+def _write(path: Path, value: str) -> None:
+    path.write_text(value)
+
+
+@contextlib.contextmanager
+def _set_knob(path: Path, value: str) -> Iterator[None]:
+    old = path.read_text().strip()
+    _write(path, value)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):  # the environment may already be gone
+            _write(path, old)
+
+
+def _root_procs(layout: Layout) -> list[Path]:
+    """Where to put processes back: the root of each hierarchy our group lives in."""
+    return [p.parent / "cgroup.procs" for p in layout.parent_dirs().values()]
+
+
+@contextlib.contextmanager
+def _adopted(platform: Platform, shares: int) -> Iterator[Cgroup]:
+    """A vb- cgroup with `shares` that the environment's processes are moved into."""
+    cg = Cgroup.create(f"{NAME_PREFIX}{secrets.token_hex(3)}-w", cpu_weight=shares)
+    stop = threading.Event()
+    moved: set[int] = set()
+
+    def adopt() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(Exception):  # processes come and go
+                for pid in descendants(platform.accounting().pids):
+                    if pid not in moved:
+                        cg.add_pid(pid)
+                        moved.add(pid)
+            stop.wait(POLL_S)
+
+    th = threading.Thread(target=adopt, daemon=True, name="vb-weight-adopter")
+    th.start()
+    try:
+        yield cg
+    finally:
+        stop.set()
+        th.join(timeout=2)
+        # give survivors (a server the platform still owns) back instead of killing them
+        for pid in cg.pids():
+            for procs in _root_procs(cg.layout):
+                with contextlib.suppress(OSError):
+                    _write(procs, str(pid))
+        cg.destroy()
