@@ -45,6 +45,15 @@ def expand(
     for spec, block in blocks:
         for t, scenario, rep in block:
             cells.append(
-                Cell(len(cells), spec, t.suite, t.test_case, scenario, rep, dict(t.params))
+                Cell(
+                    len(cells),
+                    spec,
+                    t.suite,
+                    t.test_case,
+                    scenario.text(),
+                    rep,
+                    scenario,
+                    dict(t.params),
+                )
             )
     return cells
