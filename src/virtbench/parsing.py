@@ -19,13 +19,13 @@ NOT_CPU_LIST = "is not a CPU list"
 NOT_HOST_CPU = "is not a CPU of this host"
 CPU_LIST_FORMS = "[0, 1] or '0-1,3'"
 SIZE_FORMS = "bytes > 0 or '512M', '2G', '1.5GiB'"
-DURATION_FORMS = "a positive duration with a unit, e.g. 1ms, 30ms, 750us (units: ns, us, ms, s)"
+DURATION_FORMS = "e.g. 1ms, 30ms, 750us (units: ns, us, ms, s)"
 
 _CPU_RANGES = re.compile(r"\d+(-\d+)?(,\d+(-\d+)?)*")
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*$", re.IGNORECASE)
 _SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _DURATION = re.compile(r"^(?P<num>\d+(?:\.\d+)?)(?P<unit>ns|us|ms|s)$")
-_DURATION_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+DURATION_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 
 
 class ParseError(ValueError):
@@ -106,7 +106,7 @@ def size_bytes(value: Any) -> int:
 def duration_ns(text: str) -> int:
     """'1ms', '30ms', '750us', '3000000ns', '0.5s' -> nanoseconds (> 0)."""
     m = _DURATION.match(text.strip())
-    ns = int(float(m["num"]) * _DURATION_NS[m["unit"]]) if m else 0
+    ns = int(float(m["num"]) * DURATION_NS[m["unit"]]) if m else 0
     if ns <= 0:
         raise ParseError(text, "is not a positive duration", DURATION_FORMS)
     return ns
@@ -123,7 +123,7 @@ def key_values(
     for arg in args:
         if "=" not in arg:
             if opts and options_last:
-                raise ParseError(arg, "is a positional argument after options", "options last")
+                raise ParseError(arg, "comes after options", "positional arguments first")
             pos.append(arg)
             continue
         key, _, value = arg.partition("=")

@@ -133,10 +133,12 @@ def parse_cpus(key: str, value: Any) -> list[int]:
 def rt_runtime_opt(value: Any) -> int | str:
     if value == cgroups.RT_AUTO:
         return value
+    allowed = f'"auto" or 0..{RT_MAX_US}'
     try:
         return parsing.integer(value, 0, RT_MAX_US)
     except ParseError as exc:
-        raise ParseError(value, exc.problem, f'"auto" or 0..{RT_MAX_US}') from None
+        neither = exc.problem == parsing.NOT_INTEGER  # not "auto" either
+        raise ParseError(value, "is not allowed" if neither else exc.problem, allowed) from None
 
 
 def rt_period_opt(value: Any) -> int:

@@ -75,12 +75,7 @@ class ContainerPlatform(Platform):
         super().__init__(spec_, instance, host)
         o = self.opts
         self.config = Config(
-            runtime=o.runtime,
-            storage=o.storage,
-            network=o.network,
-            resources=o.resources,
-            rt_runtime_us=o.rt_runtime_us,
-            rt_period_us=o.rt_period_us,
+            o.runtime, o.storage, o.network, o.resources, o.rt_runtime_us, o.rt_period_us
         )
         self._offset = o.publish_port_offset
         self._inst: Instance | None = None
