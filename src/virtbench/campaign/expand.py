@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import random
+from typing import TYPE_CHECKING
 
-from .model import Campaign, Cell
+from ..platforms.base import PlatformSpec
+from .model import Campaign, Cell, TestSelection
+
+if TYPE_CHECKING:
+    from ..scenarios.base import Scenario
 
 ORDERS = ("sequential", "random", "interleaved")
 
@@ -24,7 +29,7 @@ def expand(
     reps = repetitions or campaign.settings.repetitions
     rng = random.Random(seed)
     order = campaign.settings.order
-    blocks: list[tuple[object, list[tuple[object, str, int]]]] = []
+    blocks: list[tuple[PlatformSpec, list[tuple[TestSelection, Scenario, int]]]] = []
     if order == "interleaved":
         for rep in range(1, reps + 1):
             for spec in campaign.platforms:
