@@ -22,8 +22,8 @@ import os
 import statistics
 
 from virtbench.analysis.stats import summarize
+from virtbench.platforms import registry
 from virtbench.platforms.base import Platform, PlatformSpec
-from virtbench.platforms.container.platform import ContainerPlatform
 from virtbench.platforms.registry import load_all
 from virtbench.platforms.vm.platform import VmPlatform
 from virtbench.runner.run import instance_name
@@ -65,7 +65,7 @@ def main() -> None:
         opts = [{"network": "host"}, {"network": "host", "storage": "volume"}]
         opts.append({"network": "bridge"})
         ctrs = [
-            ContainerPlatform(PlatformSpec(n, "container", o), instance_name(), host=vm)
+            registry.create(PlatformSpec(n, "container", o), instance_name(), host=vm)
             for n, o in zip(names[1:], opts, strict=True)
         ]
         with contextlib.ExitStack() as stack:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from virtbench import cleanup, hostnet, tools
+from virtbench.platforms import registry
 from virtbench.platforms.base import PlatformSpec
-from virtbench.platforms.container.platform import ContainerPlatform
 from virtbench.platforms.vm import cleaner
 from virtbench.platforms.vm.platform import VmPlatform
 from virtbench.runner.run import provisioned
@@ -55,7 +55,7 @@ def guest():
 
 
 def container(vm, name: str, instance: str, **opts):
-    return ContainerPlatform(PlatformSpec(name, "container", opts), instance, host=vm)
+    return registry.create(PlatformSpec(name, "container", opts), instance, host=vm)
 
 
 def assert_host_clean(instance: str) -> None:

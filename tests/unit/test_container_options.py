@@ -5,6 +5,7 @@ import pytest
 from virtbench.campaign import loader
 from virtbench.errors import CampaignError
 from virtbench.platforms.base import Platform
+from virtbench.platforms.container import options as co
 from virtbench.platforms.container import platform as cp
 from virtbench.platforms.container.spec import Resources
 
@@ -64,11 +65,11 @@ def test_default_hook_accepts_everything():
 
 
 def test_sizes_and_cpu_lists():
-    assert cp.parse_size("m", "512M") == 512 << 20
-    assert cp.parse_size("m", "1.5GiB") == 3 << 29
-    assert cp.parse_cpus("c", "0-1,3") == [0, 1, 3]
-    assert cp.rt_runtime_opt("auto") == "auto"
-    assert cp.rt_runtime_opt(950000) == 950000
+    assert co.parse_size("m", "512M") == 512 << 20
+    assert co.parse_size("m", "1.5GiB") == 3 << 29
+    assert co.parse_cpus("c", "0-1,3") == [0, 1, 3]
+    assert co.rt_runtime_opt("auto") == "auto"
+    assert co.rt_runtime_opt(950000) == 950000
 
 
 def test_realtime_in_oci_resources():

@@ -6,7 +6,7 @@ from virtbench import hostnet
 from virtbench.errors import PlatformError
 from virtbench.images import rootfs
 from virtbench.platforms.container import spec
-from virtbench.platforms.container.platform import parse_cpus, parse_size, resources_from
+from virtbench.platforms.container.options import parse_cpus, parse_size, resources_from
 
 
 def _spec(**kw) -> dict:

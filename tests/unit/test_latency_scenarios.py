@@ -4,13 +4,14 @@ from contextlib import contextmanager
 
 import pytest
 
+from virtbench import parsing
 from virtbench.errors import VirtbenchError
 from virtbench.platforms.base import ExecResult, PlatformSpec, Process
 from virtbench.scenarios import quantum as q
 from virtbench.scenarios import registry
 from virtbench.scenarios.base import ScenarioEnv
 from virtbench.scenarios.neighbours import NeighbourPlan, Neighbours
-from virtbench.scenarios.placement import place, split_options
+from virtbench.scenarios.placement import place
 from virtbench.workloads.base import RunContext
 
 
@@ -66,13 +67,13 @@ def test_placements():
 
 
 def test_split_options():
-    assert split_options(["free", "2", "cpu=1"]) == (["free", "2"], {"cpu": "1"})
+    assert parsing.key_values(["free", "2", "cpu=1"]) == (["free", "2"], {"cpu": "1"})
 
 
 def test_durations():
-    assert q.parse_duration_ns("1ms") == 1_000_000
-    assert q.parse_duration_ns("750us") == 750_000
-    assert q.parse_duration_ns("0.5s") == 500_000_000
+    assert parsing.duration_ns("1ms") == 1_000_000
+    assert parsing.duration_ns("750us") == 750_000
+    assert parsing.duration_ns("0.5s") == 500_000_000
 
 
 def test_quantum_sets_and_restores(tmp_path, monkeypatch):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from virtbench.errors import PlatformError
+from virtbench.platforms import registry
 from virtbench.platforms.base import PlatformSpec
 from virtbench.platforms.container.platform import ContainerPlatform
 from virtbench.platforms.vm.stacked import StackedContainer
@@ -17,13 +18,13 @@ class StubHost:
 
 
 def test_a_container_with_a_host_runs_inside_it():
-    c = ContainerPlatform(PlatformSpec("c@vm", "container", {}), "vb-abc123", host=StubHost())
+    c = registry.create(PlatformSpec("c@vm", "container", {}), "vb-abc123", host=StubHost())
     assert isinstance(c, StackedContainer) and c.kind == "container"
     assert c.workdir == "/data" and c.dir.endswith("/vb-abc123")
 
 
 def test_without_host_it_is_the_plain_container_platform():
-    c = ContainerPlatform(PlatformSpec("c", "container", {}), "vb-abc123")
+    c = registry.create(PlatformSpec("c", "container", {}), "vb-abc123")
     assert type(c) is ContainerPlatform
 
 
@@ -38,11 +39,11 @@ def test_without_host_it_is_the_plain_container_platform():
 )
 def test_unsupported_modes_inside_a_vm_are_clear_errors(opts, needle):
     with pytest.raises(PlatformError, match=needle):
-        ContainerPlatform(PlatformSpec("c@vm", "container", opts), "vb-x", host=StubHost())
+        registry.create(PlatformSpec("c@vm", "container", opts), "vb-x", host=StubHost())
 
 
 def test_config_is_the_container_platforms_spec():
-    c = ContainerPlatform(
+    c = registry.create(
         PlatformSpec("c@vm", "container", {"storage": "volume", "cpu_weight": 256}),
         "vb-abc123",
         host=StubHost(),
@@ -56,7 +57,7 @@ def test_config_is_the_container_platforms_spec():
 
 
 def test_a_cpuset_names_guest_cpus():
-    c = ContainerPlatform(
+    c = registry.create(
         PlatformSpec("c@vm", "container", {"cpuset": [1]}), "vb-abc123", host=StubHost()
     )
     with pytest.raises(PlatformError, match=r"cpuset = \[1\].*allowed: 0..0 \(its vcpus = 1\)"):
@@ -66,7 +67,7 @@ def test_a_cpuset_names_guest_cpus():
 def test_bridge_and_nat_join_the_guest_netns():
     from virtbench.platforms.vm import innernet
 
-    c = ContainerPlatform(
+    c = registry.create(
         PlatformSpec("c@vm", "container", {"network": "nat"}), "vb-abc123", host=StubHost()
     )
     c.net = innernet.InnerAttachment("nat", "10.214.0.2", "/run/netns/vb-abc123")
@@ -75,7 +76,7 @@ def test_bridge_and_nat_join_the_guest_netns():
 
 
 def test_bridge_needs_a_vm_host():
-    c = ContainerPlatform(
+    c = registry.create(
         PlatformSpec("c@vm", "container", {"network": "bridge"}), "vb-abc123", host=StubHost()
     )
     with pytest.raises(PlatformError, match="network = .bridge. needs a vm host"):

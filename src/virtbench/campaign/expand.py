@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import random
+from typing import TYPE_CHECKING
 
-from .model import Campaign, Cell
+from ..platforms.base import PlatformSpec
+from .model import Campaign, Cell, TestSelection
+
+if TYPE_CHECKING:
+    from ..scenarios.base import Scenario
 
 ORDERS = ("sequential", "random", "interleaved")
 
@@ -24,7 +29,7 @@ def expand(
     reps = repetitions or campaign.settings.repetitions
     rng = random.Random(seed)
     order = campaign.settings.order
-    blocks: list[tuple[object, list[tuple[object, str, int]]]] = []
+    blocks: list[tuple[PlatformSpec, list[tuple[TestSelection, Scenario, int]]]] = []
     if order == "interleaved":
         for rep in range(1, reps + 1):
             for spec in campaign.platforms:
@@ -45,6 +50,15 @@ def expand(
     for spec, block in blocks:
         for t, scenario, rep in block:
             cells.append(
-                Cell(len(cells), spec, t.suite, t.test_case, scenario, rep, dict(t.params))
+                Cell(
+                    len(cells),
+                    spec,
+                    t.suite,
+                    t.test_case,
+                    scenario.text(),
+                    rep,
+                    scenario,
+                    dict(t.params),
+                )
             )
     return cells

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import tomllib
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .. import parsing
 from ..errors import CampaignError
+from ..parsing import ParseError
 from ..platforms import registry as platform_registry
 from ..platforms.base import PlatformSpec
+from ..platforms.options import OptionError
 from ..scenarios import registry as scenario_registry
+from ..scenarios.base import Scenario
 from ..workloads import registry as workload_registry
 from ..workloads.base import Param
 from . import expand
@@ -144,22 +149,21 @@ def _tname(typ: type | tuple[type, ...]) -> str:
 
 def _int_range(file: str, key: str, value: Any, lo: int, hi: int) -> int:
     _typed(file, key, value, int)
-    if not lo <= value <= hi:
-        raise CampaignError(file, key, f"must be between {lo} and {hi}", value)
-    return value
+    try:
+        return parsing.integer(value, lo, hi)
+    except ParseError:
+        raise CampaignError(file, key, f"must be between {lo} and {hi}", value) from None
 
 
 def _cpus(file: str, key: str, value: Any) -> list[int] | None:
     if value is None:
         return None
-    import os
-
     available = sorted(os.sched_getaffinity(0))
     _typed(file, key, value, list)
-    for cpu in value:
-        if not isinstance(cpu, int) or isinstance(cpu, bool) or cpu not in available:
-            raise CampaignError(file, key, "not a CPU of this host", cpu, available)
-    return list(value)
+    try:
+        return parsing.cpu_list(value, available) if value else []
+    except ParseError as exc:
+        raise CampaignError(file, key, "not a CPU of this host", exc.value, available) from None
 
 
 def _settings(file: str, meta: dict) -> Settings:
@@ -222,10 +226,14 @@ def _platforms(file: str, entries: Any) -> list[PlatformSpec]:
             _default, allowed, _help = schema[key]
             if allowed is not None and value not in allowed:
                 raise CampaignError(file, f"{where}.{key}", "not allowed", value, allowed)
-        for key, problem, allowed in kinds[kind].validate_options(dict(entry)):
-            allowed = allowed if isinstance(allowed, (list, tuple)) else [allowed]
-            raise CampaignError(file, f"{where}.{key}", problem, entry.get(key), allowed)
         spec = PlatformSpec(name, kind, entry)
+        try:
+            spec.parsed(kinds[kind].Options)  # once: the spec carries the typed options
+        except OptionError as exc:
+            allowed = exc.allowed if isinstance(exc.allowed, (list, tuple)) else [exc.allowed]
+            raise CampaignError(
+                file, f"{where}.{exc.key}", exc.problem, entry.get(exc.key), allowed
+            ) from None
         specs[name] = spec
         if host is not None:
             pending_hosts.append((spec, f"{where}.host", host))
@@ -322,7 +330,8 @@ def _check_range(file: str, key: str, value: Any, p: Param) -> None:
         raise CampaignError(file, key, f"must be <= {p.max}", value)
 
 
-def _scenarios(file: str, value: Any, platform_names: list[str] | None = None) -> list[str]:
+def _scenarios(file: str, value: Any, platform_names: list[str] | None = None) -> list[Scenario]:
+    """Each scenario string parsed once; the cells hold these objects."""
     _typed(file, "campaign.scenarios", value, list)
     if not value:
         raise CampaignError(
@@ -331,6 +340,7 @@ def _scenarios(file: str, value: Any, platform_names: list[str] | None = None) -
             "must not be empty",
             allowed=scenario_registry.describe_allowed(),
         )
+    scenarios = []
     for s in value:
         _typed(file, "campaign.scenarios", s, str)
         try:
@@ -348,4 +358,5 @@ def _scenarios(file: str, value: Any, platform_names: list[str] | None = None) -
                     ref,
                     platform_names,
                 )
-    return list(value)
+        scenarios.append(parsed)
+    return scenarios

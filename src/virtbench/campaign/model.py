@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..platforms.base import PlatformSpec
+
+if TYPE_CHECKING:
+    from ..scenarios.base import Scenario
 
 
 @dataclass
@@ -36,7 +39,7 @@ class Campaign:
     settings: Settings
     platforms: list[PlatformSpec]
     tests: list[TestSelection]
-    scenarios: list[str]
+    scenarios: list[Scenario]  # parsed once; each keeps its text (Scenario.text())
 
 
 @dataclass
@@ -45,8 +48,9 @@ class Cell:
     platform: PlatformSpec
     suite: str
     test_case: str
-    scenario: str
+    scenario: str  # as written in the campaign: what the store and messages show
     repetition: int
+    parsed_scenario: Scenario  # what the runner runs (shared by every cell of the scenario)
     params: dict[str, Any] = field(default_factory=dict)
 
     def key(self) -> tuple[str, str, str, int]:

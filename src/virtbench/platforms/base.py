@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from ..naming import NAME_PREFIX
+from .options import PlatformOptions
 
 __all__ = ["NAME_PREFIX", "Accounting", "ExecResult", "Platform", "PlatformSpec", "Process"]
+
+OptionsT = TypeVar("OptionsT", bound=PlatformOptions)
 
 
 @dataclass
@@ -67,29 +70,42 @@ class PlatformSpec:
 
     name: str
     type: str
-    options: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)  # as written in the campaign
     host: PlatformSpec | None = None  # for stacked platforms like container@vm
+
+    def parsed(self, options_type: type[OptionsT]) -> OptionsT:
+        """The options parsed as `options_type`, once per spec: the campaign loader parses
+        every spec it makes; a spec built in code is parsed when a platform is made from it.
+        (Kept outside the fields, so `dataclasses.replace` with new options parses anew.)"""
+        done = self.__dict__.get("_parsed")
+        if type(done) is not options_type:
+            done = self.__dict__["_parsed"] = options_type.parse(self.options, self.name)
+        return done
 
 
 class Platform(abc.ABC):
     kind: ClassVar[str]  # "native", "container", "vm"
     description: ClassVar[str]
-    # option name -> (default, allowed values or None for free-form, help)
+    Options: ClassVar[type[PlatformOptions]] = PlatformOptions  # this type's typed options
+    # option name -> (default, allowed values or None for free-form, help): Options.schema
     options_schema: ClassVar[dict[str, tuple[Any, tuple[Any, ...] | None, str]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.options_schema = cls.Options.schema  # declared once, with the options type
 
     @classmethod
     def validate_options(cls, options: dict[str, Any]) -> list[tuple[str, str, Any]]:
-        """Check free-form option values (numbers, sizes, CPU lists) when the campaign loads,
-        before anything runs: return (key, problem, allowed) for each bad one, [] if all are
-        fine. `options` holds only what the campaign set; choices in options_schema are
-        already checked. The default accepts everything."""
-        return []
+        """Every bad option as (key, problem, allowed), [] if all are fine; `options` holds
+        only what the campaign set."""
+        return [(p.key, p.problem, p.allowed) for p in cls.Options.problems(options)]
 
     def __init__(self, spec: PlatformSpec, instance: str, host: Platform | None = None) -> None:
         self.spec = spec
         self.instance = instance  # unique per provisioned environment, starts with NAME_PREFIX
         self.host = host
-        self.options = {k: v[0] for k, v in self.options_schema.items()} | spec.options
+        self.opts = spec.parsed(self.Options)  # typed: what the platform reads
+        self.options = dict(self.opts.values)  # as written, defaults filled in (labels)
 
     @property
     def name(self) -> str:

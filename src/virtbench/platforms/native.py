@@ -8,13 +8,16 @@ import os
 import shutil
 import signal
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .. import cleanup
 from ..cgroups import Cgroup
 from ..errors import PlatformError
 from . import cpu_weight
 from .base import NAME_PREFIX, Accounting, ExecResult, Platform, Process
+from .options import OptionReader, PlatformOptions
 from .procs import HostProcess, run_host
 from .registry import register
 
@@ -23,19 +26,29 @@ from .registry import register
 STATE_DIR = Path("/run/virtbench/native")
 
 
+@dataclass(frozen=True)
+class NativeOptions(PlatformOptions):
+    workdir: str  # host directory under which the instance's workdir is made
+
+    schema = {"workdir": ("/var/tmp", None, "directory on the host filesystem for disk tests")}
+
+    @classmethod
+    def read(cls, r: OptionReader) -> dict[str, Any]:
+        return {"workdir": r.values["workdir"]}
+
+
 @register
 class NativePlatform(Platform):
     kind = "native"
     description = "the bare host: processes pinned with sched_setaffinity, no isolation layer"
-    options_schema = {
-        "workdir": ("/var/tmp", None, "directory on the host filesystem for disk tests"),
-    }
+    Options = NativeOptions
+    opts: NativeOptions
 
     def provision(self) -> None:
         self._pids: set[int] = set()
         self._procs: list[HostProcess] = []
         self._groups: list[tuple[int, str | None]] = []
-        self._workdir = Path(self.options["workdir"]) / self.instance
+        self._workdir = Path(self.opts.workdir) / self.instance
         cleanup.claim(self.instance)
         self._save_state()
         self._workdir.mkdir(parents=True, exist_ok=True)

@@ -1,17 +1,29 @@
-"""Platform types by name. Modules register themselves; `load_all` imports them."""
+"""Platform types by name. Modules register themselves; `load_all` imports them; `create`
+makes the platform for a spec, picking the class of a type that runs inside another platform
+(a container whose host is a VM)."""
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
+from typing import TYPE_CHECKING
 
 from ..errors import PlatformError
 
+if TYPE_CHECKING:
+    from .base import Platform, PlatformSpec
+
 PLATFORMS: dict[str, type] = {}
+STACKED: dict[str, type] = {}  # type name -> its class when it runs inside another platform
 
 
 def register(cls: type) -> type:
     PLATFORMS[cls.kind] = cls
+    return cls
+
+
+def register_stacked(cls: type) -> type:
+    STACKED[cls.kind] = cls
     return cls
 
 
@@ -32,3 +44,11 @@ def get(kind: str) -> type:
             f"unknown platform type '{kind}'; allowed: {', '.join(sorted(PLATFORMS))}"
         )
     return PLATFORMS[kind]
+
+
+def create(spec: PlatformSpec, instance: str, host: Platform | None = None) -> Platform:
+    """The platform for `spec`, not yet provisioned; with a `host`, it runs inside it."""
+    cls = get(spec.type)
+    if host is not None:
+        cls = STACKED.get(spec.type, cls)  # a vm refuses a host when it provisions
+    return cls(spec, instance, host=host)

@@ -36,7 +36,6 @@ from ..errors import VirtbenchError
 from ..metrics.sampler import Sampler
 from ..platforms import registry as platform_registry
 from ..platforms.base import NAME_PREFIX, Platform, PlatformSpec
-from ..scenarios import registry as scenario_registry
 from ..scenarios.base import ScenarioEnv
 from ..scenarios.peaks import SoloPeaks
 from ..store.db import Store
@@ -60,13 +59,13 @@ def instance_name() -> str:
 def provisioned(spec: PlatformSpec) -> Iterator[Platform]:
     """Provision a platform (and the platform it stacks on), tear both down on exit."""
     if spec.host is not None:
-        with provisioned(spec.host) as host:
-            cls = platform_registry.get(spec.type)
-            with cls(spec, instance_name(), host=host) as p:
-                yield p
+        with (
+            provisioned(spec.host) as host,
+            platform_registry.create(spec, instance_name(), host) as p,
+        ):
+            yield p
         return
-    cls = platform_registry.get(spec.type)
-    with cls(spec, instance_name()) as p:
+    with platform_registry.create(spec, instance_name()) as p:
         yield p
 
 
@@ -290,9 +289,7 @@ class Runner:
         for _ in range(campaign.settings.warmup):
             ctx = self._context(cell, campaign)
             try:
-                scenario_registry.parse(cell.scenario).run(
-                    self._scenario_env(platform, wcls(), ctx, campaign)
-                )
+                cell.parsed_scenario.run(self._scenario_env(platform, wcls(), ctx, campaign))
             except Exception:  # noqa: BLE001 - the measured run will fail too and record why
                 return
 
@@ -301,7 +298,7 @@ class Runner:
     ) -> None:
         self.store.start_cell(cell_id(run_id, cell.seq))
         ctx = self._context(cell, campaign)
-        scenario = scenario_registry.parse(cell.scenario)
+        scenario = cell.parsed_scenario
         labels = {"params": cell.params, "platform": platform.labels()}
         out = measure(
             platform,

@@ -35,7 +35,9 @@ import contextlib
 import dataclasses
 import functools
 
+from .. import parsing
 from ..errors import WorkloadError
+from ..parsing import ParseError
 from ..platforms import registry as platform_registry
 from ..platforms.base import PlatformSpec
 from ..platforms.capabilities import VcpuThreads
@@ -44,8 +46,8 @@ from ..workloads.base import Sample
 from . import rt_budget
 from .base import Scenario, ScenarioEnv
 from .neighbours import NeighbourPlan, Neighbours
-from .placement import PLACEMENTS, parse_cpu, place, split_options
-from .quantum import KNOBS, parse_duration_ns, quantum
+from .placement import PLACEMENTS, parse_cpu, place
+from .quantum import KNOBS, quantum
 from .registry import register
 
 OPTIONS = ("cpu", "on", "quantum", "knob", "mb")
@@ -64,20 +66,17 @@ class AntagonistScenario(Scenario):
 
     def __init__(self, args: list[str]) -> None:
         self.args = args
-        pos, opts = split_options(args)
+        pos, opts = parsing.key_values(args, OPTIONS)
         if not pos:
             raise ValueError(f"scenario 'antagonist' needs a load; usage: {self.usage}")
-        for key in opts:
-            if key not in OPTIONS:
-                raise ValueError(f"unknown option '{key}'; allowed: {', '.join(OPTIONS)}")
         mb = _positive(opts.get("mb", "9"), "mb")
         self.antagonist = antagonists.get(pos[0], mb)
         self.placement, self.k = "same-cpu", 1
         for part in pos[1:]:
             if part in PLACEMENTS:
                 self.placement = part
-            elif part.isdigit() and 1 <= int(part) <= MAX_K:
-                self.k = int(part)
+            elif (k := _count(part)) is not None:
+                self.k = k
             else:
                 raise ValueError(
                     f"'{part}' is neither a placement ({', '.join(PLACEMENTS)}) "
@@ -91,7 +90,7 @@ class AntagonistScenario(Scenario):
                 raise ValueError(
                     f"on={self.on}: unknown platform type; allowed: same, {', '.join(kinds)}"
                 )
-        self.quantum_ns = parse_duration_ns(opts["quantum"]) if "quantum" in opts else None
+        self.quantum_ns = _duration_ns(opts["quantum"]) if "quantum" in opts else None
         self.knob = opts.get("knob", "auto")
         if self.knob not in KNOBS:
             raise ValueError(f"knob={self.knob}: allowed: {', '.join(KNOBS)}")
@@ -176,9 +175,20 @@ class AntagonistScenario(Scenario):
 
 def _positive(text: str, key: str) -> float:
     try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if value <= 0:
-        raise ValueError(f"{key}={text}: must be a positive number")
-    return value
+        return parsing.number(text, 0, above=True)
+    except ParseError:
+        raise ValueError(f"{key}={text}: must be a positive number") from None
+
+
+def _count(text: str) -> int | None:
+    try:
+        return parsing.integer(text, 1, MAX_K, text=True)
+    except ParseError:
+        return None
+
+
+def _duration_ns(text: str) -> int:
+    try:
+        return parsing.duration_ns(text)
+    except ParseError as exc:
+        raise ValueError(f"quantum={text}: {exc.problem}; allowed: {exc.allowed}") from None

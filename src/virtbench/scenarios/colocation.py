@@ -16,9 +16,11 @@ neighbour environments come from neighbours.py.
 
 from __future__ import annotations
 
-import math
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
+from .. import parsing
+from ..parsing import ParseError
 from ..platforms.base import PlatformSpec
 from ..workloads.base import Sample
 from . import colocation_engine as engine
@@ -28,52 +30,41 @@ from .registry import register
 
 MAX_NEIGHBOURS = 16
 BASE_SHARES = 1024  # weight 1 = the cgroup v1 default cpu.shares
+T = TypeVar("T")
+
+
+def _arg(kind: str, name: str, text: str, parse: Callable[[str], T], allowed: str) -> T:
+    """One argument of a scenario string; a bad one names the scenario and what is allowed."""
+    try:
+        return parse(text)
+    except ParseError:
+        raise ValueError(f"scenario '{kind}': {name} must be {allowed}, got {text!r}") from None
 
 
 def _int_arg(kind: str, name: str, text: str, lo: int, hi: int) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise ValueError(
-            f"scenario '{kind}': {name} must be an integer {lo}..{hi}, got {text!r}"
-        ) from None
-    if not lo <= value <= hi:
-        raise ValueError(f"scenario '{kind}': {name} must be {lo}..{hi}, got {value}")
-    return value
+    return _arg(
+        kind, name, text, lambda t: parsing.integer(t, lo, hi, text=True), f"an integer {lo}..{hi}"
+    )
 
 
 def _split_options(kind: str, args: list[str], allowed: tuple[str, ...]) -> tuple[list, dict]:
     """Positional args, then trailing key=value options (only `allowed` keys)."""
-    pos, opts = [], {}
-    for a in args:
-        if "=" in a:
-            key, _, value = a.partition("=")
-            if key not in allowed:
-                raise ValueError(
-                    f"scenario '{kind}': unknown option '{key}'; allowed: "
-                    + (", ".join(f"{k}=..." for k in allowed) or "none")
-                )
-            opts[key] = value
-        elif opts:
-            raise ValueError(f"scenario '{kind}': positional '{a}' after options")
-        else:
-            pos.append(a)
-    return pos, opts
+    try:
+        return parsing.key_values(args, allowed, options_last=True)
+    except ParseError as exc:
+        raise ValueError(f"scenario '{kind}': {exc}") from None
 
 
 def _load(kind: str, opts: dict[str, str], default: float | None = None) -> float | None:
     if "load" not in opts:
         return default
-    try:
-        pct = float(opts["load"])
-    except ValueError:
-        raise ValueError(
-            f"scenario '{kind}': load must be a percentage of the solo peak (1..200), "
-            f"got {opts['load']!r}"
-        ) from None
-    if not 1 <= pct <= 200 or math.isnan(pct):
-        raise ValueError(f"scenario '{kind}': load must be 1..200 (% of solo peak), got {pct}")
-    return pct
+    return _arg(
+        kind,
+        "load",
+        opts["load"],
+        lambda t: parsing.number(t, 1, 200),
+        "a percentage of the solo peak (1..200)",
+    )
 
 
 class _Colocation(Scenario):
@@ -242,20 +233,16 @@ class Weights(_Colocation):
             raise ValueError(
                 f"scenario '{self.kind}': usage {self.usage} (three weights, e.g. 0.5:1:1)"
             )
-        ratios = []
-        for name, text in zip(("A", "B", "C"), pos, strict=True):
-            try:
-                value = float(text)
-            except ValueError:
-                raise ValueError(
-                    f"scenario '{self.kind}': weight {name} must be a number > 0, got {text!r}"
-                ) from None
-            if not value > 0 or math.isinf(value):
-                raise ValueError(
-                    f"scenario '{self.kind}': weight {name} must be > 0 (a ratio such as "
-                    f"0.5, 1 or 2), got {text!r}"
-                )
-            ratios.append(value)
+        ratios = [
+            _arg(
+                self.kind,
+                f"weight {name}",
+                text,
+                lambda t: parsing.number(t, 0, above=True),
+                "a number > 0 (a ratio such as 0.5, 1 or 2)",
+            )
+            for name, text in zip(("A", "B", "C"), pos, strict=True)
+        ]
         shares = [round(BASE_SHARES * r) for r in ratios]
         if not all(2 <= s <= 262144 for s in shares):
             raise ValueError(
@@ -298,11 +285,10 @@ class Startup(IdleNeighbours):
         self.platform_ref = self.platform_ref or None  # startup:K::DELAY_S: target's platform
         self.delay = 2.0
         if len(pos) == 3:
-            try:
-                self.delay = float(pos[2])
-            except ValueError:
-                raise ValueError(
-                    f"scenario '{self.kind}': DELAY_S must be seconds (0..3600), got {pos[2]!r}"
-                ) from None
-            if not 0 <= self.delay <= 3600:
-                raise ValueError(f"scenario '{self.kind}': DELAY_S must be 0..3600")
+            self.delay = _arg(
+                self.kind,
+                "DELAY_S",
+                pos[2],
+                lambda t: parsing.number(t, 0, 3600),
+                "seconds (0..3600)",
+            )

@@ -18,7 +18,9 @@ import dataclasses
 import os
 from dataclasses import dataclass
 
+from .. import parsing
 from ..errors import VirtbenchError
+from ..parsing import ParseError
 from .base import Scenario, ScenarioEnv
 from .registry import register
 
@@ -43,8 +45,8 @@ def parse_cpu(value: str, what: str = "cpu") -> int:
     """Validate `cpu=N` against the CPUs of this host (ValueError names the allowed ones)."""
     cpus = host_cpus()
     try:
-        cpu = int(value)
-    except ValueError:
+        cpu = parsing.integer(value, text=True)
+    except ParseError:
         cpu = -1
     if cpu not in cpus:
         raise ValueError(
@@ -80,21 +82,6 @@ def place(
     return Placement(mode, [t], [[others[i % len(others)]] for i in range(k)])
 
 
-def split_options(args: list[str]) -> tuple[list[str], dict[str, str]]:
-    """Positional args and `key=value` options of a scenario string."""
-    pos: list[str] = []
-    opts: dict[str, str] = {}
-    for a in args:
-        if "=" in a:
-            key, _, value = a.partition("=")
-            if key in opts:
-                raise ValueError(f"option '{key}' given twice")
-            opts[key] = value
-        else:
-            pos.append(a)
-    return pos, opts
-
-
 @register
 class Pinned(Scenario):
     kind = "pinned"
@@ -103,10 +90,12 @@ class Pinned(Scenario):
 
     def __init__(self, args: list[str]) -> None:
         self.args = args
-        pos, opts = split_options(args)
-        unknown = pos + [k for k in opts if k != "cpu"]
-        if unknown:
-            raise ValueError(f"scenario 'pinned': unexpected {unknown[0]!r}; usage: {self.usage}")
+        try:
+            pos, opts = parsing.key_values(args, ("cpu",))
+        except ParseError as exc:
+            raise ValueError(f"scenario 'pinned': {exc}; usage: {self.usage}") from None
+        if pos:
+            raise ValueError(f"scenario 'pinned': unexpected {pos[0]!r}; usage: {self.usage}")
         self.cpu = parse_cpu(opts["cpu"]) if "cpu" in opts else None
 
     def run(self, env: ScenarioEnv):

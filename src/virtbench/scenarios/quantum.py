@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import subprocess
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -28,26 +27,13 @@ from pathlib import Path
 
 from .. import cleanup
 from ..errors import VirtbenchError
+from ..parsing import DURATION_NS
 
 STATE_DIR = Path("/run/virtbench")
 STATE_FILE = STATE_DIR / "vb-quantum.json"
 DEBUGFS_MNT = STATE_DIR / "vb-debugfs"
 OWNER = "vb-quantum"  # cleanup.claim name: `virtbench cleanup` spares a live run's setting
 KNOBS = ("auto", "base_slice", "min_granularity", "rr_timeslice")
-_DURATION = re.compile(r"^(?P<num>\d+(?:\.\d+)?)(?P<unit>ns|us|ms|s)$")
-_UNIT_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
-
-
-def parse_duration_ns(text: str) -> int:
-    """'1ms', '30ms', '750us', '3000000ns' -> ns; ValueError names the accepted form."""
-    m = _DURATION.match(text.strip())
-    ns = int(float(m["num"]) * _UNIT_NS[m["unit"]]) if m else 0
-    if ns <= 0:
-        raise ValueError(
-            f"quantum '{text}': expected a positive duration with a unit, e.g. 1ms, 30ms, "
-            "750us (units: ns, us, ms, s)"
-        )
-    return ns
 
 
 @dataclass
@@ -129,7 +115,7 @@ def quantum(ns: int, knob: str = "auto") -> Iterator[QuantumSetting]:
             except OSError as exc:
                 tried.append(f"{path}: {exc.strerror or exc}")
                 continue
-            value = str(max(1, round(ns / _UNIT_NS[unit])))
+            value = str(max(1, round(ns / DURATION_NS[unit])))
             setting = QuantumSetting(
                 name, str(path), old, value, unit, hint, mounted[0] if mounted else None
             )

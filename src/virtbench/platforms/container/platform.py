@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import secrets
 import shutil
 import time
 from contextlib import AbstractContextManager
-from pathlib import Path
 from typing import Any
 
 from ... import cgroups, cleanup, hostnet, tools
@@ -22,138 +20,10 @@ from ..capabilities import StartupTiming
 from ..cpu_weight import weighted
 from ..procs import HostProcess
 from ..registry import register
-from . import runtimes, spec
-from .instance import NETWORK_MODES, Config, Instance
-from .storage import DATA_PATH, STORAGE_MODES
-
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*$", re.IGNORECASE)
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-
-
-class OptionError(PlatformError):
-    """A bad platform option: which key, what is wrong, what is allowed."""
-
-    def __init__(self, key: str, value: Any, problem: str, allowed: str) -> None:
-        super().__init__(f"option {key} = {value!r} {problem}; allowed: {allowed}")
-        self.key, self.value, self.problem, self.allowed = key, value, problem, allowed
-
-
-def parse_size(key: str, value: Any) -> int:
-    """Bytes from an int or a string like '512M', '2G', '1.5GiB'."""
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value
-    m = _SIZE.match(value) if isinstance(value, str) else None
-    if not m or float(m.group(1)) <= 0:
-        raise OptionError(key, value, "is not a size", "bytes > 0 or '512M', '2G', '1.5GiB'")
-    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
-
-
-def host_cpus() -> list[int]:
-    """CPUs online on this host (a cpuset may only name these)."""
-    try:
-        text = Path("/sys/devices/system/cpu/online").read_text().strip()
-        return parse_cpus("online", text)
-    except (OSError, PlatformError):
-        return list(range(os.cpu_count() or 1))
-
-
-def parse_cpus(key: str, value: Any) -> list[int]:
-    """CPU list from [0, 1] or '0-1,3'."""
-    if (
-        isinstance(value, list)
-        and value
-        and all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in value)
-    ):
-        return sorted(set(value))
-    if isinstance(value, str) and re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", value.strip()):
-        out: set[int] = set()
-        for part in value.strip().split(","):
-            lo, _, hi = part.partition("-")
-            out.update(range(int(lo), int(hi or lo) + 1))
-        return sorted(out)
-    raise OptionError(key, value, "is not a CPU list", "[0, 1] or '0-1,3'")
-
-
-def _int_opt(key: str, value: Any, lo: int, hi: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise OptionError(key, value, "is not an integer", f"{lo}..{hi}")
-    if not lo <= value <= hi:
-        raise OptionError(key, value, "is out of range", f"{lo}..{hi}")
-    return value
-
-
-RT_MAX_US = 1_000_000  # the kernel's default rt period; the runtime cannot exceed the period
-
-
-def rt_runtime_opt(value: Any) -> int | str:
-    if value == cgroups.RT_AUTO:
-        return value
-    allowed = f'"auto" or 0..{RT_MAX_US}'
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise OptionError("rt_runtime_us", value, "is not allowed", allowed)
-    if not 0 <= value <= RT_MAX_US:
-        raise OptionError("rt_runtime_us", value, "is out of range", allowed)
-    return value
-
-
-def rt_period_opt(value: Any) -> int:
-    return _int_opt("rt_period_us", value, 1000, RT_MAX_US)
-
-
-def resources_from(options: dict[str, Any]) -> spec.Resources:
-    r = spec.Resources()
-    if options.get("cpu_weight") is not None:
-        r.cpu_weight = _int_opt("cpu_weight", options["cpu_weight"], 2, 262144)
-    if options.get("cpu_quota_us") is not None:
-        r.cpu_quota_us = _int_opt("cpu_quota_us", options["cpu_quota_us"], 1000, 10**9)
-        r.cpu_period_us = 100_000
-    if options.get("cpu_period_us") is not None:
-        r.cpu_period_us = _int_opt("cpu_period_us", options["cpu_period_us"], 1000, 1_000_000)
-    if options.get("cpuset") is not None:
-        r.cpuset_cpus = parse_cpus("cpuset", options["cpuset"])
-        online = host_cpus()
-        bad = [c for c in r.cpuset_cpus if c not in online]
-        if bad:
-            raise OptionError(
-                "cpuset",
-                options["cpuset"],
-                f"names CPUs {bad} this host does not have",
-                _cpu_range(online),
-            )
-    if options.get("memory_limit") is not None:
-        r.memory_limit_bytes = parse_size("memory_limit", options["memory_limit"])
-    if options.get("pids_max") is not None:
-        r.pids_max = _int_opt("pids_max", options["pids_max"], 1, 4_194_304)
-    return r
-
-
-def _cpu_range(cpus: list[int]) -> str:
-    return f"{cpus[0]}..{cpus[-1]}" if cpus == list(range(cpus[0], cpus[-1] + 1)) else str(cpus)
-
-
-def option_problems(options: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """Every bad option as (key, problem, allowed): the campaign loader reports them before
-    anything runs; provision() would raise the same errors one at a time."""
-    checks = {
-        "cpu_weight": lambda v: _int_opt("cpu_weight", v, 2, 262144),
-        "cpu_quota_us": lambda v: _int_opt("cpu_quota_us", v, 1000, 10**9),
-        "cpu_period_us": lambda v: _int_opt("cpu_period_us", v, 1000, 1_000_000),
-        "cpuset": lambda v: resources_from({"cpuset": v}),
-        "memory_limit": lambda v: parse_size("memory_limit", v),
-        "pids_max": lambda v: _int_opt("pids_max", v, 1, 4_194_304),
-        "publish_port_offset": lambda v: _int_opt("publish_port_offset", v, 0, 65534),
-        "rt_runtime_us": rt_runtime_opt,
-        "rt_period_us": rt_period_opt,
-    }
-    problems = []
-    for key, check in checks.items():
-        if options.get(key) is None:
-            continue
-        try:
-            check(options[key])
-        except OptionError as exc:
-            problems.append((key, exc.problem, exc.allowed))
-    return problems
+from . import runtimes
+from .instance import Config, Instance
+from .options import ContainerOptions
+from .storage import DATA_PATH
 
 
 class _ContainerProcess(Process):
@@ -189,64 +59,16 @@ class _ContainerProcess(Process):
 class ContainerPlatform(Platform):
     kind = "container"
     description = "an OCI container (crun, runc, runsc, podman) from the shared Debian image"
-    options_schema = {
-        "runtime": ("crun", runtimes.RUNTIMES, "OCI runtime, or the podman engine"),
-        "storage": ("overlay", STORAGE_MODES, "data path in the overlay layer or a volume"),
-        "network": ("host", NETWORK_MODES, "host netns, veth on vb-br0, or bridge + DNAT"),
-        "cpu_weight": (None, None, "cpu.shares scale 2..262144 (default 1024; seeds 256)"),
-        "cpu_quota_us": (None, None, "CFS quota per period in µs (e.g. 50000 = half a CPU)"),
-        "cpu_period_us": (None, None, "CFS period in µs (default 100000)"),
-        "cpuset": (None, None, "CPUs the container may use: [0] or '0-1'"),
-        "memory_limit": (None, None, "memory limit: bytes or '512M'"),
-        "pids_max": (None, None, "maximum number of tasks"),
-        "publish_port_offset": (20000, None, "nat: host port = container port + offset"),
-        "rt_runtime_us": (
-            cgroups.RT_AUTO,
-            None,
-            "real-time µs per 1 s period for SCHED_FIFO inside (v1 RT group scheduling); "
-            "auto: what is free",
-        ),
-        "rt_period_us": (
-            None,
-            None,
-            "rt period in µs for rt_runtime_us (1000..1000000; default: the host's)",
-        ),
-    }
-
-    @classmethod
-    def validate_options(cls, options: dict[str, Any]) -> list[tuple[str, str, Any]]:
-        return option_problems(options)
-
-    def __new__(cls, spec_=None, instance=None, host: Platform | None = None):
-        if host is not None:
-            # container@vm: the runtime runs inside the host platform, through its exec
-            from ..vm.stacked import StackedContainer
-
-            return StackedContainer(spec_, instance, host)
-        return super().__new__(cls)
+    Options = ContainerOptions
+    opts: ContainerOptions
 
     def __init__(self, spec_, instance: str, host: Platform | None = None) -> None:
         super().__init__(spec_, instance, host)
-        if host is not None:
-            raise PlatformError(
-                f"platform {spec_.name}: containers inside another platform are not "
-                "supported yet; remove its `host` key"
-            )
+        o = self.opts
         self.config = Config(
-            runtime=self.options["runtime"],
-            storage=self.options["storage"],
-            network=self.options["network"],
-            resources=resources_from(self.options),
-            rt_runtime_us=rt_runtime_opt(self.options["rt_runtime_us"]),
-            rt_period_us=(
-                rt_period_opt(self.options["rt_period_us"])
-                if self.options.get("rt_period_us") is not None
-                else None
-            ),
+            o.runtime, o.storage, o.network, o.resources, o.rt_runtime_us, o.rt_period_us
         )
-        self._offset = _int_opt(
-            "publish_port_offset", self.options["publish_port_offset"], 0, 65534
-        )
+        self._offset = o.publish_port_offset
         self._inst: Instance | None = None
         self._procs: list[HostProcess] = []
         self._published: dict[int, tuple[str, int]] = {}

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from ... import hostinfo
-from ...errors import PlatformError
+from ... import hostinfo, parsing
+from ...parsing import ParseError
+from ..options import OptionError, OptionReader, PlatformOptions, Schema
 from . import network, qemu
 
-SCHEMA: dict[str, tuple[Any, tuple[Any, ...] | None, str]] = {
+BAD = "is not allowed"  # every VM option's problem, in the loader's words
+
+SCHEMA: Schema = {
     "accel": ("auto", qemu.ACCELS, "kvm (hardware assist), tcg (binary translation), auto"),
     "vcpus": (1, None, "virtual CPUs"),
     "memory_mb": (1024, None, "guest memory in MiB"),
@@ -27,65 +30,70 @@ SCHEMA: dict[str, tuple[Any, tuple[Any, ...] | None, str]] = {
 }
 
 
-class OptionProblem(PlatformError):
-    """One bad option: the key, what is wrong, what is allowed (for the campaign loader)."""
+@dataclass(frozen=True)
+class VmOptions(PlatformOptions):
+    accel: str
+    vcpus: int
+    memory_mb: int
+    net: str
+    network: str
+    disk: str
+    disk_cache: str
+    disk_gb: int
+    vcpu_pin: list[int] | None  # host CPUs for the vCPU threads; None: they float
+    cpu_weight: int | None  # cgroup limits of the QEMU process; None: not set
+    cpu_quota_us: int | None
+    cpu_period_us: int | None
+    boot_timeout: int  # seconds
 
-    def __init__(self, where: str, key: str, value: Any, allowed: str) -> None:
-        super().__init__(
-            f"platform '{where}': option {key} = {value!r} is not allowed; allowed: {allowed}"
-        )
-        self.key, self.value, self.allowed = key, value, allowed
+    schema = SCHEMA
+
+    @classmethod
+    def read(cls, r: OptionReader) -> dict[str, Any]:
+        # checked against this host: where the spec is parsed is where its platforms run
+        cpus = sorted(os.sched_getaffinity(0))
+        mem_mb = hostinfo.mem_total_bytes() // (1 << 20)
+        n = len(cpus)
+        fields = {k: r.values[k] for k in ("accel", "net", "network", "disk", "disk_cache")}
+        fields |= {
+            "vcpus": _int(r, "vcpus", 1, n, f" (this host has {n} CPUs)"),
+            "memory_mb": _int(
+                r,
+                "memory_mb",
+                64,
+                max(64, mem_mb * 9 // 10),
+                f" MiB (90% of this host's {mem_mb} MiB)",
+            ),
+            "disk_gb": _int(r, "disk_gb", 1, 1024, " GiB"),
+            "boot_timeout": _int(r, "boot_timeout", 5, 3600, " s"),
+            "vcpu_pin": r.get(
+                "vcpu_pin",
+                lambda pin: parsing.cpu_list(_a_list(pin), cpus),
+                f"a non-empty list of host CPUs from {cpus}",
+                BAD,
+            ),
+            "cpu_weight": _int(r, "cpu_weight", 2, 262144, " (cpu.shares scale)"),
+            "cpu_quota_us": _int(r, "cpu_quota_us", 1000, 10_000_000, " µs"),
+            "cpu_period_us": _int(r, "cpu_period_us", 1000, 1_000_000, " µs"),
+        }
+        return fields
 
 
-def _int(name: str, where: str, value: Any, lo: int, hi: int, unit: str = "") -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-        raise OptionProblem(where, name, value, f"an integer {lo}..{hi}{unit}")
-    return value
+def _int(r: OptionReader, key: str, lo: int, hi: int, unit: str) -> Any:
+    return r.get(key, lambda v: parsing.integer(v, lo, hi), f"an integer {lo}..{hi}{unit}", BAD)
 
 
-def _checks(where: str, opts: dict[str, Any]) -> list[Callable[[], object]]:
-    cpus = sorted(os.sched_getaffinity(0))
-    mem_mb = hostinfo.mem_total_bytes() // (1 << 20)
-    checks: list[Callable[[], object]] = [
-        lambda: _int("vcpus", where, opts["vcpus"], 1, len(cpus),
-                     f" (this host has {len(cpus)} CPUs)"),
-        lambda: _int("memory_mb", where, opts["memory_mb"], 64, max(64, mem_mb * 9 // 10),
-                     f" MiB (90% of this host's {mem_mb} MiB)"),
-        lambda: _int("disk_gb", where, opts["disk_gb"], 1, 1024, " GiB"),
-        lambda: _int("boot_timeout", where, opts["boot_timeout"], 5, 3600, " s"),
-        lambda: _pin(where, opts.get("vcpu_pin"), cpus),
-    ]  # fmt: skip
-    for key, lo, hi, unit in (
-        ("cpu_weight", 2, 262144, " (cpu.shares scale)"),
-        ("cpu_quota_us", 1000, 10_000_000, " µs"),
-        ("cpu_period_us", 1000, 1_000_000, " µs"),
-    ):
-        if opts.get(key) is not None:
-            checks.append(lambda k=key, lo=lo, hi=hi, u=unit: _int(k, where, opts[k], lo, hi, u))
-    return checks
+def _a_list(pin: Any) -> list:
+    if not isinstance(pin, list):
+        raise ParseError(pin, "is not a list", "")
+    return pin
 
 
-def _pin(where: str, pin: Any, cpus: list[int]) -> None:
-    if pin is not None and (
-        not isinstance(pin, list) or not pin or any(c not in cpus for c in pin)
-    ):
-        raise OptionProblem(where, "vcpu_pin", pin, f"a non-empty list of host CPUs from {cpus}")
-
-
-def problems(where: str, opts: dict[str, Any]) -> list[OptionProblem]:
+def problems(where: str, opts: dict[str, Any]) -> list[OptionError]:
     """Every bad option (defaults filled in for what `opts` leaves out)."""
-    full = {k: v[0] for k, v in SCHEMA.items()} | opts
-    found = []
-    for check in _checks(where, full):
-        try:
-            check()
-        except OptionProblem as exc:
-            found.append(exc)
-    return found
+    return VmOptions.problems(opts, where)
 
 
-def validate(where: str, opts: dict[str, Any]) -> None:
+def validate(where: str, opts: dict[str, Any]) -> VmOptions:
     """Raise PlatformError naming the option, its value and the allowed range on this host."""
-    found = problems(where, opts)
-    if found:
-        raise found[0]
+    return VmOptions.parse(opts, where)

@@ -39,12 +39,8 @@ class VmPlatform(Platform):
         "a QEMU guest (KVM, or TCG binary translation) on the Debian kernel, root filesystem "
         "from the shared image, controlled through qemu-guest-agent"
     )
-    options_schema = options.SCHEMA
-
-    @classmethod
-    def validate_options(cls, opts: dict[str, Any]) -> list[tuple[str, str, Any]]:
-        # checked again at provision time (the host may differ from where the campaign loads)
-        return [(p.key, "is not allowed", p.allowed) for p in options.problems("campaign", opts)]
+    Options = options.VmOptions
+    opts: options.VmOptions
 
     def __init__(self, spec, instance, host=None) -> None:
         super().__init__(spec, instance, host)
@@ -65,19 +61,19 @@ class VmPlatform(Platform):
                 f"platform '{self.name}': a vm cannot run inside another platform "
                 f"('{self.host.name}'); nested virtualization is not supported"
             )
-        options.validate(self.name, self.options)
+        o = self.opts
         tools.require(["qemu-system-x86_64", "qemu-img"], needed_by="the vm platform")
         cleanup.claim(self.instance)  # `virtbench cleanup` spares us while we run
-        self.accel_used, self.accel_reason = accel.resolve(self.options["accel"])
+        self.accel_used, self.accel_reason = accel.resolve(o.accel)
         # first use builds the shared tree (minutes, with progress) and the ext4 image (seconds)
-        files = image.boot_files(self.options["disk_gb"], log=lambda m: print(m, flush=True))
+        files = image.boot_files(o.disk_gb, log=lambda m: print(m, flush=True))
         self._modules_dir = files.kernel.modules
         run_dir = paths.run_dir() / self.instance
         run_dir.mkdir(parents=True, exist_ok=True)
         overlay = run_dir / "root.qcow2"
         image.create_overlay(files.root, overlay)
-        self.net = GuestNet.setup(self.instance, self.options["network"])
-        wanted = qemu.guest_modules(self.options["net"], self.options["disk"])
+        self.net = GuestNet.setup(self.instance, o.network)
+        wanted = qemu.guest_modules(o.net, o.disk)
         cfg = qemu.VmConfig(
             name=self.instance,
             run_dir=run_dir,
@@ -85,11 +81,11 @@ class VmPlatform(Platform):
             initrd=files.initrd,
             overlay=overlay,
             accel=self.accel_used,
-            vcpus=self.options["vcpus"],
-            memory_mb=self.options["memory_mb"],
-            net=self.options["net"],
-            disk=self.options["disk"],
-            disk_cache=self.options["disk_cache"],
+            vcpus=o.vcpus,
+            memory_mb=o.memory_mb,
+            net=o.net,
+            disk=o.disk,
+            disk_cache=o.disk_cache,
             tap=self.net.tap,
             guest_ip=self.net.cidr,
             gateway=self.net.gateway,
@@ -97,8 +93,8 @@ class VmPlatform(Platform):
         )
         self.cgroup = self._make_cgroup()
         self.machine = Machine(cfg)
-        self.machine.start(self.options["boot_timeout"], on_pid=self._enter_cgroup)
-        self._pinned = self.options.get("vcpu_pin")
+        self.machine.start(o.boot_timeout, on_pid=self._enter_cgroup)
+        self._pinned = o.vcpu_pin
         self.machine.pin_vcpus(self._pinned)
         self.facts = {
             "accel_used": self.accel_used,
@@ -135,11 +131,11 @@ class VmPlatform(Platform):
             )
 
     def _make_cgroup(self) -> Cgroup | None:
-        o = self.options
+        o = self.opts
         limits = {
-            "cpu_weight": o.get("cpu_weight"),
-            "cpu_quota_us": o.get("cpu_quota_us"),
-            "cpu_period_us": o.get("cpu_period_us"),
+            "cpu_weight": o.cpu_weight,
+            "cpu_quota_us": o.cpu_quota_us,
+            "cpu_period_us": o.cpu_period_us,
         }
         try:
             return Cgroup.create(self.instance, **limits)
@@ -191,7 +187,7 @@ class VmPlatform(Platform):
 
     def _place(self, cpus: list[int] | None) -> None:
         """Pin vCPU threads to the cell's host CPUs, else to vcpu_pin, else let them float."""
-        target = cpus or self.options.get("vcpu_pin")
+        target = cpus or self.opts.vcpu_pin
         if self.machine is not None and target != self._pinned:
             self.machine.pin_vcpus(target)
             self._pinned = target
@@ -225,7 +221,7 @@ class VmPlatform(Platform):
     def endpoint(self, port: int) -> tuple[str, int]:
         if self.net is None or self.machine is None:
             raise PlatformError(f"platform '{self.name}' is not provisioned")
-        if self.options["net"] == "none":
+        if self.opts.net == "none":
             raise PlatformError(f"platform '{self.name}' has net = \"none\": no endpoint")
         return self.net.endpoint(port, self.machine.qmp)
 

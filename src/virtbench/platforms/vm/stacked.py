@@ -23,7 +23,12 @@ from ... import cgroups, cleanup, hostnet
 from ...errors import PlatformError
 from ..base import Accounting, ExecResult, Platform, Process
 from ..capabilities import BackendThreads, ThreadGroup
+from ..container import runtimes
+from ..container import spec as oci
+from ..container.options import ContainerOptions
+from ..container.storage import DATA_PATH
 from ..cpu_weight import weighted
+from ..registry import register_stacked
 from . import innernet
 from .modules import CONTAINER_NET_MODULES
 
@@ -32,32 +37,23 @@ GUEST_CGROUP_ROOT = "/sys/fs/cgroup"  # the guest mounts cgroup2 here (initramfs
 RUNTIMES_IN_GUEST = ("crun", "runc")
 
 
+@register_stacked
 class StackedContainer(Platform):
     kind = "container"
     description = "an OCI container inside another platform (container@vm), via its exec"
+    Options = ContainerOptions  # the same options as a container on the host
+    opts: ContainerOptions
 
     def __init__(self, spec, instance: str, host: Platform) -> None:
-        from ..container import platform as cp
-        from ..container import runtimes
-
-        self.options_schema = cp.ContainerPlatform.options_schema  # same options as on the host
         super().__init__(spec, instance, host)
         self.host: Platform = host
-        o = self.options
-        if o["runtime"] not in RUNTIMES_IN_GUEST:
+        if self.opts.runtime not in RUNTIMES_IN_GUEST:
             raise PlatformError(
-                f"platform '{spec.name}': runtime = {o['runtime']!r} cannot run inside "
+                f"platform '{spec.name}': runtime = {self.opts.runtime!r} cannot run inside "
                 f"'{host.name}'; allowed inside a VM: {', '.join(RUNTIMES_IN_GUEST)}"
             )
-        problems = cp.option_problems(spec.options)  # the loader reports them all first
-        if problems:
-            key, problem, allowed = problems[0]
-            raise PlatformError(
-                f"platform '{spec.name}': option {key} = {spec.options[key]!r} {problem}; "
-                f"allowed: {allowed}"
-            )
-        self.resources = cp.resources_from(o)
-        self.runtime = runtimes.get(o["runtime"], "host")
+        self.resources = self.opts.resources
+        self.runtime = runtimes.get(self.opts.runtime, "host")
         self.dir = f"{GUEST_ROOT}/{instance}"
         self.net: innernet.InnerAttachment | None = None
         self._published: dict[int, tuple[str, int]] = {}
@@ -78,14 +74,7 @@ class StackedContainer(Platform):
         return f"{GUEST_CGROUP_ROOT}/virtbench/{self.instance}"
 
     def _config(self) -> dict[str, Any]:
-        from ..container import spec as oci
-        from ..container.storage import DATA_PATH
-
-        binds = (
-            [oci.Bind(f"{self.dir}/volume", DATA_PATH)]
-            if self.options["storage"] == "volume"
-            else []
-        )
+        binds = [oci.Bind(f"{self.dir}/volume", DATA_PATH)] if self.opts.storage == "volume" else []
         return oci.build(
             oci.ContainerSpec(
                 args=["sleep", "infinity"],
@@ -112,8 +101,6 @@ class StackedContainer(Platform):
 
     # --- lifecycle ----------------------------------------------------------------------
     def provision(self) -> None:
-        from ..container.storage import DATA_PATH
-
         self._check_cpuset()
         cleanup.claim(self.instance)  # a bridged container's host address lease is ours
         binary = self.runtime.binary
@@ -136,8 +123,8 @@ class StackedContainer(Platform):
             DATA_PATH,
             what="preparing the container's root filesystem",
         )
-        if self.options["network"] != "host":
-            self.net = self._attach(self.options["network"])
+        if self.opts.network != "host":
+            self.net = self._attach(self.opts.network)
         blob = base64.b64encode(json.dumps(self._config()).encode()).decode()
         self._sh(
             'printf %s "$1" | base64 -d > "$2/config.json"', blob, d, what="writing config.json"
@@ -253,7 +240,7 @@ class StackedContainer(Platform):
         if self.net.mode == "bridge":
             return (self.net.address, port)  # on the host's bridge, through the guest's NIC
         if port not in self._published:
-            outer = port + int(self.options["publish_port_offset"])
+            outer = port + self.opts.publish_port_offset
             if outer > 65535:
                 raise PlatformError(
                     f"platform '{self.name}': port {port} + publish_port_offset "
@@ -272,8 +259,6 @@ class StackedContainer(Platform):
 
     @property
     def workdir(self) -> str:
-        from ..container.storage import DATA_PATH
-
         return DATA_PATH
 
     def guest_cgroup_stat(self, name: str = "cpu.stat") -> dict[str, int]:
