@@ -43,6 +43,7 @@ from ..store.db import Store
 from ..tools import require
 from ..workloads import registry as workload_registry
 from ..workloads.base import RunContext, Sample
+from . import describe
 
 
 def new_run_id() -> str:
@@ -137,6 +138,7 @@ class Runner:
             hostinfo.facts(),
             settings,
             __version__,
+            description=describe.describe(c.test_case for c in cells),
         )
         self.store.add_cells(
             (

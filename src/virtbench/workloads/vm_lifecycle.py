@@ -12,13 +12,10 @@ import shutil
 import time
 from typing import Any
 
-from ..analysis.groups import add_dimension_labels
 from ..errors import VirtbenchError, WorkloadError
 from ..platforms.base import NAME_PREFIX, Platform
 from .base import Metric, Param, RunContext, Sample, Workload
 from .registry import register
-
-add_dimension_labels("disk_gb")
 
 
 def _require_vm(w: Workload, platform: Platform) -> None:
@@ -104,6 +101,7 @@ class VmShutdown(Workload):
 class VmImageCreate(Workload):
     suite = "lifecycle"
     name = "vm-image-create"
+    dimension_labels = ("disk_gb",)
     description = (
         "create a new VM's own root disk of 1/2/4 GiB: allocate it, then mkfs.ext4 -d the "
         "shared root tree into it (seed 003: creation time grows with disk size)"

@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..analysis import groups
 from ..errors import WorkloadError
 from ..platforms.base import Platform
 from . import httperf, nginx, sweep, wrk
@@ -32,21 +31,6 @@ from .serving import (
 
 PAPER_SIZES = [1, 4, 10, 30, 50, 70, 100, 200]
 
-# A sweep point is identified by file size and step index (in capacity mode the offered rate
-# follows each repetition's probe, so it is a fact of the point, not its identity).
-groups.add_dimension_labels("file_size_kb", "step", "error_class", "phase")
-groups.IGNORED_LABELS.update(
-    {
-        "offered_rate",
-        "peak_step",
-        "max_connect_burst",
-        "client_nofile",
-        "stopped",
-        "client_errors",
-        "client_cpus_busy_pct",
-    }
-)
-
 COMMON_PARAMS = {
     "file_sizes": Param(PAPER_SIZES, "static file sizes in KB", min=nginx.MIN_KB, max=nginx.MAX_KB),
     "port": Param(0, "server port inside the environment; 0 picks a free one", min=0, max=65535),
@@ -62,6 +46,18 @@ COMMON_PARAMS = {
 
 class _NginxWorkload(Workload):
     suite = "web"
+    # A sweep point is identified by file size and step index (in capacity mode the offered
+    # rate follows each repetition's probe, so it is a fact of the point, not its identity).
+    dimension_labels = ("file_size_kb", "step", "error_class", "phase", "connections")
+    ignored_labels = (
+        "offered_rate",
+        "peak_step",
+        "max_connect_burst",
+        "client_nofile",
+        "stopped",
+        "client_errors",
+        "client_cpus_busy_pct",
+    )
     tools = ("nginx",)
 
     def sizes(self, ctx: RunContext) -> list[int]:
