@@ -49,15 +49,9 @@ class _NginxWorkload(Workload):
     # A sweep point is identified by file size and step index (in capacity mode the offered
     # rate follows each repetition's probe, so it is a fact of the point, not its identity).
     dimension_labels = ("file_size_kb", "step", "error_class", "phase", "connections")
-    ignored_labels = (
-        "offered_rate",
-        "peak_step",
-        "max_connect_burst",
-        "client_nofile",
-        "stopped",
-        "client_errors",
-        "client_cpus_busy_pct",
-    )
+    # facts of a sweep and of its load generator
+    ignored_labels = ("offered_rate", "peak_step", "stopped", "max_connect_burst")
+    ignored_labels += ("client_nofile", "client_errors", "client_cpus_busy_pct")
     tools = ("nginx",)
 
     def sizes(self, ctx: RunContext) -> list[int]:
