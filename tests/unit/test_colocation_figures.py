@@ -1,6 +1,6 @@
-"""Pure helpers of the co-location figures (report/colocation_figures.py)."""
+"""Pure helpers of the co-location figures (report/suites/colocation/figures.py)."""
 
-from virtbench.report import colocation_figures as fig
+from virtbench.report.suites.colocation import figures as fig
 
 
 def _pts(metric, values):

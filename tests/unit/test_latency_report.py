@@ -5,6 +5,7 @@ import json
 from virtbench.report import build
 from virtbench.report.data import ReportData
 from virtbench.report.suites.latency import latency, us
+from virtbench.runner.describe import describe
 from virtbench.store.db import Store
 from virtbench.workloads.base import Sample
 
@@ -13,7 +14,10 @@ RUN = "20240101-000000-beef"
 
 def _store(tmp_path) -> Store:
     st = Store.in_dir(tmp_path)
-    st.create_run(RUN, "rt", "x.toml", "", 1, {}, {"baseline": "native"}, "0.1.0")
+    described = describe(("tick", "thread-switch-2", "thread-switch-1000"))
+    st.create_run(
+        RUN, "rt", "x.toml", "", 1, {}, {"baseline": "native"}, "0.1.0", description=described
+    )
     plan, seq = [], 0
     for platform in ("native", "vm"):
         for scenario in ("solo", "antagonist:cpu-load:same-cpu:quantum=1ms"):

@@ -5,7 +5,9 @@ import pytest
 
 from virtbench.report import build, sections
 from virtbench.report.sections import Section, register_section
+from virtbench.runner.describe import describe
 from virtbench.store.db import Store
+from virtbench.store.description import RunDescription
 from virtbench.workloads.base import Sample
 
 RUN = "20240101-000000-abcd"
@@ -29,7 +31,10 @@ def store(tmp_path):
         "tool_versions": {"sysbench": "1.0.20"},
     }
     settings = {"repetitions": 3, "warmup": 1, "order": "sequential", "baseline": "native"}
-    st.create_run(RUN, "synthetic", "x.toml", "", 7, host, settings, "0.1.0")
+    test_cases = ("sysbench-cpu-1t", "mem-sweep", "sysbench-cpu-all")
+    st.create_run(
+        RUN, "synthetic", "x.toml", "", 7, host, settings, "0.1.0", description=describe(test_cases)
+    )
     cells, seq = [], 0
     plan = []
     for platform in ("native", "vm"):
@@ -141,7 +146,7 @@ def test_plugin_sections_and_failures_are_contained(store, tmp_path):
 
 def test_report_on_empty_run(tmp_path):
     st = Store.in_dir(tmp_path)
-    st.create_run("r1", "empty", "", "", None, {}, {}, "0.1.0")
+    st.create_run("r1", "empty", "", "", None, {}, {}, "0.1.0", description=RunDescription())
     path, md = build.write(st, "r1", tmp_path)
     assert "virtbench run r1" in md and path.exists()
     st.close()

@@ -5,6 +5,7 @@ import pytest
 from virtbench.analysis import groups as groups_mod
 from virtbench.analysis.normalize import against_baseline
 from virtbench.analysis.scores import geomeans, seed004, seed004_scores
+from virtbench.store.description import RunDescription
 
 CONFIGS = ["metal.local", "metal.mnt", "metal.aufs", "vm.local", "vm.mnt", "vm.aufs"]
 # Seed 004, Tables 5 and 6: raw averages (in brackets in the paper) of the disk suite, and the
@@ -100,7 +101,7 @@ def test_seed004_from_groups_reports_missing_tests():
         + _rows("vm", "a", [8, 8])
         + _rows("native", "b", [4, 4], hib=0)
     )
-    (suite,) = seed004(groups_mod.build(rows, primary={}))
+    (suite,) = seed004(groups_mod.build(rows, RunDescription()))
     assert suite.totals[("native", "solo")].total == pytest.approx(1.0 - 1.0)
     assert suite.totals[("vm", "solo")].total == pytest.approx(0.8)
     assert suite.totals[("vm", "solo")].missing == ["b"]
@@ -115,7 +116,7 @@ def test_geomean_of_ratios():
         + _rows("native", "c", [1, 1], suite="disk")
         + _rows("vm", "c", [0.5, 0.5], suite="disk")
     )
-    gs = groups_mod.build(rows, primary={})
+    gs = groups_mod.build(rows, RunDescription())
     res = {(g.suite, g.platform): g for g in geomeans(gs, against_baseline(gs, "native"), "native")}
     cpu = res[("cpu", "vm")]
     assert cpu.value == pytest.approx(math.sqrt(0.5 * 2.0))
@@ -133,7 +134,7 @@ def test_geomean_sweep_counts_as_one_test_case_and_has_ci():
         d = {"block_size_bytes": bs}
         rows += _rows("native", "sweep", [10, 10.2, 9.8], dims=d)
         rows += _rows("vm", "sweep", [10 * r, 10.2 * r, 9.8 * r], dims=d)
-    gs = groups_mod.build(rows, primary={})
+    gs = groups_mod.build(rows, RunDescription())
     (g,) = geomeans(gs, against_baseline(gs, "native"), "native")
     # 'a' weighs 1/2, each sweep point 1/6
     expected = math.exp(0.5 * math.log(0.8) + (math.log(1.0) + math.log(0.5) + math.log(0.25)) / 6)
@@ -146,9 +147,9 @@ def test_geomean_lists_test_cases_without_a_valid_ratio():
     bad = _rows("vm", "b", [0.0, 0.0])
     for r in bad:  # every vm sample of 'b' is invalid
         r["valid"], r["invalid_reason"] = 0, "too few ops"
-    gs = groups_mod.build(rows + bad, primary={})
+    gs = groups_mod.build(rows + bad, RunDescription())
     (g,) = geomeans(gs, against_baseline(gs, "native"), "native")
     assert g.value == pytest.approx(0.5) and g.n_tests == 1 and g.missing == ["b"]
-    only_bad = groups_mod.build(_rows("native", "b", [3, 3]) + bad, primary={})
+    only_bad = groups_mod.build(_rows("native", "b", [3, 3]) + bad, RunDescription())
     (none,) = geomeans(only_bad, against_baseline(only_bad, "native"), "native")
     assert none.value is None and none.overhead_pct is None and none.missing == ["b"]

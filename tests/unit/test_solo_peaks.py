@@ -12,6 +12,7 @@ from virtbench.scenarios import registry
 from virtbench.scenarios.base import ScenarioEnv
 from virtbench.scenarios.peaks import Peak
 from virtbench.store.db import Store
+from virtbench.store.description import RunDescription
 from virtbench.workloads.base import Metric, Param, RunContext, Workload
 
 RUN = "20240101-000000-abcd"
@@ -39,7 +40,7 @@ class Rated(Workload):
 def store(tmp_path):
     Rated.runs, Rated.fail = 0, False
     st = Store.in_dir(tmp_path)
-    st.create_run(RUN, "t", "x.toml", "", 1, {}, {}, "0")
+    st.create_run(RUN, "t", "x.toml", "", 1, {}, {}, "0", description=RunDescription())
     st.add_cells([(f"{RUN}/0000", RUN, 0, "native", "{}", "web", "rated", "identical", 1, "{}")])
     return st
 

@@ -5,6 +5,15 @@ import pytest
 from virtbench.analysis import groups as groups_mod
 from virtbench.analysis.normalize import against_baseline, compare, overhead_from_ratio
 from virtbench.analysis.stats import betainc, summarize, t_cdf, t_critical, t_quantile, welch_df
+from virtbench.store.description import (
+    ALL_TEST_CASES,
+    DIMENSION,
+    LabelRole,
+    MetricInfo,
+    RunDescription,
+)
+
+UNDESCRIBED = RunDescription()
 
 # Two-sided 95% critical values of Student's t from printed tables.
 T_TABLE = {
@@ -95,7 +104,9 @@ def _row(platform, value, rep, metric="ops", hib=1, valid=1, labels=None, cell=N
 def test_groups_exclude_invalid_but_count_them():
     rows = [_row("native", v, i) for i, v in enumerate([10.0, 12.0, 14.0])]
     rows.append(_row("native", 999.0, 3, valid=0))
-    (g,) = groups_mod.build(rows, primary={"t1": "ops"})
+    (g,) = groups_mod.build(
+        rows, RunDescription((MetricInfo("cpu", "t1", "ops", "u", True, True),))
+    )
     assert g.summary.n == 3 and g.summary.mean == 12.0
     assert g.n_invalid == 1 and g.invalid[0].reason == "saturated"
     assert g.primary
@@ -109,7 +120,7 @@ def test_groups_split_by_dimension_labels():
             rows.append(
                 _row("native", bs / 1000 + rep, rep, labels={"block_size_bytes": bs, "threads": 1})
             )
-    gs = groups_mod.build(rows, primary={})
+    gs = groups_mod.build(rows, UNDESCRIBED)
     assert [g.key.dims for g in gs] == [
         (("block_size_bytes", 4096),),
         (("block_size_bytes", 65536),),
@@ -121,7 +132,7 @@ def test_ratio_orientation_and_overhead():
     hib = groups_mod.build(
         [_row("native", v, i) for i, v in enumerate([100.0, 100.0])]
         + [_row("vm", v, i) for i, v in enumerate([90.0, 90.0])],
-        primary={},
+        UNDESCRIBED,
     )
     comps = against_baseline(hib, "native")
     vm = next(c for k, c in comps.items() if k.platform == "vm")
@@ -131,7 +142,7 @@ def test_ratio_orientation_and_overhead():
     lib = groups_mod.build(
         [_row("native", v, i, hib=0) for i, v in enumerate([100.0, 100.0])]
         + [_row("vm", v, i, hib=0) for i, v in enumerate([110.0, 110.0])],
-        primary={},
+        UNDESCRIBED,
     )
     vm = next(c for k, c in against_baseline(lib, "native").items() if k.platform == "vm")
     assert vm.ratio == pytest.approx(100 / 110)  # < 1: worse
@@ -143,7 +154,7 @@ def test_ratio_ci_delta_method():
     gs = groups_mod.build(
         [_row("native", v, i) for i, v in enumerate([98.0, 100.0, 102.0])]
         + [_row("vm", v, i) for i, v in enumerate([88.0, 90.0, 92.0])],
-        primary={},
+        UNDESCRIBED,
     )
     base, vm = gs
     c = compare(vm, base)
@@ -156,17 +167,14 @@ def test_ratio_ci_delta_method():
 
 
 def test_constant_declared_dimensions_do_not_show_and_scoped_ones_apply():
-    groups_mod.add_dimension_labels("mode", test_cases=("t1",))
-    try:
-        rows = [
-            _row("native", 1.0, r, labels={"direct": 1, "mode": m}) for r in (0, 1) for m in "ab"
-        ]
-        for r in rows:
-            r["cell_id"] = f"c{r['repetition']}{r['labels']['mode']}"  # one sample per cell
-        gs = groups_mod.build(rows, primary={})
-        # 'direct' is declared globally but constant: no split; 'mode' is scoped to t1
-        assert [g.key.dims for g in gs] == [(("mode", "a"),), (("mode", "b"),)]
-        other = [dict(r, test_case="t2") for r in rows]
-        assert len(groups_mod.build(other, primary={})) == 1  # the scope does not leak
-    finally:
-        groups_mod.TEST_DIMENSION_LABELS.pop("t1", None)
+    described = RunDescription(
+        labels=(LabelRole(ALL_TEST_CASES, "direct", DIMENSION), LabelRole("t1", "mode", DIMENSION))
+    )
+    rows = [_row("native", 1.0, r, labels={"direct": 1, "mode": m}) for r in (0, 1) for m in "ab"]
+    for r in rows:
+        r["cell_id"] = f"c{r['repetition']}{r['labels']['mode']}"  # one sample per cell
+    gs = groups_mod.build(rows, described)
+    # 'direct' is declared globally but constant: no split; 'mode' is scoped to t1
+    assert [g.key.dims for g in gs] == [(("mode", "a"),), (("mode", "b"),)]
+    other = [dict(r, test_case="t2") for r in rows]
+    assert len(groups_mod.build(other, described)) == 1  # the scope does not leak

@@ -9,8 +9,10 @@ import json
 
 from virtbench.report import build
 from virtbench.report.data import ReportData
-from virtbench.report.web_section import network_section, web_section
+from virtbench.report.suites.web import network_section, web_section
+from virtbench.runner.describe import describe
 from virtbench.store.db import Store
+from virtbench.store.description import RunDescription
 from virtbench.workloads.base import Sample
 
 RUN = "20240101-000000-cafe"
@@ -80,7 +82,6 @@ def _net() -> dict[str, list[Sample]]:
 
 def _store(tmp_path) -> Store:
     st = Store.in_dir(tmp_path)
-    st.create_run(RUN, "web", "web.toml", "", 1, {}, {"baseline": "native"}, "0.1.0")
     cells: list[tuple[str, str, str, str, int, list[Sample]]] = []
     for platform, scale in (("native", 1.0), ("container", 0.8)):
         for rep in (1, 2):
@@ -91,6 +92,10 @@ def _store(tmp_path) -> Store:
     )
     for tc, samples in _net().items():
         cells.append(("native", "network", tc, "solo", 1, samples))
+    described = describe(c[2] for c in cells)
+    st.create_run(
+        RUN, "web", "web.toml", "", 1, {}, {"baseline": "native"}, "0.1.0", description=described
+    )
     st.add_cells(
         (f"{RUN}/{i:04d}", RUN, i, p, json.dumps({"name": p, "type": p}), su, tc, sc, rep, "{}")
         for i, (p, su, tc, sc, rep, _samples) in enumerate(cells)
@@ -142,7 +147,7 @@ def test_network_section_latency_and_bandwidth(tmp_path):
 
 def test_sections_absent_without_results(tmp_path):
     st = Store.in_dir(tmp_path)
-    st.create_run(RUN, "x", "x.toml", "", 1, {}, {}, "0.1.0")
+    st.create_run(RUN, "x", "x.toml", "", 1, {}, {}, "0.1.0", description=RunDescription())
     st.set_run_status(RUN, "finished")
     data = ReportData.load(st, RUN)
     assert web_section(data) is None and network_section(data) is None

@@ -2,9 +2,9 @@
 
 A group is one (platform, suite, test case, scenario, role, metric) plus the sample labels
 that distinguish results measured in the same cell (a memory block-size sweep, fio
-buffered vs O_DIRECT, a web rate sweep). A label is a *dimension* if it is listed in
-DIMENSION_LABELS or if it takes several values among one cell's samples of the same
-role and metric; other labels (e.g. per-run facts) do not split groups.
+buffered vs O_DIRECT, a web rate sweep). A label is a *dimension* if the run's description
+(stored with the run) declares it one, or if it takes several values among one cell's samples
+of the same role and metric; ignored labels (per-run facts) never split groups.
 
 Invalid samples (valid = 0) are kept in the group, counted and listed, but never enter the
 statistics.
@@ -17,37 +17,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..store.description import DIMENSION, IGNORED, RunDescription
 from .stats import Summary, summarize
 
-# Labels that always split groups even when one cell carries a single value of them.
-DIMENSION_LABELS: set[str] = {
-    "block_size_bytes",
-    "direct",
-    "file_size",
-    "file_size_bytes",
-    "rw",
-    "iodepth",
-    "rate",
-    "connections",
-    "protocol",
-    "message_size_bytes",
-}
-# Labels that split groups of some test cases only: test case -> label keys.
-TEST_DIMENSION_LABELS: dict[str, set[str]] = {}
-# Labels that never split groups.
-IGNORED_LABELS: set[str] = {"invalid"}
-
-
-def add_dimension_labels(*keys: str, test_cases: tuple[str, ...] | None = None) -> None:
-    """Let a suite declare labels that identify distinct results (call at import time).
-
-    Prefer passing `test_cases`: a global key (e.g. "threads") otherwise also splits other
-    suites' results whenever their values differ between platforms."""
-    if test_cases is None:
-        DIMENSION_LABELS.update(keys)
-        return
-    for tc in test_cases:
-        TEST_DIMENSION_LABELS.setdefault(tc, set()).update(keys)
+# the reason of an invalid sample (the store's valid flag), never a result's identity
+VALIDITY_LABEL = "invalid"
 
 
 def _scalar(value: Any) -> Any:
@@ -124,20 +98,22 @@ class Group:
     repetitions: list[int] = field(default_factory=list)
     invalid: list[InvalidSample] = field(default_factory=list)
     summary: Summary = field(default_factory=lambda: Summary(0))
+    labels: dict[str, Any] = field(default_factory=dict)  # the same in all its samples
+
+    def _meet(self, labels: dict[str, Any]) -> None:
+        """Keep the labels this sample shares with the group's earlier ones."""
+        if not self.values and not self.invalid:
+            self.labels = dict(labels)
+            return
+        self.labels = {k: v for k, v in self.labels.items() if k in labels and _same(labels[k], v)}
 
     @property
     def n_invalid(self) -> int:
         return len(self.invalid)
 
 
-def _primary_metrics() -> dict[str, str]:
-    """test case -> its primary metric, from the workload registry (code, not run data)."""
-    try:
-        from ..workloads import registry
-
-        return {name: w.primary().name for name, w in registry.load_all().items()}
-    except Exception:  # noqa: BLE001 - a broken plug-in workload must not break every report
-        return {}
+def _same(a: Any, b: Any) -> bool:
+    return _scalar(a) == _scalar(b) and type(a) is type(b)
 
 
 def _labels(row: dict[str, Any]) -> dict[str, Any]:
@@ -147,7 +123,9 @@ def _labels(row: dict[str, Any]) -> dict[str, Any]:
     return labels
 
 
-def dimension_keys(rows: Iterable[dict[str, Any]]) -> dict[tuple[str, str, str], set[str]]:
+def dimension_keys(
+    rows: Iterable[dict[str, Any]], description: RunDescription
+) -> dict[tuple[str, str, str], set[str]]:
     """(test case, role, metric) -> the label keys that distinguish its results.
 
     A declared key whose value is the same in every sample of the test case splits nothing,
@@ -156,21 +134,25 @@ def dimension_keys(rows: Iterable[dict[str, Any]]) -> dict[tuple[str, str, str],
     overall: dict[tuple[str, str, str], dict[str, set[Any]]] = {}
     count: dict[tuple[str, str, str], int] = {}
     with_key: dict[tuple[str, str, str, str], int] = {}  # (test key..., label) -> rows having it
+    ignored: dict[str, set[str]] = {}
     for row in rows:
         labels = _labels(row)
         tkey = (row["test_case"], row["role"], row["metric"])
         count[tkey] = count.get(tkey, 0) + 1
         values = overall.setdefault(tkey, {})
         per_cell = seen.setdefault((row["cell_id"], *tkey), {})
+        skip = ignored.get(tkey[0])
+        if skip is None:
+            skip = ignored[tkey[0]] = description.labels_of(IGNORED, tkey[0]) | {VALIDITY_LABEL}
         for k, v in labels.items():
-            if k in IGNORED_LABELS:
+            if k in skip:
                 continue
             values.setdefault(k, set()).add(_scalar(v))
             with_key[(*tkey, k)] = with_key.get((*tkey, k), 0) + 1
             per_cell.setdefault(k, set()).add(_scalar(v))
     out: dict[tuple[str, str, str], set[str]] = {}
     for tkey, values in overall.items():
-        declared = DIMENSION_LABELS | TEST_DIMENSION_LABELS.get(tkey[0], set())
+        declared = description.labels_of(DIMENSION, tkey[0])
         out[tkey] = {
             k
             for k, vs in values.items()
@@ -182,10 +164,11 @@ def dimension_keys(rows: Iterable[dict[str, Any]]) -> dict[tuple[str, str, str],
     return out
 
 
-def build(rows: list[dict[str, Any]], primary: dict[str, str] | None = None) -> list[Group]:
-    """Rows of Store.sample_rows -> summarized groups, sorted for display."""
-    primary = primary if primary is not None else _primary_metrics()
-    dims_of = dimension_keys(rows)
+def build(rows: list[dict[str, Any]], description: RunDescription) -> list[Group]:
+    """Rows of Store.sample_rows and the run's description -> summarized groups, sorted for
+    display."""
+    primary = description.primary_metrics()
+    dims_of = dimension_keys(rows, description)
     first_metric: dict[str, str] = {}
     groups: dict[GroupKey, Group] = {}
     for row in rows:
@@ -213,6 +196,7 @@ def build(rows: list[dict[str, Any]], primary: dict[str, str] | None = None) -> 
             g = groups[key] = Group(
                 key, row["unit"], bool(row["higher_is_better"]), row["metric"] == head
             )
+        g._meet(labels)
         if row.get("valid", 1):
             g.values.append(float(row["value"]))
             g.repetitions.append(int(row["repetition"]))

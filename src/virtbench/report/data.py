@@ -1,7 +1,8 @@
 """Everything a report section may use, read once from the store (and only from the store).
 
-Sections get a `ReportData`: the run row, host facts, settings, cells, sample rows (with
-parsed labels), the analysed groups, comparisons with the baseline, both scores, and the
+Sections get a `ReportData`: the run row, host facts, settings, the run's description (units,
+primary metrics, label roles, suite notes), cells, sample rows (with parsed labels), the
+analysed groups, comparisons with the baseline, both scores, and the
 time series on demand. Helpers give stable platform colours and common selections.
 """
 
@@ -17,6 +18,7 @@ from ..analysis import scores
 from ..analysis.groups import Group, GroupKey
 from ..analysis.normalize import Comparison, against_baseline
 from ..store.db import CellRow, Store
+from ..store.description import RunDescription
 from .svg import PALETTE
 
 
@@ -27,6 +29,7 @@ class ReportData:
     run: dict[str, Any]
     host: dict[str, Any]
     settings: dict[str, Any]
+    description: RunDescription
     cells: list[CellRow]
     samples: list[dict[str, Any]]
     groups: list[Group]
@@ -41,11 +44,12 @@ class ReportData:
         run = store.run(run_id)
         settings = json.loads(run.get("settings_json") or "{}")
         host = json.loads(run.get("host_json") or "{}")
+        description = store.description(run_id)
         cells = store.cells(run_id)
         samples = store.sample_rows(run_id)
         for row in samples:
             row["labels"] = json.loads(row.get("labels_json") or "{}")
-        groups = groups_mod.build(samples)
+        groups = groups_mod.build(samples, description)
         baseline = settings.get("baseline")
         comparisons = against_baseline(groups, baseline)
         platforms = list(dict.fromkeys(c.platform for c in cells))
@@ -58,6 +62,7 @@ class ReportData:
             run=run,
             host=host,
             settings=settings,
+            description=description,
             cells=cells,
             samples=samples,
             groups=groups,

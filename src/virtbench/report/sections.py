@@ -1,8 +1,8 @@
 """The report's section registry: every part of the report is a registered section.
 
 Adding a section for your suite (web curves, latency tables, co-location matrices) needs no
-edit of the report core. Put a module in `virtbench/report/suites/` (imported automatically),
-or anywhere that is imported when workloads load (e.g. next to your workload module):
+edit of the report core. Put a module (or package) in `virtbench/report/suites/` (imported
+automatically). The report reads the store only: a section never imports a workload.
 
     from virtbench.report.sections import Section, register_section
     from virtbench.report import html, svg
@@ -76,17 +76,11 @@ def registered() -> list[_Entry]:
 
 
 def discover() -> None:
-    """Import the built-in sections, the `report.suites` plug-ins and the workload modules."""
+    """Import the built-in sections and the `report.suites` plug-ins."""
     from . import core, suites  # noqa: F401 - imported for their registrations
 
     for mod in pkgutil.iter_modules(suites.__path__, suites.__name__ + "."):
         importlib.import_module(mod.name)
-    try:
-        from ..workloads import registry
-
-        registry.load_all()
-    except Exception:  # noqa: BLE001 - a broken workload module must not block reports
-        pass
 
 
 def slug(text: str) -> str:

@@ -42,6 +42,7 @@ from ..store.db import Store
 from ..tools import require
 from ..workloads import registry as workload_registry
 from ..workloads.base import RunContext
+from . import describe
 from .cell import Outcome, cell_id, measure, spec_json
 from .peaks import StoredPeaks
 
@@ -128,6 +129,7 @@ class Runner:
             hostinfo.facts(),
             settings,
             __version__,
+            description=describe.describe(c.test_case for c in cells),
         )
         self.store.add_cells(
             (

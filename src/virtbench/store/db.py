@@ -1,7 +1,8 @@
 """The results store: SQLite in WAL mode, the one source of truth for reports and exports.
 
 SQL is kept to the portable subset (no SQLite-only functions in queries, JSON kept as TEXT)
-so a PostgreSQL backend can be added behind the same class later.
+so a PostgreSQL backend can be added behind the same class later. The schema is versioned
+and migrated on open (schema.py); every run carries its description (description.py).
 """
 
 from __future__ import annotations
@@ -16,64 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import VirtbenchError
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    run_id TEXT PRIMARY KEY,
-    name TEXT NOT NULL,
-    campaign_file TEXT,
-    campaign_text TEXT,
-    seed INTEGER,
-    status TEXT NOT NULL,
-    started_at REAL NOT NULL,
-    finished_at REAL,
-    host_json TEXT,
-    settings_json TEXT,
-    virtbench_version TEXT
-);
-CREATE TABLE IF NOT EXISTS cells (
-    cell_id TEXT PRIMARY KEY,
-    run_id TEXT NOT NULL REFERENCES runs(run_id),
-    seq INTEGER NOT NULL,
-    platform TEXT NOT NULL,
-    platform_json TEXT,
-    suite TEXT NOT NULL,
-    test_case TEXT NOT NULL,
-    scenario TEXT NOT NULL,
-    repetition INTEGER NOT NULL,
-    status TEXT NOT NULL,
-    error TEXT,
-    started_at REAL,
-    finished_at REAL,
-    labels_json TEXT
-);
-CREATE INDEX IF NOT EXISTS cells_run ON cells(run_id, seq);
-CREATE TABLE IF NOT EXISTS samples (
-    sample_id INTEGER PRIMARY KEY,
-    run_id TEXT NOT NULL,
-    cell_id TEXT NOT NULL REFERENCES cells(cell_id),
-    role TEXT NOT NULL,
-    metric TEXT NOT NULL,
-    value REAL NOT NULL,
-    unit TEXT NOT NULL,
-    higher_is_better INTEGER NOT NULL,
-    valid INTEGER NOT NULL DEFAULT 1,
-    invalid_reason TEXT,
-    labels_json TEXT
-);
-CREATE INDEX IF NOT EXISTS samples_run ON samples(run_id, cell_id);
-CREATE TABLE IF NOT EXISTS series (
-    point_id INTEGER PRIMARY KEY,
-    run_id TEXT NOT NULL,
-    cell_id TEXT NOT NULL,
-    role TEXT NOT NULL,
-    metric TEXT NOT NULL,
-    t REAL NOT NULL,
-    value REAL NOT NULL,
-    unit TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS series_cell ON series(run_id, cell_id);
-"""
+from ..results import Sample
+from . import description as description_mod
+from . import schema
+from .description import RunDescription
 
 DB_NAME = "virtbench.db"
 
@@ -108,7 +55,7 @@ class Store:
             self.conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False)
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
-            self.conn.executescript(SCHEMA)
+            schema.upgrade(self.conn, str(self.path))
         except (OSError, sqlite3.Error) as exc:
             raise VirtbenchError(f"cannot open results store {self.path}: {exc}") from exc
 
@@ -148,7 +95,10 @@ class Store:
         host: dict[str, Any],
         settings: dict[str, Any],
         version: str,
+        *,
+        description: RunDescription,
     ) -> None:
+        """A new run with what its samples mean (units, primary metrics, label roles)."""
         with self.tx() as c:
             c.execute(
                 "INSERT INTO runs (run_id, name, campaign_file, campaign_text, seed, status,"
@@ -167,6 +117,7 @@ class Store:
                     version,
                 ),
             )
+            description_mod.insert(c, run_id, description)
 
     def set_run_status(self, run_id: str, status: str) -> None:
         with self.tx() as c:
@@ -202,6 +153,9 @@ class Store:
                 f"no run '{run}' in {self.path}; known runs: {', '.join(known) or 'none'}"
             )
         raise VirtbenchError(f"run '{run}' is ambiguous; matches: {', '.join(r[0] for r in rows)}")
+
+    def description(self, run_id: str) -> RunDescription:
+        return description_mod.select(self.conn, run_id)
 
     def runs(self) -> list[dict[str, Any]]:
         cur = self.conn.execute(
@@ -242,7 +196,7 @@ class Store:
         run_id: str,
         cell_id: str,
         status: str,
-        samples: list[Any],
+        samples: list[Sample],
         series: list[tuple[str, str, float, float, str]],
         error: str | None = None,
         labels: dict[str, Any] | None = None,

@@ -74,6 +74,7 @@ def fio_job_figures(doc: dict[str, Any], op: str, what: str) -> dict[str, float]
 class _Fio(Workload):
     suite = "disk"
     tools = ("fio",)
+    dimension_labels = ("direct", "rw", "iodepth", "file_size", "file_size_bytes")
     rw: ClassVar[str]  # fio --rw
     bs: ClassVar[str]  # fio --bs
     op: ClassVar[str]  # "read" or "write": the section of fio's JSON that holds the figures

@@ -229,6 +229,7 @@ class ThreadSwitch1000(_ThreadSwitch):
 @register
 class ThreadSwitchSweep(_ThreadSwitch):
     name = "thread-switch-sweep"
+    dimension_labels = ("threads",)  # one result per thread count
     description = _ThreadSwitch.description + ", for each count in `threads` (label threads)"
     params = {
         **_ThreadSwitch.params,

@@ -108,6 +108,7 @@ def parse_sysbench_memory(text: str, what: str) -> dict[str, float]:
 class SysbenchMemorySweep(Workload):
     suite = "memory"
     name = "sysbench-memory-sweep"
+    dimension_labels = ("block_size_bytes",)
     description = (
         "sysbench memory bandwidth per block size, 1 KiB to 64 MiB, read and write: the cache"
         " levels show as plateaus (like RAMspeed in seed 002)"

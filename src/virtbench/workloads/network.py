@@ -22,6 +22,7 @@ DURATION_PARAM = Param(3.0, "seconds per run", min=1, max=3600)
 
 class _NetWorkload(Workload):
     suite = "network"
+    dimension_labels = ("protocol", "message_size_bytes", "rate")
 
     def client_sample(self, run: ClientRun, **labels: Any) -> Sample:
         s = self.sample("client_cpu_pct", 100 * run.cpu_util, **labels)

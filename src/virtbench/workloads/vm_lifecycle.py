@@ -9,14 +9,11 @@ from __future__ import annotations
 
 import time
 
-from ..analysis.groups import add_dimension_labels
 from ..errors import VirtbenchError, WorkloadError
 from ..platforms.base import Platform
 from ..platforms.capabilities import DiskImages, FreshBoot, require
 from .base import Metric, Param, RunContext, Sample, Workload
 from .registry import register
-
-add_dimension_labels("disk_gb")
 
 OTHERS = " (use the lifecycle suite's container-startup for others)"
 
@@ -89,6 +86,7 @@ class VmShutdown(Workload):
 class VmImageCreate(Workload):
     suite = "lifecycle"
     name = "vm-image-create"
+    dimension_labels = ("disk_gb",)
     description = (
         "create a new VM's own root disk of 1/2/4 GiB: allocate it, then mkfs.ext4 -d the "
         "shared root tree into it (seed 003: creation time grows with disk size)"

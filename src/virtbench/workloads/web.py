@@ -13,7 +13,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from ..analysis import groups
 from ..drivers import httperf, nginx, sweep, wrk
 from ..errors import WorkloadError
 from ..platforms.base import Platform
@@ -32,21 +31,6 @@ from .registry import register
 
 PAPER_SIZES = [1, 4, 10, 30, 50, 70, 100, 200]
 
-# A sweep point is identified by file size and step index (in capacity mode the offered rate
-# follows each repetition's probe, so it is a fact of the point, not its identity).
-groups.add_dimension_labels("file_size_kb", "step", "error_class", "phase")
-groups.IGNORED_LABELS.update(
-    {
-        "offered_rate",
-        "peak_step",
-        "max_connect_burst",
-        "client_nofile",
-        "stopped",
-        "client_errors",
-        "client_cpus_busy_pct",
-    }
-)
-
 COMMON_PARAMS = {
     "file_sizes": Param(PAPER_SIZES, "static file sizes in KB", min=nginx.MIN_KB, max=nginx.MAX_KB),
     "port": Param(0, "server port inside the environment; 0 picks a free one", min=0, max=65535),
@@ -62,6 +46,12 @@ COMMON_PARAMS = {
 
 class _NginxWorkload(Workload):
     suite = "web"
+    # A sweep point is identified by file size and step index (in capacity mode the offered
+    # rate follows each repetition's probe, so it is a fact of the point, not its identity).
+    dimension_labels = ("file_size_kb", "step", "error_class", "phase", "connections")
+    # facts of a sweep and of its load generator
+    ignored_labels = ("offered_rate", "peak_step", "stopped", "max_connect_burst")
+    ignored_labels += ("client_nofile", "client_errors", "client_cpus_busy_pct")
     tools = ("nginx",)
     size_param = "file_sizes"
 

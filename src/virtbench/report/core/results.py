@@ -146,10 +146,7 @@ def md_summary(data: ReportData, suite: str, gs: list[Group]) -> str:
 
 @register_section(30, "suites")
 def suite_sections(data: ReportData) -> list[Section]:
-    try:
-        from ...workloads.registry import SUITES
-    except Exception:  # noqa: BLE001
-        SUITES = {}  # noqa: N806
+    notes = data.description.suites
     out = []
     for suite in data.suites:
         primary = data.select(suite=suite, primary=True)
@@ -163,7 +160,7 @@ def suite_sections(data: ReportData) -> list[Section]:
                 )
             )
             continue
-        body = Raw(f'<p class="note">{SUITES.get(suite, "")}</p>') if suite in SUITES else Raw("")
+        body = Raw(f'<p class="note">{h(notes[suite])}</p>') if suite in notes else Raw("")
         body += scroll(table(HEADERS, [group_row(data, g) for g in primary]))
         charts = []
         for tc in dict.fromkeys(g.key.test_case for g in primary):

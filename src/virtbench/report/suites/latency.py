@@ -9,14 +9,12 @@ first raw samples of the first repetition, one line per platform.
 
 from __future__ import annotations
 
-from ...analysis.groups import Group, add_dimension_labels
+from ...analysis.groups import Group
 from .. import fmt
 from ..data import ReportData
 from ..html import Raw, Td, h, table
 from ..sections import Section, register_section
 from ..svg import Line, line_chart
-
-add_dimension_labels("threads")  # thread-switch-sweep: one result per thread count
 
 COLUMNS = (
     ("tick", "max tick duration"),

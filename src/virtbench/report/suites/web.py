@@ -1,3 +1,200 @@
-"""Plug-in hook: registers the web and network sections (report/web_section.py)."""
+"""Report sections of the web and network suites, from the store's samples only.
 
-from .. import web_section  # noqa: F401 - imported for its registration
+- throughput vs offered rate, one chart per file size, a line per platform (and scenario):
+  the shape of seed 000 Fig. 5 and seed 003 Fig. 16; invalid (client-limited) steps are
+  left off the lines and counted under the chart
+- peak sustained throughput per file size and platform (mean ± CI over repetitions, the
+  offered rate where it was reached), and wrk's closed-loop maximum beside it
+- round-trip latency percentiles (sockperf) and iperf3 throughput per platform
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+from ...analysis.groups import Group
+from ...analysis.stats import Summary, summarize
+from .. import fmt, html, svg
+from ..sections import Section, register_section
+
+
+def _rows(data, test_case: str) -> list[dict[str, Any]]:
+    return [r for r in data.samples if r["test_case"] == test_case]
+
+
+def _who(platform: str, scenario: str, scenarios: int) -> str:
+    return platform if scenarios < 2 else f"{platform} · {scenario}"
+
+
+def _pooled(gs: list[Group]) -> Summary:
+    """One sweep point's valid repetitions (several groups only if other labels split it)."""
+    return gs[0].summary if len(gs) == 1 else summarize([v for g in gs for v in g.values])
+
+
+def curves(data) -> list[str]:
+    # the target's curve only: co-located neighbours are the co-location section's business
+    rows = [r for r in _rows(data, "httperf-sweep") if r["role"] == "target"]
+    scenarios = len({r["scenario"] for r in rows})
+    # (size, who) -> step -> metric -> groups of the sweep point
+    points: dict[tuple[int, str], dict[int, dict[str, list[Group]]]] = defaultdict(dict)
+    for g in data.select(test_case="httperf-sweep"):
+        if g.key.metric in ("offered_rate", "reply_rate") and "step" in g.labels and g.values:
+            who = _who(g.key.platform, g.key.scenario, scenarios)
+            step = points[(g.labels["file_size_kb"], who)].setdefault(g.labels["step"], {})
+            step.setdefault(g.key.metric, []).append(g)
+    invalid: dict[tuple[int, str], int] = defaultdict(int)  # in the order they occurred
+    for r in rows:
+        if r["metric"] == "reply_rate" and "step" in r["labels"] and not r["valid"]:
+            invalid[
+                (r["labels"]["file_size_kb"], _who(r["platform"], r["scenario"], scenarios))
+            ] += 1
+    whos = list(dict.fromkeys(_who(r["platform"], r["scenario"], scenarios) for r in rows))
+    out = []
+    for size in sorted({k[0] for k in points} | {k[0] for k in invalid}):
+        lines = []
+        for i, who in enumerate(whos):
+            pts = []
+            for _step, slot in sorted(points.get((size, who), {}).items()):
+                if "offered_rate" not in slot or "reply_rate" not in slot:
+                    continue
+                y = _pooled(slot["reply_rate"])
+                spread = (y.minimum, y.maximum) if y.n > 1 else (None, None)
+                pts.append((_pooled(slot["offered_rate"]).mean, y.mean, *spread))
+            platform = who.split(" · ")[0]
+            colour = data.colour(platform) if scenarios < 2 else svg.PALETTE[i % len(svg.PALETTE)]
+            lines.append(svg.Line(who, colour, pts))
+        out.append(
+            svg.line_chart(
+                f"httperf: server throughput vs offered rate, {size} KB files",
+                lines,
+                "offered rate (req/s)",
+                "replies/s",
+            )
+        )
+        notes = [f"{who}: {n} invalid step(s)" for (s, who), n in invalid.items() if s == size]
+        if notes:
+            out.append(
+                "<p class='note'>Left off the lines (load generator was the limit): "
+                + html.h("; ".join(notes))
+                + ". Reasons are listed in the invalid-samples section.</p>"
+            )
+    return out
+
+
+def _phases(data) -> dict[tuple[str, str, Any], str | None]:
+    """(platform, scenario, file size) -> phase of the httperf headline there: "fixed-rate"
+    when the workload ran one step at a set rate (co-location load=PCT), None for a sweep."""
+    return {
+        (r["platform"], r["scenario"], r["labels"].get("file_size_kb")): r["labels"].get("phase")
+        for r in _rows(data, "httperf-sweep")
+        if r["metric"] == "peak_throughput" and r["role"] == "target"
+    }
+
+
+def _group_table(
+    data,
+    test_case: str,
+    metrics: list[tuple[str, str]],
+    dim: str | None,
+    keep: Callable[[tuple], bool] | None = None,
+):
+    """Rows: platform × scenario (× dim value); columns: metric mean ± CI (n).
+    `keep(row key)` filters rows (e.g. sweep peaks vs fixed-rate steps)."""
+    groups = data.select(test_case=test_case, role="target")
+    # a dimension with one value in the whole run is not part of group keys: read it back
+    only = {r["labels"].get(dim) for r in _rows(data, test_case)} if dim else set()
+    fallback = next(iter(only)) if len(only) == 1 else None
+    table: dict[tuple, dict[str, str]] = defaultdict(dict)
+    for g in groups:
+        if g.key.metric not in dict(metrics):
+            continue
+        value = g.key.dim(dim) if dim else None
+        row = (g.key.platform, g.key.scenario, fallback if value is None else value)
+        cell = fmt.mean_ci(g.summary.mean, g.summary.ci_half, g.unit)
+        cell += f" (n={g.summary.n}" + (f", {g.n_invalid} invalid)" if g.n_invalid else ")")
+        table[row][g.key.metric] = cell
+    order = {p: i for i, p in enumerate(data.platforms)}
+    if keep is not None:
+        table = {k: v for k, v in table.items() if keep(k)}
+    keys = sorted(table, key=lambda k: (k[2] if k[2] is not None else 0, order.get(k[0], 99), k[1]))
+    headers = ["platform", "scenario"] + ([dim] if dim else []) + [t for _m, t in metrics]
+    rows = [
+        [k[0], k[1], *([str(k[2])] if dim else []), *(table[k].get(m, "–") for m, _t in metrics)]
+        for k in keys
+    ]
+    return headers, rows
+
+
+def _section(title: str, parts: list[str], md: str = "") -> Section:
+    return Section(title, html.Raw("\n".join(parts)), markdown=md)
+
+
+@register_section(order=40, name="web")
+def web_section(data) -> Section | None:
+    if not any(r["suite"] == "web" for r in data.samples):
+        return None
+    parts = curves(data)
+    md = ""
+    peak = [("peak_throughput", "peak throughput"), ("peak_offered_rate", "at offered rate")]
+    phases = _phases(data)
+    headers, rows = _group_table(
+        data, "httperf-sweep", peak, "file_size_kb", lambda k: phases.get(k) is None
+    )
+    if rows:
+        parts.append("<h3>Peak sustained throughput (httperf sweep, valid steps only)</h3>")
+        parts.append(str(html.scroll(str(html.table(headers, rows)))))
+        md += "peak sustained throughput (httperf):\n" + html.md_table(headers, rows) + "\n"
+    fixed = [("peak_throughput", "throughput"), ("peak_offered_rate", "offered rate")]
+    headers, rows = _group_table(
+        data, "httperf-sweep", fixed, "file_size_kb", lambda k: phases.get(k) == "fixed-rate"
+    )
+    if rows:
+        parts.append("<h3>Throughput at a fixed offered rate (httperf, one step)</h3>")
+        parts.append(str(html.scroll(str(html.table(headers, rows)))))
+        md += "throughput at a fixed offered rate (httperf):\n" + html.md_table(headers, rows)
+        md += "\n"
+    wrk_metrics = [
+        ("requests_per_s", "req/s"),
+        ("latency_p50_ms", "p50"),
+        ("latency_p99_ms", "p99"),
+        ("latency_p99.9_ms", "p99.9"),
+    ]
+    headers, rows = _group_table(data, "wrk-max", wrk_metrics, "file_size_kb")
+    if rows:
+        parts.append("<h3>Closed-loop maximum and latency percentiles (wrk)</h3>")
+        parts.append(str(html.scroll(str(html.table(headers, rows)))))
+        md += "closed-loop maximum (wrk):\n" + html.md_table(headers, rows) + "\n"
+    return _section("Web serving: throughput vs offered rate", parts, md)
+
+
+@register_section(order=41, name="network")
+def network_section(data) -> Section | None:
+    if not any(r["suite"] == "network" for r in data.samples):
+        return None
+    parts, md = [], ""
+    lat = [
+        ("rtt_mean_us", "mean"),
+        ("rtt_p50_us", "p50"),
+        ("rtt_p99_us", "p99"),
+        ("rtt_p99.9_us", "p99.9"),
+        ("transactions_per_s", "trans/s"),
+    ]
+    for tc, title in (("sockperf-tcp-rr", "TCP_RR"), ("sockperf-udp-rr", "UDP_RR")):
+        headers, rows = _group_table(data, tc, lat, None)
+        if rows:
+            parts.append(f"<h3>{title} round-trip time (sockperf ping-pong)</h3>")
+            parts.append(str(html.scroll(str(html.table(headers, rows)))))
+            md += f"{title} round trip:\n" + html.md_table(headers, rows) + "\n"
+    bw = [("throughput", "received"), ("sent", "sent"), ("retransmits", "retransmits")]
+    bw_udp = [("throughput", "received"), ("lost_percent", "loss"), ("jitter_ms", "jitter")]
+    for tc, metrics in (("iperf3-tcp", bw), ("iperf3-udp", bw_udp)):
+        headers, rows = _group_table(data, tc, metrics, None)
+        if rows:
+            parts.append(f"<h3>{tc} throughput</h3>")
+            parts.append(str(html.scroll(str(html.table(headers, rows)))))
+            md += f"{tc}:\n" + html.md_table(headers, rows) + "\n"
+    if not parts:
+        return None
+    return _section("Network: bandwidth and round-trip latency", parts, md)

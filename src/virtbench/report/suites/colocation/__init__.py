@@ -4,26 +4,19 @@
 - a table with degradation %, aggregated throughput and its ratio (seed 003 Fig. 20),
   Jain's fairness between environments (seed 000 Fig. 4a) and CoV of the target
 - the interference matrix: victim platform x aggressor (test case | scenario)
+- the figures of figures.py (start-up storms, sweeps beside neighbours, scheduler metrics)
 Reads only the store's sample rows, through analysis/colocation.py.
 """
 
 from __future__ import annotations
 
-from ..analysis import colocation as coloc
-from ..analysis.groups import _primary_metrics
-from . import colocation_figures as figures
-from . import html, svg
-from .sections import Section, register_section
+from ....analysis import colocation as coloc
+from ... import html, svg
+from ...sections import Section, register_section
+from . import figures
 
-COLOCATION_KINDS = (
-    "idle-neighbours",
-    "identical",
-    "heterogeneous",
-    "different",
-    "many",
-    "weights",
-    "startup",
-)
+# every sample of a co-location cell carries the scenario's kind under this label
+KIND_LABEL = "scenario_kind"
 
 
 def _fmt(v: float | None, spec: str = ".3g") -> str:
@@ -32,9 +25,9 @@ def _fmt(v: float | None, spec: str = ".3g") -> str:
 
 @register_section(order=55, name="colocation")
 def colocation_section(data) -> Section | None:
-    if not any(c.scenario.split(":")[0] in COLOCATION_KINDS for c in data.cells):
+    if not any(KIND_LABEL in s["labels"] for s in data.samples):
         return None
-    stats = coloc.cell_stats(data.samples, _primary_metrics())
+    stats = coloc.cell_stats(data.samples, data.description.primary_metrics())
     if not stats:
         return None
     rows, md_rows = [], []

@@ -15,7 +15,7 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
-from . import html, svg
+from ... import html, svg
 
 # workload series that are a throughput (first match wins), then the environment's own bytes
 THROUGHPUT_SERIES = ("reply_rate", "requests_per_s", "throughput", "events_per_s")

@@ -1,0 +1,34 @@
+"""A run's description (store/description.py), read from the workload registry.
+
+The runner writes it when it creates a run, so analysis and report read what the samples
+mean from the store and never import a workload.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..store.description import MetricInfo, RunDescription, global_labels
+from ..workloads import registry
+
+
+def describe(test_cases: Iterable[str]) -> RunDescription:
+    """The description of a run of these test cases."""
+    workloads = registry.load_all()
+    used = [workloads[tc] for tc in dict.fromkeys(test_cases) if tc in workloads]
+    metrics = tuple(
+        MetricInfo(w.suite, w.name, m.name, m.unit, m.higher_is_better, m.name == w.primary().name)
+        for w in sorted(used, key=lambda w: w.name)
+        for m in w.metrics
+    )
+    # Every declared label holds for every test case of the run, as it always did (the
+    # report imported all workload modules). Scoping them per test case would regroup results,
+    # e.g. sysbench-cpu-all's `threads`, which differs between platforms: a separate change.
+    labels = global_labels(
+        (k for w in workloads.values() for k in w.dimension_labels),
+        (k for w in workloads.values() for k in w.ignored_labels),
+    )
+    suites = {w.suite for w in used}
+    return RunDescription(
+        metrics, labels, {s: text for s, text in registry.SUITES.items() if s in suites}
+    )

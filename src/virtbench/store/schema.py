@@ -1,0 +1,136 @@
+"""The store's schema, its version and the migrations between versions.
+
+The version is a row of `schema_version` (portable, unlike SQLite's PRAGMA user_version).
+A store without that table is version 1: the schema before it was versioned. Opening a store
+runs the missing steps of MIGRATIONS in one transaction, so an old store is upgraded once and
+either completely or not at all. A step is a function of the connection; add new ones at the
+end, never edit an old one.
+
+    v1  runs, cells, samples, series
+    v2  run_metrics, run_labels, run_suites: every run describes its samples (description.py);
+        runs stored at v1 get the description v1 code implied (v1_description.py)
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+from ..errors import VirtbenchError
+from . import description, v1_description
+
+# Version 1 exactly as it was created; never edit (later versions migrate from it).
+V1 = (
+    """CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    campaign_file TEXT,
+    campaign_text TEXT,
+    seed INTEGER,
+    status TEXT NOT NULL,
+    started_at REAL NOT NULL,
+    finished_at REAL,
+    host_json TEXT,
+    settings_json TEXT,
+    virtbench_version TEXT
+)""",
+    """CREATE TABLE IF NOT EXISTS cells (
+    cell_id TEXT PRIMARY KEY,
+    run_id TEXT NOT NULL REFERENCES runs(run_id),
+    seq INTEGER NOT NULL,
+    platform TEXT NOT NULL,
+    platform_json TEXT,
+    suite TEXT NOT NULL,
+    test_case TEXT NOT NULL,
+    scenario TEXT NOT NULL,
+    repetition INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    error TEXT,
+    started_at REAL,
+    finished_at REAL,
+    labels_json TEXT
+)""",
+    "CREATE INDEX IF NOT EXISTS cells_run ON cells(run_id, seq)",
+    """CREATE TABLE IF NOT EXISTS samples (
+    sample_id INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL,
+    cell_id TEXT NOT NULL REFERENCES cells(cell_id),
+    role TEXT NOT NULL,
+    metric TEXT NOT NULL,
+    value REAL NOT NULL,
+    unit TEXT NOT NULL,
+    higher_is_better INTEGER NOT NULL,
+    valid INTEGER NOT NULL DEFAULT 1,
+    invalid_reason TEXT,
+    labels_json TEXT
+)""",
+    "CREATE INDEX IF NOT EXISTS samples_run ON samples(run_id, cell_id)",
+    """CREATE TABLE IF NOT EXISTS series (
+    point_id INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL,
+    cell_id TEXT NOT NULL,
+    role TEXT NOT NULL,
+    metric TEXT NOT NULL,
+    t REAL NOT NULL,
+    value REAL NOT NULL,
+    unit TEXT NOT NULL
+)""",
+    "CREATE INDEX IF NOT EXISTS series_cell ON series(run_id, cell_id)",
+)
+
+Step = Callable[[sqlite3.Connection], None]
+
+
+def _v1_to_v2(conn: sqlite3.Connection) -> None:
+    """Runs describe themselves; the runs stored so far get what v1 code implied."""
+    for stmt in description.TABLES:
+        conn.execute(stmt)
+    for (run_id,) in conn.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall():
+        cases = conn.execute(
+            "SELECT DISTINCT test_case FROM cells WHERE run_id = ?", (run_id,)
+        ).fetchall()
+        description.insert(conn, run_id, v1_description.describe(tc for (tc,) in cases))
+
+
+MIGRATIONS: tuple[Step, ...] = (_v1_to_v2,)  # MIGRATIONS[i] upgrades version i+1 to i+2
+CURRENT = len(MIGRATIONS) + 1
+
+
+def _version(conn: sqlite3.Connection) -> int | None:
+    """The stored version, 1 for a store from before versioning, None for an empty file."""
+    try:
+        row = conn.execute("SELECT version FROM schema_version").fetchone()
+    except sqlite3.OperationalError:  # no such table: unversioned (v1) or brand new
+        row = None
+    if row is not None:
+        return int(row[0])
+    try:
+        conn.execute("SELECT run_id FROM runs LIMIT 1").fetchall()
+    except sqlite3.OperationalError:  # no runs table either: an empty file
+        return None
+    return 1
+
+
+def upgrade(conn: sqlite3.Connection, where: str) -> None:
+    """Bring the store to CURRENT, creating it if it is empty, in one transaction."""
+    if _version(conn) == CURRENT:
+        return
+    conn.execute("BEGIN IMMEDIATE")  # one writer upgrades; the others wait, then see it done
+    try:
+        version = _version(conn) or 1  # an empty store is created at v1 and migrated up
+        if version > CURRENT:
+            raise VirtbenchError(
+                f"results store {where} has schema version {version}; this virtbench reads up"
+                f" to {CURRENT}: use a newer virtbench"
+            )
+        for stmt in V1:
+            conn.execute(stmt)
+        conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+        for step in MIGRATIONS[version - 1 :]:
+            step(conn)
+        conn.execute("DELETE FROM schema_version")
+        conn.execute("INSERT INTO schema_version (version) VALUES (?)", (CURRENT,))
+        conn.commit()
+    except BaseException:
+        conn.rollback()
+        raise
