@@ -26,3 +26,9 @@ class Sample:
     higher_is_better: bool
     role: str = "target"
     labels: dict[str, Any] = field(default_factory=dict)
+
+
+# The scenario of a cell that measured an environment's solo peak, the denominator of
+# `load=PCT`: a reference measurement, shown in tables but never scored or compared as a
+# scenario of its own.
+SOLO_PEAK_SCENARIO = "solo-peak"

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..results import SOLO_PEAK_SCENARIO
 from .stats import summarize
 
 SOLO = "solo"
@@ -103,6 +104,8 @@ def cell_stats(rows: list[dict[str, Any]], primary: dict[str, str]) -> list[Cell
     invalid: dict[tuple[str, str, str], int] = defaultdict(int)
     for r in rows:
         if r["metric"] != primary.get(r["test_case"]) or r["role"] == "client":
+            continue
+        if r["scenario"] == SOLO_PEAK_SCENARIO:  # a reference, not a co-location scenario
             continue
         key = (r["platform"], r["test_case"], r["scenario"])
         meta[key] = (r["unit"], bool(r["higher_is_better"]))

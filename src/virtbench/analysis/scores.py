@@ -24,6 +24,7 @@ import math
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
+from ..results import SOLO_PEAK_SCENARIO
 from .groups import Group, GroupKey
 from .normalize import Comparison
 from .stats import CONFIDENCE, t_critical, welch_df
@@ -33,7 +34,12 @@ Config = tuple[str, str]  # (platform, scenario)
 
 def _scored(groups: list[Group]) -> list[Group]:
     return [
-        g for g in groups if g.primary and g.key.role == "target" and g.summary.mean is not None
+        g
+        for g in groups
+        if g.primary
+        and g.key.role == "target"
+        and g.summary.mean is not None
+        and g.key.scenario != SOLO_PEAK_SCENARIO
     ]
 
 
@@ -190,7 +196,7 @@ def geomeans(
     expected: dict[tuple[str, str], set[str]] = {}  # (suite, scenario) -> baseline tests
     by_cfg: dict[Config, dict[str, list[Comparison]]] = {}
     for g in groups:
-        if not (g.primary and g.key.role == "target"):
+        if not (g.primary and g.key.role == "target") or g.key.scenario == SOLO_PEAK_SCENARIO:
             continue
         if g.key.platform == baseline:
             if g.summary.mean is not None:

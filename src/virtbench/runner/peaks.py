@@ -16,12 +16,13 @@ from typing import Any
 
 from ..errors import WorkloadError
 from ..platforms.base import Platform
+from ..results import SOLO_PEAK_SCENARIO
 from ..scenarios.peaks import Peak, PeakKey, SoloPeaks, peak_key, peak_value, run_solo
 from ..store.db import Store
 from ..workloads.base import RunContext, Workload
 from .cell import Outcome, cell_id, measure, spec_json
 
-SCENARIO = "solo-peak"  # the scenario column of a solo-peak cell
+SCENARIO = SOLO_PEAK_SCENARIO  # the scenario column of a solo-peak cell
 
 
 class StoredPeaks(SoloPeaks):
