@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from .parsing import printable
+
 
 class VirtbenchError(Exception):
     """An error caused by input or host state that the user can fix."""
@@ -22,11 +24,14 @@ class CampaignError(VirtbenchError):
         value: object = None,
         allowed: Iterable[object] | None = None,
     ) -> None:
-        parts = [f"{file}: key '{key}': {problem}"]
+        # file, key, problem and allowed may hold user text: escaped, so a NUL or ESC in a
+        # campaign never reaches the terminal raw (repr escapes the value)
+        parts = [f"{printable(file)}: key '{printable(key)}': {printable(problem)}"]
         if value is not None:
-            parts.append(f"got {value!r}")
+            shown = repr(value)  # a value can be most of a 1 MiB file
+            parts.append("got " + (shown if len(shown) <= 200 else shown[:200] + "..."))
         if allowed is not None:
-            parts.append("allowed: " + ", ".join(str(a) for a in allowed))
+            parts.append("allowed: " + ", ".join(printable(str(a)) for a in allowed))
         super().__init__("; ".join(parts))
         self.file, self.key, self.value = file, key, value
 

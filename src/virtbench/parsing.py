@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,6 +20,7 @@ NOT_CPU_LIST = "is not a CPU list"
 NOT_HOST_CPU = "is not a CPU of this host"
 CPU_LIST_FORMS = "[0, 1] or '0-1,3'"
 SIZE_FORMS = "bytes > 0 or '512M', '2G', '1.5GiB'"
+MAX_SIZE = 1 << 60
 DURATION_FORMS = "e.g. 1ms, 30ms, 750us (units: ns, us, ms, s)"
 
 _CPU_RANGES = re.compile(r"\d+(-\d+)?(,\d+(-\d+)?)*")
@@ -26,6 +28,26 @@ _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*$", re.IGNORECASE)
 _SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _DURATION = re.compile(r"^(?P<num>\d+(?:\.\d+)?)(?P<unit>ns|us|ms|s)$")
 DURATION_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+
+
+# what must not reach a terminal raw: C0/C1 controls (NUL, ESC), format characters (bidi
+# overrides, zero-width), line and paragraph separators
+_CONTROL_CATEGORIES = {"Cc", "Cf", "Zl", "Zp"}
+
+
+def control_char(text: str, allow: str = "") -> str | None:
+    """The first control character in `text` (other than those in `allow`), else None."""
+    for c in text:
+        if c not in allow and unicodedata.category(c) in _CONTROL_CATEGORIES:
+            return c
+    return None
+
+
+def printable(text: str) -> str:
+    """`text` with its control characters escaped (\\x00, \\u202e): safe on a terminal."""
+    if control_char(text) is None:
+        return text
+    return "".join(repr(c)[1:-1] if control_char(c) else c for c in text)
 
 
 class ParseError(ValueError):
@@ -94,13 +116,18 @@ def cpu_list(value: Any, available: Sequence[int] | None = None) -> list[int]:
 
 
 def size_bytes(value: Any) -> int:
-    """Bytes from an int or a string like '512M', '2G', '1.5GiB'."""
+    """Bytes (at most MAX_SIZE) from an int or a string like '512M', '2G', '1.5GiB'."""
     if is_int(value) and value > 0:
-        return value
-    m = _SIZE.match(value) if isinstance(value, str) else None
-    if not m or float(m.group(1)) <= 0:
-        raise ParseError(value, "is not a size", SIZE_FORMS)
-    return int(float(m.group(1)) * _SIZE_UNITS[m.group(2).upper()])
+        size = value
+    else:
+        m = _SIZE.match(value) if isinstance(value, str) else None
+        scaled = float(m.group(1)) * _SIZE_UNITS[m.group(2).upper()] if m else 0.0
+        if scaled < 1:  # not a size, or less than a byte ('0.0001')
+            raise ParseError(value, "is not a size", SIZE_FORMS)
+        size = int(scaled) if scaled <= MAX_SIZE else MAX_SIZE + 1  # 400 digits: inf
+    if size > MAX_SIZE:  # the kernel's limits overflow before; nothing has that much
+        raise ParseError(value, "is too large", f"{SIZE_FORMS}, at most 1 EiB")
+    return size
 
 
 def duration_ns(text: str) -> int:

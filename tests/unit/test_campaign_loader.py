@@ -103,3 +103,126 @@ def test_interleaved_order_visits_every_platform_each_round():
         ("a", 2),
         ("b", 2),
     ]
+
+
+# issue 16: each of these ended in a traceback, a hang or a failure only when the run started
+SUITE = '[suites.cpu]\ntest_cases = ["sysbench-cpu-1t"]\n'
+VM_AND = '[[platforms]]\nname = "v"\ntype = "vm"\n'
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "fragment"),
+    [
+        ('[[platforms]]\ntype = ["native"]\n' + SUITE, "platforms[0].type", "unknown platform"),
+        ("[[platforms]]\ntype = {a = 1}\n" + SUITE, "platforms[0].type", "unknown platform"),
+        ("[campaign]\ncell_timeout = inf\n" + SUITE, "campaign.cell_timeout", "inf"),
+        ("[campaign]\ncell_timeout = nan\n" + SUITE, "campaign.cell_timeout", "nan"),
+        (
+            '[[platforms]]\nname = "a"\ntype = "container"\nhost = "b"\n'
+            '[[platforms]]\nname = "b"\ntype = "container"\nhost = "a"\n' + SUITE,
+            "platforms[0].host",
+            "inside another platform",
+        ),
+        (
+            '[[platforms]]\nname = "n"\ntype = "native"\n'
+            '[[platforms]]\nname = "v"\ntype = "vm"\nhost = "n"\n' + SUITE,
+            "platforms[1].host",
+            "a 'vm' platform cannot run inside another platform",
+        ),
+        (
+            '[[platforms]]\nname = "a"\ntype = "container"\n'
+            '[[platforms]]\nname = "b"\ntype = "container"\nhost = "a"\n' + SUITE,
+            "platforms[1].host",
+            "runs only inside a vm",
+        ),
+        (
+            VM_AND + '[[platforms]]\nname = "c"\ntype = "container"\nhost = "v"\n'
+            '[[platforms]]\nname = "cc"\ntype = "container"\nhost = "c"\n' + SUITE,
+            "platforms[2].host",
+            "runs only inside a vm",
+        ),
+        (
+            '[[platforms]]\ntype = "native"\nworkdir = ["/tmp"]\n' + SUITE,
+            "platforms[0].workdir",
+            "absolute",
+        ),
+        ('[suites.memory]\nblock_sizes_kib = ["abc"]\n', "suites.memory.block_sizes_kib", "'abc'"),
+        ("[suites.memory]\nblock_sizes_kib = []\n", "suites.memory.block_sizes_kib", "empty"),
+        ("[suites.memory]\nblock_sizes_kib = [1.5]\n", "suites.memory.block_sizes_kib", "1.5"),
+        (
+            '[suites.latency]\ntest_cases = ["tick"]\nloop_us = nan\n',
+            "suites.latency.loop_us",
+            "finite",
+        ),
+        ("[campaign]\ntarget_cpus = []\n" + SUITE, "campaign.target_cpus", "at least one CPU"),
+        ("[campaign]\nclient_cpus = []\n" + SUITE, "campaign.client_cpus", "at least one CPU"),
+        (
+            '[[platforms]]\nname = "a\\u0000b"\ntype = "native"\n' + SUITE,
+            "platforms[0].name",
+            "control",
+        ),
+        ('[campaign]\nname = "\\u001b[2J"\n' + SUITE, "campaign.name", "control"),
+        ('[campaign]\nscenarios = ["solo\\u202e"]\n' + SUITE, "campaign.scenarios", "control"),
+        (
+            '[[platforms]]\ntype = "container"\nmemory_limit = "9999999T"\n' + SUITE,
+            "platforms[0].memory_limit",
+            "too large",
+        ),
+        (
+            '[campaign]\nscenarios = ["antagonist:memory-load:mb=1e20"]\n' + SUITE,
+            "campaign.scenarios",
+            "mb=",
+        ),
+        ("[suites.cpu]\ntest_cases = []\n", "suites.cpu.test_cases", "empty"),
+    ],
+)
+def test_bad_input_caught_at_load(text, key, fragment):
+    with pytest.raises(CampaignError) as err:
+        parse(text)
+    msg = str(err.value)
+    assert msg.startswith("c.toml: key '" + key + "'"), msg
+    assert fragment in msg, msg
+    assert msg.isprintable(), msg  # a NUL or ESC is never printed raw
+
+
+def test_a_control_character_in_a_key_is_escaped():
+    with pytest.raises(CampaignError) as err:
+        parse('[campaign]\n"a\\u0000b" = 1\n' + SUITE)
+    assert "campaign.a\\x00b" in str(err.value) and "\x00" not in str(err.value)
+
+
+def test_description_may_have_lines():
+    assert "\n" in parse('[campaign]\ndescription = """two\nlines"""\n' + SUITE).description
+
+
+def test_latin1_campaign_file_names_the_byte_and_line(tmp_path):
+    path = tmp_path / "l1.toml"
+    path.write_bytes(b'[campaign]\nname = "caf\xe9"\n' + SUITE.encode())
+    with pytest.raises(CampaignError) as err:
+        loader.load(str(path))
+    assert str(err.value).startswith(f"{path}: key '(encoding)': is not UTF-8: byte 0xe9 on line 2")
+
+
+def test_fifo_campaign_file_is_refused_without_blocking(tmp_path):
+    import os
+    import threading
+
+    fifo = tmp_path / "c.toml"
+    os.mkfifo(fifo)
+    errors: list[Exception] = []
+    t = threading.Thread(target=lambda: errors.append(_load_error(str(fifo))), daemon=True)
+    t.start()
+    t.join(10)
+    if t.is_alive():  # unblock the reader before failing
+        with open(fifo, "w"):
+            pass
+        pytest.fail("loading a FIFO blocks")
+    assert "is a FIFO, not a regular file" in str(errors[0])
+
+
+def _load_error(path: str) -> Exception | None:
+    try:
+        loader.load(path)
+    except Exception as exc:
+        return exc
+    return None

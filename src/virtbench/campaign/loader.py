@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from importlib import resources
@@ -18,10 +19,11 @@ from ..scenarios import registry as scenario_registry
 from ..scenarios.base import Scenario
 from ..workloads import registry as workload_registry
 from ..workloads.base import Param
-from . import expand
+from . import expand, source
 from .model import Campaign, Settings, TestSelection
 
 DEFAULT_CAMPAIGN = "quick"
+MAX_CELL_TIMEOUT = 7 * 24 * 3600
 TOP_KEYS = {"campaign", "platforms", "suites"}
 CAMPAIGN_KEYS = {
     "name",
@@ -68,11 +70,7 @@ def resolve(path_or_name: str | None) -> Path:
 
 def load(path_or_name: str | None) -> Campaign:
     path = resolve(path_or_name)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise CampaignError(str(path), "(file)", f"cannot read: {exc}") from exc
-    return parse(text, str(path))
+    return parse(source.read(path), str(path))
 
 
 def parse(text: str, file: str) -> Campaign:
@@ -80,6 +78,11 @@ def parse(text: str, file: str) -> Campaign:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise CampaignError(file, "(syntax)", f"not valid TOML: {exc}") from exc
+    except RecursionError:
+        raise CampaignError(file, "(syntax)", "not valid TOML: nested too deeply") from None
+    except ValueError as exc:  # an integer of more than 4300 digits
+        raise CampaignError(file, "(syntax)", f"not valid TOML: {exc}") from None
+    _no_control_chars(file, data)
     _no_unknown(file, "", data, TOP_KEYS)
     meta = _table(file, "campaign", data.get("campaign", {}))
     _no_unknown(file, "campaign.", meta, CAMPAIGN_KEYS)
@@ -110,6 +113,31 @@ def parse(text: str, file: str) -> Campaign:
     )
 
 
+def _no_control_chars(file: str, data: dict) -> None:
+    """Refuse a control character (NUL, ESC, a bidi override...) in any key or string: names
+    and scenarios are printed on terminals and in reports. The description may have lines."""
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:  # not recursive: a table may be nested thousands deep
+        key, value = stack.pop()
+        if isinstance(value, dict):
+            for k, v in value.items():
+                path = f"{key}.{k}" if key else k
+                if parsing.control_char(k) is not None:
+                    raise CampaignError(file, path, "the key has a control character", k)
+                stack.append((path, v))
+        elif isinstance(value, list):
+            # a table in an array has its index in the key (platforms[2].name); a scalar
+            # has the array's key (campaign.scenarios)
+            stack.extend(
+                (f"{key}[{i}]" if isinstance(v, (dict, list)) else key, v)
+                for i, v in enumerate(value)
+            )
+        elif isinstance(value, str):
+            allow = "\n\t" if key == "campaign.description" else ""
+            if parsing.control_char(value, allow) is not None:
+                raise CampaignError(file, key, "has a control character", value)
+
+
 def _no_unknown(file: str, prefix: str, table: dict, allowed: set[str]) -> None:
     for key in table:
         if key not in allowed:
@@ -123,15 +151,16 @@ def _table(file: str, key: str, value: Any) -> dict:
 
 
 def _typed(file: str, key: str, value: Any, typ: type | tuple[type, ...]) -> Any:
-    if (
-        isinstance(value, bool)
-        and typ is not bool
-        and bool not in (typ if isinstance(typ, tuple) else (typ,))
-    ):
-        raise CampaignError(file, key, f"must be {_tname(typ)}", value)
-    if not isinstance(value, typ):
+    if not _is(value, typ):
         raise CampaignError(file, key, f"must be {_tname(typ)}", value)
     return value
+
+
+def _is(value: Any, typ: type | tuple[type, ...]) -> bool:
+    """isinstance, except that true/false is not a number"""
+    if isinstance(value, bool) and bool not in (typ if isinstance(typ, tuple) else (typ,)):
+        return False
+    return isinstance(value, typ)
 
 
 def _tname(typ: type | tuple[type, ...]) -> str:
@@ -160,8 +189,12 @@ def _cpus(file: str, key: str, value: Any) -> list[int] | None:
         return None
     available = sorted(os.sched_getaffinity(0))
     _typed(file, key, value, list)
+    if not value:
+        raise CampaignError(
+            file, key, "must name at least one CPU (leave the key out: not pinned)", value
+        )
     try:
-        return parsing.cpu_list(value, available) if value else []
+        return parsing.cpu_list(value, available)
     except ParseError as exc:
         raise CampaignError(file, key, "not a CPU of this host", exc.value, available) from None
 
@@ -181,12 +214,16 @@ def _settings(file: str, meta: dict) -> Settings:
     if "seed" in meta:
         s.seed = _int_range(file, "campaign.seed", meta["seed"], 0, 2**31 - 1)
     if "cell_timeout" in meta:
-        _typed(file, "campaign.cell_timeout", meta["cell_timeout"], (int, float))
-        if meta["cell_timeout"] <= 0:
+        value = _typed(file, "campaign.cell_timeout", meta["cell_timeout"], (int, float))
+        try:  # finite: inf overflows the runner's timers, nan times every cell out at once
+            s.cell_timeout = parsing.number(value, 0, MAX_CELL_TIMEOUT, above=True)
+        except ParseError:
             raise CampaignError(
-                file, "campaign.cell_timeout", "must be > 0 seconds", meta["cell_timeout"]
-            )
-        s.cell_timeout = float(meta["cell_timeout"])
+                file,
+                "campaign.cell_timeout",
+                f"must be > 0 and at most {MAX_CELL_TIMEOUT} seconds (7 days)",
+                value,
+            ) from None
     if "baseline" in meta:
         s.baseline = _typed(file, "campaign.baseline", meta["baseline"], str)
     s.target_cpus = _cpus(file, "campaign.target_cpus", meta.get("target_cpus"))
@@ -208,12 +245,16 @@ def _platforms(file: str, entries: Any) -> list[PlatformSpec]:
         kind = entry.pop("type", None)
         if kind is None:
             raise CampaignError(file, f"{where}.type", "is required", allowed=sorted(kinds))
-        if kind not in kinds:
+        if not isinstance(kind, str) or kind not in kinds:
             raise CampaignError(file, f"{where}.type", "unknown platform type", kind, sorted(kinds))
         name = _typed(file, f"{where}.name", entry.pop("name", kind), str)
+        if not name.strip():
+            raise CampaignError(file, f"{where}.name", "must not be empty", name)
         if name in specs:
             raise CampaignError(file, f"{where}.name", "duplicate platform name", name)
         host = entry.pop("host", None)
+        if host is not None:
+            _typed(file, f"{where}.host", host, str)
         schema = kinds[kind].options_schema
         for key, value in entry.items():
             if key not in schema:
@@ -237,7 +278,15 @@ def _platforms(file: str, entries: Any) -> list[PlatformSpec]:
         specs[name] = spec
         if host is not None:
             pending_hosts.append((spec, f"{where}.host", host))
-    for spec, key, host in pending_hosts:
+    _stack(file, specs, pending_hosts)
+    return list(specs.values())
+
+
+def _stack(file: str, specs: dict[str, PlatformSpec], pending: list[tuple[Any, str, str]]) -> None:
+    """Set each `host`: another platform of a type this one can run inside (a container in a
+    vm), itself on the bare host, so no cycle or nesting the platforms cannot provision."""
+    stacked = {spec.name for spec, _key, _host in pending}
+    for spec, key, host in pending:
         if host not in specs or host == spec.name:
             raise CampaignError(
                 file,
@@ -246,8 +295,27 @@ def _platforms(file: str, entries: Any) -> list[PlatformSpec]:
                 host,
                 [n for n in specs if n != spec.name],
             )
+        runs_in = getattr(platform_registry.STACKED.get(spec.type), "runs_in", ())
+        if not runs_in:
+            can = sorted(platform_registry.STACKED)
+            raise CampaignError(
+                file,
+                key,
+                f"a '{spec.type}' platform cannot run inside another platform "
+                f"(only {', '.join(can)} can)",
+                host,
+            )
+        if specs[host].type not in runs_in or host in stacked:
+            nested = " inside another platform" if host in stacked else ""
+            raise CampaignError(
+                file,
+                key,
+                f"a '{spec.type}' platform runs only inside a {' or '.join(runs_in)} platform "
+                f"on the bare host; '{host}' is a '{specs[host].type}'{nested}",
+                host,
+                [n for n, s in specs.items() if s.type in runs_in and n not in stacked] or None,
+            )
         spec.host = specs[host]
-    return list(specs.values())
 
 
 def _suites(file: str, suites: Any) -> list[TestSelection]:
@@ -275,6 +343,14 @@ def _suites(file: str, suites: Any) -> list[TestSelection]:
         names = [w.name for w in available]
         chosen = body.pop("test_cases", names)
         _typed(file, f"suites.{suite}.test_cases", chosen, list)
+        if not chosen:
+            raise CampaignError(
+                file,
+                f"suites.{suite}.test_cases",
+                "must not be empty (leave it out: all)",
+                chosen,
+                names,
+            )
         for tc in chosen:
             if tc not in names:
                 raise CampaignError(
@@ -307,23 +383,30 @@ def _check_param(file: str, key: str, value: Any, p: Param) -> None:
         if value not in p.choices:
             raise CampaignError(file, key, "not allowed", value, p.choices)
         return
-    expected = type(p.default)
-    if expected is float:
-        expected = (int, float)
-    if expected is list:
+    if isinstance(p.default, list):
+        # a sweep: a non-empty list of values of the type of the default's items
         _typed(file, key, value, list)
+        if not value:
+            raise CampaignError(file, key, "must not be empty", value)
+        item = _param_type(p.default[0]) if p.default else (int, float, str)
         for v in value:
-            if isinstance(v, bool) or not isinstance(v, (int, float, str)):
-                raise CampaignError(file, key, "list items must be numbers or strings", v)
+            if not _is(v, item):
+                raise CampaignError(file, key, f"list items must be {_tname(item)}", v)
             _check_range(file, key, v, p)
         return
-    _typed(file, key, value, expected)
+    _typed(file, key, value, _param_type(p.default))
     _check_range(file, key, value, p)
 
 
+def _param_type(default: Any) -> type | tuple[type, ...]:
+    return (int, float) if isinstance(default, float) else type(default)
+
+
 def _check_range(file: str, key: str, value: Any, p: Param) -> None:
-    if not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         return
+    if isinstance(value, float) and not math.isfinite(value):
+        raise CampaignError(file, key, "must be a finite number", value)
     if p.min is not None and value < p.min:
         raise CampaignError(file, key, f"must be >= {p.min}", value)
     if p.max is not None and value > p.max:

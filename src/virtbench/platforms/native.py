@@ -15,6 +15,7 @@ from typing import Any
 from .. import cleanup
 from ..cgroups import Cgroup
 from ..errors import PlatformError
+from ..parsing import ParseError
 from . import cpu_weight
 from .base import NAME_PREFIX, Accounting, ExecResult, Platform, Process
 from .options import OptionReader, PlatformOptions
@@ -34,7 +35,14 @@ class NativeOptions(PlatformOptions):
 
     @classmethod
     def read(cls, r: OptionReader) -> dict[str, Any]:
-        return {"workdir": r.values["workdir"]}
+        return {"workdir": r.get("workdir", _absolute_path)}
+
+
+def _absolute_path(value: Any) -> str:
+    # absolute: `virtbench cleanup` removes the recorded workdir from wherever it runs
+    if not isinstance(value, str) or not os.path.isabs(value):
+        raise ParseError(value, "is not an absolute path", "a directory such as /var/tmp")
+    return value
 
 
 @register

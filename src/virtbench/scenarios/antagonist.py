@@ -51,6 +51,7 @@ from .quantum import KNOBS, quantum
 from .registry import register
 
 OPTIONS = ("cpu", "on", "quantum", "knob", "mb")
+MAX_COPY_MB = 1 << 20  # 1 TiB: a copy larger than memory fails only when the cell runs
 MAX_K = 64
 
 
@@ -69,7 +70,7 @@ class AntagonistScenario(Scenario):
         pos, opts = parsing.key_values(args, OPTIONS)
         if not pos:
             raise ValueError(f"scenario 'antagonist' needs a load; usage: {self.usage}")
-        mb = _positive(opts.get("mb", "9"), "mb")
+        mb = _copy_size_mb(opts.get("mb", "9"))
         self.antagonist = antagonists.get(pos[0], mb)
         self.placement, self.k = "same-cpu", 1
         for part in pos[1:]:
@@ -173,11 +174,13 @@ class AntagonistScenario(Scenario):
         return samples
 
 
-def _positive(text: str, key: str) -> float:
+def _copy_size_mb(text: str) -> float:
     try:
-        return parsing.number(text, 0, above=True)
+        return parsing.number(text, 0, MAX_COPY_MB, above=True)
     except ParseError:
-        raise ValueError(f"{key}={text}: must be a positive number") from None
+        raise ValueError(
+            f"mb={text}: must be a positive number of MiB, at most {MAX_COPY_MB}"
+        ) from None
 
 
 def _count(text: str) -> int | None:

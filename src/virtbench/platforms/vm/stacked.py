@@ -42,6 +42,7 @@ class StackedContainer(Platform):
     kind = "container"
     description = "an OCI container inside another platform (container@vm), via its exec"
     Options = ContainerOptions  # the same options as a container on the host
+    runs_in = ("vm",)  # host platform types (the campaign loader checks `host` against it)
     opts: ContainerOptions
 
     def __init__(self, spec, instance: str, host: Platform) -> None:
