@@ -88,3 +88,13 @@ def test_hostinfo_turbo_cpuidle_microcode(monkeypatch):
     assert hostinfo.turbo() == "on" and hostinfo.microcode() is None
     monkeypatch.setattr(hostinfo, "_read", {}.get)
     assert hostinfo.turbo() is None and hostinfo.cpuidle() == (None, None)
+
+
+def test_runner_records_the_tools_each_test_case_runs():
+    from virtbench.runner.describe import tools_used
+
+    used = tools_used(["sysbench-cpu-1t", "wrk-max", "no-such-test"])
+    assert used["sysbench-cpu-1t"] == ["sysbench"]
+    assert {"wrk", "nginx"} <= set(used["wrk-max"]) and "no-such-test" not in used
+    facts = hostinfo.facts(tool_names=[], tools_used=used)
+    assert facts["tools_used"] == used and "microcode" in facts and "turbo" in facts

@@ -219,7 +219,7 @@ def html(doc: CompareDoc) -> str:
             ("A", f"{doc.a.run_id} ({doc.a.campaign}) in {doc.a.store}"),
             ("B", f"{doc.b.run_id} ({doc.b.campaign}) in {doc.b.store}"),
             ("verdicts", ", ".join(f"{n} {v}" for v, n in doc.counts.items())),
-            ("floor", f"max({s.threshold * 100:g}%, pooled CV); alpha {s.alpha:g}"),
+            ("threshold / alpha", f"{s.threshold * 100:g}% / {s.alpha:g}"),
             *((k.replace("_", " "), v) for k, v in METHOD.items()),
         ]
     )
