@@ -90,11 +90,7 @@ def permutation_test(
         # a split and its mirror are equally extreme when k == n - k: the observed pair at least
         return PermutationResult(hits / splits, True, (2 if 2 * k == n else 1) / splits)
     rng = random.Random(seed)
-    indices = range(n)
-    hits = sum(
-        diff(math.fsum(pooled[i] for i in rng.sample(indices, k))) >= observed - tol
-        for _ in range(rounds)
-    )
+    hits = sum(diff(math.fsum(rng.sample(pooled, k))) >= observed - tol for _ in range(rounds))
     return PermutationResult((hits + 1) / (rounds + 1), False, 1.0 / (rounds + 1))
 
 
