@@ -228,6 +228,65 @@ def _report(store, run_id: str, results_dir: Path, output: Path | None = None) -
     say(f"HTML report: {path}")
 
 
+@cli.command()
+def cleanup() -> None:
+    """Remove anything virtbench left behind (processes, cgroups, netns, links, mounts, VMs)."""
+    from .cleanup import run_all
+
+    removed = run_all()
+    for line in removed:
+        say(line)
+    console.print(f"cleanup: {len([r for r in removed if not r.startswith('!')])} objects removed")
+
+
+@cli.command()
+@click.option("--no-packages", is_flag=True, help="skip apt-get; only run the build steps")
+@click.option("--step", "steps", multiple=True, help="run only this build step (repeatable)")
+def setup(no_packages, steps) -> None:
+    """Install the Debian packages of every tool and build images and probes (needs root)."""
+    from . import setup_host
+
+    if not no_packages:
+        setup_host.install_packages(say)
+    setup_host.run_steps(say, set(steps) or None)
+    console.print("[green]setup complete[/]")
+
+
+@cli.group()
+def images() -> None:
+    """The shared root filesystem (containers' lower layer, VM guests' root)."""
+
+
+@images.command("build")
+@click.option("--force", is_flag=True, help="rebuild even if the current key is built")
+def images_build(force: bool) -> None:
+    """Build the image with debootstrap (minutes) unless its key is already built."""
+    from .images import rootfs
+
+    console.print(f"image ready: {rootfs.build(force=force, log=say)}")
+
+
+@images.command("list")
+def images_list() -> None:
+    """Cached images; the current key is the one containers and VMs use."""
+    from .images import rootfs
+
+    rows = rootfs.status()
+    for r in rows:  # one line per image: whole paths, greppable
+        state = ("current" if r["current"] else "old") if r["complete"] else "incomplete"
+        built = f"built {r['built_at']} in {r['build_seconds']}s" if r["built_at"] else ""
+        size = f"{r['size_mb']} MB" if r["size_mb"] else ""
+        console.print(
+            f"{r['key']}  {state:10s}  {r['packages']} packages  {size}  {built}  {r['path']}",
+            highlight=False,
+        )
+    if not any(r["current"] and r["complete"] for r in rows):
+        console.print(f"current key {rootfs.key()} is not built: run virtbench images build")
+
+
+images.add_command(images_list, "status")
+
+
 EXIT_REGRESSION = 3  # compare --fail-on-regression: some test case is slower
 EXIT_NOT_COMPARABLE = 4  # compare --strict: the hosts differ in what matters
 
@@ -367,65 +426,6 @@ def _compare_side(store, run_id: str, platform: str | None) -> dict:
         "tools": set().union(*(fingerprint.platform_tools(s) for s in used)),
         "side": Side(run_id, run["name"], str(store.path), platform),
     }
-
-
-@cli.command()
-def cleanup() -> None:
-    """Remove anything virtbench left behind (processes, cgroups, netns, links, mounts, VMs)."""
-    from .cleanup import run_all
-
-    removed = run_all()
-    for line in removed:
-        say(line)
-    console.print(f"cleanup: {len([r for r in removed if not r.startswith('!')])} objects removed")
-
-
-@cli.command()
-@click.option("--no-packages", is_flag=True, help="skip apt-get; only run the build steps")
-@click.option("--step", "steps", multiple=True, help="run only this build step (repeatable)")
-def setup(no_packages, steps) -> None:
-    """Install the Debian packages of every tool and build images and probes (needs root)."""
-    from . import setup_host
-
-    if not no_packages:
-        setup_host.install_packages(say)
-    setup_host.run_steps(say, set(steps) or None)
-    console.print("[green]setup complete[/]")
-
-
-@cli.group()
-def images() -> None:
-    """The shared root filesystem (containers' lower layer, VM guests' root)."""
-
-
-@images.command("build")
-@click.option("--force", is_flag=True, help="rebuild even if the current key is built")
-def images_build(force: bool) -> None:
-    """Build the image with debootstrap (minutes) unless its key is already built."""
-    from .images import rootfs
-
-    console.print(f"image ready: {rootfs.build(force=force, log=say)}")
-
-
-@images.command("list")
-def images_list() -> None:
-    """Cached images; the current key is the one containers and VMs use."""
-    from .images import rootfs
-
-    rows = rootfs.status()
-    for r in rows:  # one line per image: whole paths, greppable
-        state = ("current" if r["current"] else "old") if r["complete"] else "incomplete"
-        built = f"built {r['built_at']} in {r['build_seconds']}s" if r["built_at"] else ""
-        size = f"{r['size_mb']} MB" if r["size_mb"] else ""
-        console.print(
-            f"{r['key']}  {state:10s}  {r['packages']} packages  {size}  {built}  {r['path']}",
-            highlight=False,
-        )
-    if not any(r["current"] and r["complete"] for r in rows):
-        console.print(f"current key {rootfs.key()} is not built: run virtbench images build")
-
-
-images.add_command(images_list, "status")
 
 
 def main() -> None:
