@@ -287,6 +287,147 @@ def images_list() -> None:
 images.add_command(images_list, "status")
 
 
+EXIT_REGRESSION = 3  # compare --fail-on-regression: some test case is slower
+EXIT_NOT_COMPARABLE = 4  # compare --strict: the hosts differ in what matters
+
+
+@cli.command(
+    epilog="""\b
+Exit status: 0 compared; 2 bad input (unknown run or platform);
+3 with --fail-on-regression when any test case is 'slower';
+4 with --strict when the host fingerprints differ in what matters."""
+)
+@click.argument("run_a")
+@click.argument("run_b", required=False)
+@results_dir_option
+@click.option(
+    "--store-b",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="results directory of RUN_B (another host's results); default: --results-dir",
+)
+@click.option(
+    "--platforms",
+    nargs=2,
+    metavar="A B",
+    help="compare platform A (of RUN_A) with platform B (of RUN_B, or of RUN_A when alone)",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0, 100),
+    default=2.0,
+    show_default=True,
+    metavar="PCT",
+    help="smallest change called faster/slower (raised to the runs' pooled CV when noisier)",
+)
+@click.option("--all-metrics", is_flag=True, help="every metric, not only each test case's primary")
+@click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True)
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="also write an HTML page here",
+)
+@click.option(
+    "--fail-on-regression", is_flag=True, help=f"exit {EXIT_REGRESSION} if any test case is slower"
+)
+@click.option(
+    "--strict",
+    is_flag=True,
+    help=f"refuse (exit {EXIT_NOT_COMPARABLE}) when the hosts differ in what matters",
+)
+def compare(
+    run_a,
+    run_b,
+    results_dir,
+    store_b,
+    platforms,
+    threshold,
+    all_metrics,
+    fmt,
+    html_path,
+    fail_on_regression,
+    strict,
+) -> None:
+    """Is B faster or slower than A? Per test case: B/A with a 95% CI, a permutation test and
+    a verdict (faster / slower / same / ambiguous).
+
+    Compares RUN_B with RUN_A (run ids, unique prefixes or 'latest'; the same platforms by
+    name, or --platforms A B), or two platforms of RUN_A (--platforms A B alone)."""
+    from .analysis import compare as cmp
+    from .analysis import fingerprint
+    from .report import compare_page
+    from .store.db import Store
+
+    if html_path is not None and not html_path.parent.is_dir():
+        raise VirtbenchError(f"--html {html_path}: directory {html_path.parent} does not exist")
+    if run_b is None and not platforms:
+        raise VirtbenchError("give RUN_B, or --platforms A B to compare two platforms of RUN_A")
+    store_a = Store.open_existing(results_dir)
+    store_2 = Store.open_existing(store_b) if store_b else store_a
+    id_a = store_a.resolve_run(run_a)
+    id_b = store_2.resolve_run(run_b) if run_b else id_a
+    one_run = store_2 is store_a and id_a == id_b
+    if one_run and not platforms:
+        raise VirtbenchError(f"RUN_A and RUN_B are the same run ({id_a}); give --platforms A B")
+    plat_a, plat_b = platforms or (None, None)
+    side_a = _compare_side(store_a, id_a, plat_a)
+    side_b = _compare_side(store_2, id_b, plat_b)
+    settings = cmp.Settings(threshold=threshold / 100.0)
+    outcomes, pairing = cmp.compare_groups(
+        side_a["groups"], side_b["groups"], plat_a, plat_b, settings, all_metrics
+    )
+    gate = None
+    if not one_run:
+        used = {o.test_case for o in outcomes}
+        runtimes = side_a["tools"] | side_b["tools"]
+        gate = fingerprint.compare(side_a["host"], side_b["host"], used, runtimes)
+        if not gate.comparable:
+            what = ", ".join(d.key for d in gate.mattering)
+            if strict:
+                for line in compare_page.gate_warning(gate):
+                    err_console.print(Text(line))
+                err_console.print("[red]refused (--strict):[/] the hosts differ in", Text(what))
+                sys.exit(EXIT_NOT_COMPARABLE)
+            err_console.print("[yellow]warning:[/] the hosts differ in", Text(what))
+    doc = compare_page.CompareDoc(
+        side_a["side"], side_b["side"], settings, outcomes, pairing.only_a, pairing.only_b, gate
+    )
+    if fmt == "json":
+        click.echo(json.dumps(compare_page.to_json(doc), indent=1, default=str))
+    else:
+        click.echo(compare_page.markdown(doc))
+    if html_path is not None:
+        compare_page.write_html(doc, html_path)
+        if fmt != "json":
+            say(f"HTML page: {html_path}")
+    if fail_on_regression and any(o.verdict == cmp.SLOWER for o in outcomes):
+        sys.exit(EXIT_REGRESSION)
+
+
+def _compare_side(store, run_id: str, platform: str | None) -> dict:
+    """What compare needs of one run: its groups, host facts, and its platforms' runtimes."""
+    from .analysis import fingerprint
+    from .analysis import groups as groups_mod
+    from .report.compare_page import Side
+
+    run = store.run(run_id)
+    specs = {c.platform: json.loads(c.platform_json or "{}") for c in store.cells(run_id)}
+    if platform is not None and platform not in specs:
+        raise VirtbenchError(
+            f"no platform '{platform}' in run {run_id}; it has: {', '.join(specs) or 'none'}"
+        )
+    rows = store.sample_rows(run_id)
+    host = json.loads(run.get("host_json") or "{}")
+    host.setdefault("virtbench", run.get("virtbench_version"))
+    used = [specs[platform]] if platform is not None else list(specs.values())
+    return {
+        "groups": groups_mod.build(rows, store.description(run_id)),
+        "host": host,
+        "tools": set().union(*(fingerprint.platform_tools(s) for s in used)),
+        "side": Side(run_id, run["name"], str(store.path), platform),
+    }
+
+
 def main() -> None:
     try:
         cli.main(standalone_mode=False)

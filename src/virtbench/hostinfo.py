@@ -1,10 +1,16 @@
-"""Host facts stored with every run and shown in every report."""
+"""Host facts stored with every run and shown in every report.
+
+They double as the run's host fingerprint: `virtbench compare` (analysis/fingerprint.py)
+warns about, or refuses, comparing runs whose fingerprints differ in what moves figures.
+A fact the host does not expose is None; keys added later are simply absent in older runs.
+"""
 
 from __future__ import annotations
 
 import os
 import platform
 import subprocess
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +73,31 @@ def governor() -> str | None:
     return _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
 
 
+def microcode() -> str | None:
+    for line in (_read("/proc/cpuinfo") or "").splitlines():
+        if line.startswith("microcode"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
+def turbo() -> str | None:
+    """'on' / 'off': cpufreq boost (acpi-cpufreq, amd-pstate) or intel_pstate's no_turbo."""
+    boost = _read("/sys/devices/system/cpu/cpufreq/boost")
+    if boost in ("0", "1"):
+        return "on" if boost == "1" else "off"
+    no_turbo = _read("/sys/devices/system/cpu/intel_pstate/no_turbo")
+    if no_turbo in ("0", "1"):
+        return "off" if no_turbo == "1" else "on"
+    return None
+
+
+def cpuidle() -> tuple[str | None, str | None]:
+    """(driver, governor) of the C-state machinery; driver 'none' means no C-states used."""
+    base = "/sys/devices/system/cpu/cpuidle"
+    governor = _read(f"{base}/current_governor") or _read(f"{base}/current_governor_ro")
+    return _read(f"{base}/current_driver"), governor
+
+
 def thp() -> str | None:
     raw = _read("/sys/kernel/mm/transparent_hugepage/enabled")
     if raw and "[" in raw:
@@ -81,9 +112,14 @@ def mem_total_bytes() -> int:
     return 0
 
 
-def facts(tool_names: list[str] | None = None) -> dict[str, Any]:
+def facts(
+    tool_names: list[str] | None = None, tools_used: Mapping[str, Iterable[str]] | None = None
+) -> dict[str, Any]:
+    """`tools_used`: test case -> the tools it runs, so a comparison knows which tool
+    versions matter for it."""
     names = tool_names if tool_names is not None else sorted(tools.TOOLS)
-    return {
+    idle_driver, idle_governor = cpuidle()
+    out = {
         "hostname": platform.node(),
         "cpu_model": cpu_model(),
         "cores": os.cpu_count(),
@@ -100,4 +136,11 @@ def facts(tool_names: list[str] | None = None) -> dict[str, Any]:
         "thp": thp(),
         "python": platform.python_version(),
         "tool_versions": {n: tools.version(n) for n in names if tools.which(n)},
+        "microcode": microcode(),
+        "turbo": turbo(),
+        "cpuidle_driver": idle_driver,
+        "cpuidle_governor": idle_governor,
     }
+    if tools_used is not None:
+        out["tools_used"] = {tc: sorted(set(used)) for tc, used in sorted(tools_used.items())}
+    return out

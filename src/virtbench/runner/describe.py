@@ -32,3 +32,14 @@ def describe(test_cases: Iterable[str]) -> RunDescription:
     return RunDescription(
         metrics, labels, {s: text for s, text in registry.SUITES.items() if s in suites}
     )
+
+
+def tools_used(test_cases: Iterable[str]) -> dict[str, list[str]]:
+    """test case -> the tools it runs (in the environment and on the host), stored with the
+    host facts so a comparison of two runs knows which tool versions matter."""
+    workloads = registry.load_all()
+    return {
+        tc: sorted({*workloads[tc].tools, *workloads[tc].host_tools})
+        for tc in dict.fromkeys(test_cases)
+        if tc in workloads
+    }

@@ -126,7 +126,7 @@ class Runner:
             campaign.file,
             campaign.text,
             seed,
-            hostinfo.facts(),
+            hostinfo.facts(tools_used=describe.tools_used(c.test_case for c in cells)),
             settings,
             __version__,
             description=describe.describe(c.test_case for c in cells),

@@ -1,0 +1,118 @@
+"""Can two runs be compared? Their host fingerprints (the host facts stored with each run,
+hostinfo.facts) side by side: what differs, whether it matters, and what is unknown.
+
+What matters moves figures by itself: CPU model and microcode, kernel, frequency governor,
+turbo, SMT, what the host runs on, and the versions of the tools the compared test cases
+(and platforms) run. The rest (THP, C-states, cgroup version, KVM flavour, core count,
+memory, OS, Python, virtbench) is listed as a note. A fact missing from a run (stored before
+virtbench recorded it) is unknown: said, never a refusal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+MATTERS = ("cpu_model", "microcode", "kernel", "governor", "turbo", "smt", "virtualization")
+NOTED = (
+    "cores",
+    "memory_bytes",
+    "thp",
+    "cpuidle_driver",
+    "cpuidle_governor",
+    "cgroup",
+    "kvm",
+    "os",
+    "python",
+    "virtbench",
+)
+TOOLS_USED = "tools_used"  # test case -> tools it runs (absent in runs before it was stored)
+TOOL_VERSIONS = "tool_versions"
+VM_TOOLS = ("qemu-system-x86_64",)
+
+
+@dataclass(frozen=True)
+class Difference:
+    key: str  # a fact name, or "tool <name>"
+    a: Any
+    b: Any
+    matters: bool
+
+    @property
+    def text(self) -> str:
+        return f"{self.key}: {_show(self.a)} (A) vs {_show(self.b)} (B)"
+
+
+@dataclass(frozen=True)
+class Gate:
+    differences: list[Difference]
+    unknown: list[str]  # facts one run does not record
+
+    @property
+    def comparable(self) -> bool:
+        return not any(d.matters for d in self.differences)
+
+    @property
+    def mattering(self) -> list[Difference]:
+        return [d for d in self.differences if d.matters]
+
+
+def _show(v: Any) -> str:
+    return "not readable" if v is None else str(v)
+
+
+def platform_tools(spec: dict[str, Any]) -> set[str]:
+    """The runtime a stored platform spec ran on (an OCI runtime, QEMU for a VM or the VM
+    a container is stacked on)."""
+    kind = spec.get("type")
+    opts = spec.get("options") or {}
+    out: set[str] = set()
+    if kind == "container":
+        runtime = opts.get("runtime") or "crun"
+        out |= {"podman", "crun"} if runtime == "podman" else {runtime}
+    if kind == "vm" or spec.get("host"):
+        out |= set(VM_TOOLS)
+    return out
+
+
+def tools_of(host: dict[str, Any], test_cases: Iterable[str]) -> set[str] | None:
+    """The tools a run's test cases ran, or None when the run did not record them."""
+    used = host.get(TOOLS_USED)
+    if not isinstance(used, dict):
+        return None
+    return {t for tc in test_cases for t in used.get(tc, ())}
+
+
+def compare(
+    host_a: dict[str, Any],
+    host_b: dict[str, Any],
+    test_cases: Iterable[str] = (),
+    platform_tools_used: Iterable[str] = (),
+) -> Gate:
+    """Fingerprint of A against B for a comparison of `test_cases`."""
+    cases = list(test_cases)
+    diffs: list[Difference] = []
+    unknown: list[str] = []
+    for key in (*MATTERS, *NOTED):
+        if key not in host_a or key not in host_b:
+            if key in MATTERS or key == "virtbench":
+                side = "A" if key not in host_a else "B"
+                both = key not in host_a and key not in host_b
+                unknown.append(f"{key}: unknown in {'A and B' if both else side}")
+            continue
+        if host_a[key] != host_b[key]:
+            diffs.append(Difference(key, host_a[key], host_b[key], key in MATTERS))
+    ta, tb = tools_of(host_a, cases), tools_of(host_b, cases)
+    if ta is None or tb is None:
+        unknown.append("which tools the test cases use: unknown; every tool version compared")
+        relevant = None
+    else:
+        relevant = ta | tb | set(platform_tools_used)
+    va, vb = host_a.get(TOOL_VERSIONS) or {}, host_b.get(TOOL_VERSIONS) or {}
+    for tool in sorted(set(va) | set(vb)):
+        if va.get(tool) != vb.get(tool):
+            matters = relevant is None or tool in relevant
+            a, b = va.get(tool, "absent"), vb.get(tool, "absent")
+            diffs.append(Difference(f"tool {tool}", a, b, matters))
+    return Gate(diffs, unknown)

@@ -1,0 +1,266 @@
+"""`virtbench compare` output: the same comparison as JSON (for scripts), Markdown (for the
+terminal) and one self-contained HTML page (report/html.py's blocks)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..analysis.compare import FASTER, SLOWER, VERDICTS, Outcome, Settings, counts
+from ..analysis.fingerprint import Gate
+from ..analysis.groups import Group
+from ..errors import VirtbenchError
+from . import fmt
+from .html import Raw, Td, badge, h, kv_table, md_table, page, scroll, table
+
+METHOD = {
+    "ratio": "mean(B) / mean(A)",
+    "ratio_ci": "Fieller's theorem, Welch-Satterthwaite df",
+    "test": "two-sided permutation test on the difference of means",
+    "second_opinion": "Mann-Whitney U (permutation on mid-ranks), latency metrics only",
+    "floor": "max(threshold, pooled CV of the two sides)",
+}
+VERDICT_BADGE = {FASTER: "ok", SLOWER: "bad", "same": "info", "ambiguous": "warn"}
+
+
+@dataclass(frozen=True)
+class Side:
+    run_id: str
+    campaign: str
+    store: str
+    platform: str | None  # None: every platform, matched by name
+
+
+@dataclass
+class CompareDoc:
+    a: Side
+    b: Side
+    settings: Settings
+    outcomes: list[Outcome]
+    only_a: list[Group] = field(default_factory=list)
+    only_b: list[Group] = field(default_factory=list)
+    gate: Gate | None = None  # None: one run against itself (one host)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return counts(self.outcomes)
+
+
+def _side(s: Side) -> dict[str, Any]:
+    return {"run_id": s.run_id, "campaign": s.campaign, "store": s.store, "platform": s.platform}
+
+
+def _group_name(g: Group) -> dict[str, Any]:
+    k = g.key
+    return {
+        "test_case": k.test_case,
+        "metric": k.metric,
+        "dims": dict(k.dims),
+        "scenario": k.scenario,
+        "platform": k.platform,
+    }
+
+
+def _outcome(o: Outcome) -> dict[str, Any]:
+    def summary(s: Any) -> dict[str, Any]:
+        return {"n": s.n, "mean": s.mean, "stdev": s.stdev, "cv": s.cv, "ci_half": s.ci_half}
+
+    return {
+        "suite": o.suite,
+        "test_case": o.test_case,
+        "metric": o.metric,
+        "dims": dict(o.dims),
+        "scenario": o.scenario,
+        "platform_a": o.platform_a,
+        "platform_b": o.platform_b,
+        "unit": o.unit,
+        "higher_is_better": o.higher_is_better,
+        "a": summary(o.a),
+        "b": summary(o.b),
+        "ratio": o.ratio,
+        "ratio_ci": list(o.ratio_ci) if o.ratio_ci else None,
+        "change_pct": o.change_pct,
+        "p_permutation": o.permutation.p if o.permutation else None,
+        "permutation_exact": o.permutation.exact if o.permutation else None,
+        "p_mann_whitney": o.mann_whitney_p,
+        "floor_pct": o.floor * 100.0,
+        "verdict": o.verdict,
+        "reason": o.reason,
+    }
+
+
+def to_json(doc: CompareDoc) -> dict[str, Any]:
+    gate = doc.gate
+    return {
+        "a": _side(doc.a),
+        "b": _side(doc.b),
+        "method": METHOD
+        | {
+            "alpha": doc.settings.alpha,
+            "confidence": doc.settings.confidence,
+            "threshold_pct": doc.settings.threshold * 100.0,
+            "permutations": doc.settings.rounds,
+            "seed": doc.settings.seed,
+        },
+        "comparable": gate is None or gate.comparable,
+        "fingerprint": None
+        if gate is None
+        else {
+            "differences": [
+                {"key": d.key, "a": d.a, "b": d.b, "matters": d.matters} for d in gate.differences
+            ],
+            "unknown": gate.unknown,
+        },
+        "counts": doc.counts,
+        "results": [_outcome(o) for o in doc.outcomes],
+        "only_in_a": [_group_name(g) for g in doc.only_a],
+        "only_in_b": [_group_name(g) for g in doc.only_b],
+    }
+
+
+def _title(doc: CompareDoc) -> str:
+    def one(s: Side) -> str:
+        return s.run_id + (f" · {s.platform}" if s.platform else "")
+
+    return f"virtbench compare: A = {one(doc.a)}  vs  B = {one(doc.b)}"
+
+
+def _test(o: Outcome) -> str:
+    return o.test_case + (f" [{fmt.dims(o.dims)}]" if o.dims else "")
+
+
+def _platforms(o: Outcome) -> str:
+    return o.platform_a if o.platform_a == o.platform_b else f"{o.platform_a} → {o.platform_b}"
+
+
+def _ratio_text(o: Outcome) -> str:
+    if o.ratio is None:
+        return "–"
+    if o.ratio_ci:
+        ci = f" [{fmt.ratio(o.ratio_ci[0])}, {fmt.ratio(o.ratio_ci[1])}]"
+    else:  # Fieller has no bounds when A's mean cannot be told from zero
+        ci = " [unbounded]" if o.a.n >= 2 and o.b.n >= 2 else ""
+    return fmt.ratio(o.ratio) + ci
+
+
+def _p_text(o: Outcome) -> str:
+    if o.permutation is None:
+        return "–"
+    text = f"{o.permutation.p:.3g}"
+    return text + (f" (MW {o.mann_whitney_p:.3g})" if o.mann_whitney_p is not None else "")
+
+
+def _direction(o: Outcome) -> str:
+    return f"{o.metric} ({o.unit}, {'higher' if o.higher_is_better else 'lower'} is better)"
+
+
+def _gate_lines(gate: Gate | None) -> list[str]:
+    if gate is None:
+        return []
+    lines = []
+    if not gate.comparable:
+        lines.append("WARNING: the hosts differ in what moves figures:")
+    lines += [f"- {d.text}" for d in gate.mattering]
+    notes = [d for d in gate.differences if not d.matters]
+    lines += [f"- (note) {d.text}" for d in notes]
+    lines += [f"- (unknown) {u}" for u in gate.unknown]
+    return lines
+
+
+def gate_warning(gate: Gate | None) -> list[str]:
+    """The lines a terminal warning shows (empty when comparable)."""
+    return [] if gate is None or gate.comparable else _gate_lines(gate)
+
+
+def markdown(doc: CompareDoc) -> str:
+    s = doc.settings
+    parts = [f"# {_title(doc)}"]
+    c = doc.counts
+    parts.append(
+        ", ".join(f"{c[v]} {v}" for v in VERDICTS)
+        + f" (faster/slower = B against A in the metric's own direction; floor ≥ "
+        f"{s.threshold * 100:g}%, alpha {s.alpha:g})"
+    )
+    if doc.gate is not None and (doc.gate.differences or doc.gate.unknown):
+        parts.append("## Comparability\n\n" + "\n".join(_gate_lines(doc.gate)))
+    rows = [
+        [
+            _test(o),
+            _direction(o),
+            o.scenario,
+            _platforms(o),
+            f"{o.a.n}/{o.b.n}",
+            fmt.num(o.a.mean),
+            fmt.num(o.b.mean),
+            _ratio_text(o),
+            _p_text(o),
+            o.verdict,
+            o.reason,
+        ]
+        for o in doc.outcomes
+    ]
+    headers = ["test case", "metric", "scenario", "platform", "n A/B", "mean A", "mean B"]
+    headers += ["B/A [95% CI]", "p", "verdict", "why"]
+    parts.append(md_table(headers, rows) if rows else "no test case measured on both sides")
+    for label, groups in (("only in A", doc.only_a), ("only in B", doc.only_b)):
+        if groups:
+            names = sorted(
+                {f"{g.key.test_case} ({g.key.platform}, {g.key.scenario})" for g in groups}
+            )
+            parts.append(f"{label}: " + ", ".join(names))
+    return "\n\n".join(parts)
+
+
+def html(doc: CompareDoc) -> str:
+    s = doc.settings
+    body = kv_table(
+        [
+            ("A", f"{doc.a.run_id} ({doc.a.campaign}) in {doc.a.store}"),
+            ("B", f"{doc.b.run_id} ({doc.b.campaign}) in {doc.b.store}"),
+            ("verdicts", ", ".join(f"{n} {v}" for v, n in doc.counts.items())),
+            ("threshold / alpha", f"{s.threshold * 100:g}% / {s.alpha:g}"),
+            *((k.replace("_", " "), v) for k, v in METHOD.items()),
+        ]
+    )
+    nav = [("results", "Results")]
+    if doc.gate is not None:
+        nav.insert(0, ("host", "Comparability"))
+        rows = [
+            [d.key, str(d.a), str(d.b), Raw(badge("matters", "bad") if d.matters else "note")]
+            for d in doc.gate.differences
+        ]
+        gate_html = table(["fact", "A", "B", ""], rows) if rows else Raw("<p>same host facts</p>")
+        if doc.gate.unknown:
+            gate_html += Raw(
+                "<ul>" + "".join(f"<li>{h(u)}</li>" for u in doc.gate.unknown) + "</ul>"
+            )
+        body += Raw(f'<section id="host"><h2>Comparability</h2>{gate_html}</section>')
+    rows = [
+        [
+            Td(_test(o), "name"),
+            _direction(o),
+            o.scenario,
+            _platforms(o),
+            Td(f"{o.a.n}/{o.b.n}", "num"),
+            Td(fmt.mean_ci(o.a.mean, o.a.ci_half, o.unit), "num"),
+            Td(fmt.mean_ci(o.b.mean, o.b.ci_half, o.unit), "num"),
+            Td(_ratio_text(o), "num"),
+            Td(_p_text(o), "num"),
+            Raw(badge(o.verdict, VERDICT_BADGE[o.verdict], o.reason)),
+            o.reason,
+        ]
+        for o in doc.outcomes
+    ]
+    headers = ["test case", "metric", "scenario", "platform", "n A/B", "A mean ± 95% CI"]
+    headers += ["B mean ± 95% CI", "B/A [95% CI]", "p (perm.)", "verdict", "why"]
+    body += Raw(f'<section id="results"><h2>Results</h2>{scroll(table(headers, rows))}</section>')
+    subtitle = "faster / slower: B against A in the metric's own direction"
+    return page(_title(doc), nav, body, subtitle)
+
+
+def write_html(doc: CompareDoc, path: Path) -> None:
+    try:
+        Path(path).write_text(html(doc), encoding="utf-8")
+    except OSError as exc:
+        raise VirtbenchError(f"cannot write {path}: {exc.strerror or exc}") from exc

@@ -1,0 +1,100 @@
+"""The comparability gate (analysis/fingerprint.py) and the facts behind it (hostinfo)."""
+
+from __future__ import annotations
+
+from virtbench import hostinfo
+from virtbench.analysis import fingerprint
+
+HOST = {
+    "cpu_model": "AMD EPYC",
+    "microcode": "0x1000065",
+    "kernel": "6.1.0",
+    "governor": "performance",
+    "turbo": "off",
+    "smt": "off",
+    "virtualization": "none",
+    "thp": "madvise",
+    "cgroup": "v2",
+    "virtbench": "0.1.0",
+    "tool_versions": {"sysbench": "1.0.20", "fio": "3.33", "crun": "1.8.1", "runc": "1.1.5"},
+    "tools_used": {"sysbench-cpu-1t": ["sysbench"], "fio-rand-read": ["fio"]},
+}
+
+
+def test_same_host_is_comparable():
+    gate = fingerprint.compare(HOST, dict(HOST), ["sysbench-cpu-1t"])
+    assert gate.comparable and gate.differences == [] and gate.unknown == []
+
+
+def test_what_matters_and_what_is_a_note():
+    b = HOST | {"kernel": "6.12.0", "thp": "always", "governor": None}
+    gate = fingerprint.compare(HOST, b, ["sysbench-cpu-1t"])
+    assert not gate.comparable
+    assert [d.key for d in gate.mattering] == ["kernel", "governor"]
+    assert "governor: performance (A) vs not readable (B)" in [d.text for d in gate.differences]
+    assert [d.key for d in gate.differences if not d.matters] == ["thp"]
+    assert fingerprint.compare(HOST, HOST | {"thp": "always"}).comparable
+
+
+def test_tool_versions_matter_only_for_the_tools_compared():
+    b = HOST | {"tool_versions": HOST["tool_versions"] | {"fio": "3.36", "crun": "1.9"}}
+    gate = fingerprint.compare(HOST, b, ["sysbench-cpu-1t"])
+    assert gate.comparable  # fio and crun are not used by sysbench-cpu-1t on native
+    assert {d.key for d in gate.differences} == {"tool fio", "tool crun"}
+    gate = fingerprint.compare(HOST, b, ["fio-rand-read"])
+    assert [d.key for d in gate.mattering] == ["tool fio"]
+    gate = fingerprint.compare(HOST, b, ["sysbench-cpu-1t"], {"crun"})  # a crun container
+    assert [d.key for d in gate.mattering] == ["tool crun"]
+
+
+def test_old_runs_are_unknown_not_refused():
+    old = {k: v for k, v in HOST.items() if k not in ("microcode", "turbo", "tools_used")}
+    gate = fingerprint.compare(old, HOST, ["sysbench-cpu-1t"])
+    assert gate.comparable
+    assert "microcode: unknown in A" in gate.unknown and "turbo: unknown in A" in gate.unknown
+    assert any("which tools" in u for u in gate.unknown)
+    # without the record of used tools every differing version counts
+    b = old | {"tool_versions": old["tool_versions"] | {"fio": "3.36"}}
+    assert [d.key for d in fingerprint.compare(old, b, ["sysbench-cpu-1t"]).mattering] == [
+        "tool fio"
+    ]
+
+
+def test_platform_tools():
+    assert fingerprint.platform_tools({"type": "native", "options": {}}) == set()
+    assert fingerprint.platform_tools({"type": "container", "options": {}}) == {"crun"}
+    assert fingerprint.platform_tools({"type": "container", "options": {"runtime": "podman"}}) == {
+        "podman",
+        "crun",
+    }
+    assert fingerprint.platform_tools({"type": "vm"}) == {"qemu-system-x86_64"}
+    stacked = {"type": "container", "options": {"runtime": "runc"}, "host": "vm"}
+    assert fingerprint.platform_tools(stacked) == {"runc", "qemu-system-x86_64"}
+
+
+def test_hostinfo_turbo_cpuidle_microcode(monkeypatch):
+    files = {
+        "/sys/devices/system/cpu/cpufreq/boost": "0",
+        "/sys/devices/system/cpu/cpuidle/current_driver": "intel_idle",
+        "/sys/devices/system/cpu/cpuidle/current_governor_ro": "menu",
+        "/proc/cpuinfo": "processor\t: 0\nmicrocode\t: 0xde\n",
+    }
+    monkeypatch.setattr(hostinfo, "_read", files.get)
+    assert hostinfo.turbo() == "off"
+    assert hostinfo.cpuidle() == ("intel_idle", "menu")
+    assert hostinfo.microcode() == "0xde"
+    files = {"/sys/devices/system/cpu/intel_pstate/no_turbo": "0"}
+    monkeypatch.setattr(hostinfo, "_read", files.get)
+    assert hostinfo.turbo() == "on" and hostinfo.microcode() is None
+    monkeypatch.setattr(hostinfo, "_read", {}.get)
+    assert hostinfo.turbo() is None and hostinfo.cpuidle() == (None, None)
+
+
+def test_runner_records_the_tools_each_test_case_runs():
+    from virtbench.runner.describe import tools_used
+
+    used = tools_used(["sysbench-cpu-1t", "wrk-max", "no-such-test"])
+    assert used["sysbench-cpu-1t"] == ["sysbench"]
+    assert {"wrk", "nginx"} <= set(used["wrk-max"]) and "no-such-test" not in used
+    facts = hostinfo.facts(tool_names=[], tools_used=used)
+    assert facts["tools_used"] == used and "microcode" in facts and "turbo" in facts
