@@ -6,6 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from virtbench.drivers.hpcc import input_file as hpcc_input
+from virtbench.drivers.hpcc import parse_summary as parse_hpcc_summary
+from virtbench.drivers.stress_ng import parse_yaml as parse_stress_ng_yaml
 from virtbench.errors import WorkloadError
 from virtbench.platforms.base import ExecResult
 from virtbench.workloads import registry
@@ -17,9 +20,6 @@ from virtbench.workloads.cpu import (
     StressNgQsort,
     SysbenchCpu1,
     SysbenchCpuAll,
-    hpcc_input,
-    parse_hpcc_summary,
-    parse_stress_ng_yaml,
 )
 
 DATA = Path(__file__).parent.parent / "data"

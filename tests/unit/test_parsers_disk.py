@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from virtbench.campaign import loader
+from virtbench.drivers.fio import fio_job_figures, fio_json
 from virtbench.errors import CampaignError, WorkloadError
 from virtbench.platforms.base import ExecResult
 from virtbench.workloads.base import RunContext
@@ -15,8 +16,6 @@ from virtbench.workloads.disk import (
     FioRandWrite,
     FioSeqRead,
     FioSeqWrite,
-    fio_job_figures,
-    fio_json,
 )
 
 DATA = Path(__file__).parent.parent / "data" / "fio"

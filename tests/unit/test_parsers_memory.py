@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 from virtbench.campaign import loader
+from virtbench.drivers.mbw import parse as parse_mbw
+from virtbench.drivers.sysbench import parse_memory as parse_sysbench_memory
 from virtbench.errors import CampaignError, WorkloadError
 from virtbench.platforms.base import ExecResult
 from virtbench.workloads.base import RunContext
@@ -14,8 +16,6 @@ from virtbench.workloads.memory import (
     DEFAULT_SWEEP_KIB,
     Mbw,
     SysbenchMemorySweep,
-    parse_mbw,
-    parse_sysbench_memory,
 )
 
 DATA = Path(__file__).parent.parent / "data"

@@ -4,8 +4,7 @@ the platform's workdir, written through `Platform.exec` so it works on every pla
 from __future__ import annotations
 
 from ..errors import VirtbenchError
-from ..platforms.base import Platform
-from ..workloads.base import check  # the one arrow into workloads/: its "tool failed" error
+from ..platforms.base import Platform, check
 
 # file sizes in KB that the web suite accepts (0 is meaningless; above 100 MB a "web page"
 # benchmark is a disk/network bulk transfer and one step would run for minutes)

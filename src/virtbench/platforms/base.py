@@ -11,10 +11,19 @@ import abc
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
+from ..errors import WorkloadError
 from ..naming import NAME_PREFIX
 from .options import PlatformOptions
 
-__all__ = ["NAME_PREFIX", "Accounting", "ExecResult", "Platform", "PlatformSpec", "Process"]
+__all__ = [
+    "NAME_PREFIX",
+    "Accounting",
+    "ExecResult",
+    "Platform",
+    "PlatformSpec",
+    "Process",
+    "check",
+]
 
 OptionsT = TypeVar("OptionsT", bound=PlatformOptions)
 
@@ -34,6 +43,19 @@ class ExecResult:
     @property
     def ok(self) -> bool:
         return self.returncode == 0 and not self.timed_out
+
+
+def check(result: ExecResult, what: str) -> None:
+    """Raise WorkloadError with the tool's own words if the run failed."""
+    if result.timed_out:
+        raise WorkloadError(
+            f"{what}: timed out after {result.elapsed_s:.0f}s: {' '.join(result.argv)}"
+        )
+    if result.returncode != 0:
+        tail = (result.stderr or result.stdout).strip().splitlines()[-5:]
+        raise WorkloadError(
+            f"{what}: {result.argv[0]} exited {result.returncode}: " + " | ".join(tail)
+        )
 
 
 @dataclass

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import WorkloadError
+from ..platforms.base import check  # judges an ExecResult, so it lives beside it; re-exported
 from ..results import Metric, Sample
 
 if TYPE_CHECKING:
@@ -89,16 +90,3 @@ class Workload(abc.ABC):
         if not samples:
             raise WorkloadError(f"{self.name}: no samples parsed from {argv[0]} output")
         return samples
-
-
-def check(result: ExecResult, what: str) -> None:
-    """Raise WorkloadError with the tool's own words if the run failed."""
-    if result.timed_out:
-        raise WorkloadError(
-            f"{what}: timed out after {result.elapsed_s:.0f}s: {' '.join(result.argv)}"
-        )
-    if result.returncode != 0:
-        tail = (result.stderr or result.stdout).strip().splitlines()[-5:]
-        raise WorkloadError(
-            f"{what}: {result.argv[0]} exited {result.returncode}: " + " | ".join(tail)
-        )

@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from ..errors import WorkloadError
+from ..drivers import hpcc, stress_ng, sysbench
 from ..platforms.base import NAME_PREFIX, Platform
 from .base import Metric, Param, RunContext, Sample, Workload, check
 from .registry import register
-
-_EPS = re.compile(r"events per second:\s*([\d.]+)")
 
 
 class _SysbenchCpu(Workload):
@@ -34,20 +29,11 @@ class _SysbenchCpu(Workload):
 
     def command(self, ctx, platform):
         p = ctx.params
-        return [
-            "sysbench",
-            "cpu",
-            f"--threads={self.threads(ctx)}",
-            f"--time={p['duration']}",
-            f"--cpu-max-prime={p['max_prime']}",
-            "run",
-        ]
+        return sysbench.cpu_argv(self.threads(ctx), p["duration"], p["max_prime"])
 
     def parse(self, result, ctx):
-        m = _EPS.search(result.stdout)
-        if not m:
-            raise WorkloadError(f"{self.name}: no 'events per second' in sysbench output")
-        return [self.sample("events_per_s", float(m.group(1)), threads=self.threads(ctx))]
+        events_per_s = sysbench.parse_cpu(result.stdout, self.name)
+        return [self.sample("events_per_s", events_per_s, threads=self.threads(ctx))]
 
 
 @register
@@ -114,24 +100,6 @@ def _remove(platform: Platform, path: str) -> None:
 # --- stress-ng -------------------------------------------------------------------------------
 
 
-def parse_stress_ng_yaml(text: str, stressor: str, what: str) -> dict[str, float]:
-    """The metrics entry for `stressor` from a `stress-ng --yaml FILE` document."""
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise WorkloadError(f"{what}: stress-ng YAML does not parse: {exc}") from exc
-    entries = doc.get("metrics") if isinstance(doc, dict) else None
-    if not isinstance(entries, list):
-        raise WorkloadError(f"{what}: no 'metrics' list in stress-ng YAML")
-    for entry in entries:
-        if isinstance(entry, dict) and entry.get("stressor") == stressor:
-            try:
-                return {k: float(v) for k, v in entry.items() if k != "stressor" and v is not None}
-            except (TypeError, ValueError) as exc:
-                raise WorkloadError(f"{what}: non-numeric stress-ng metric: {exc}") from exc
-    raise WorkloadError(f"{what}: stressor '{stressor}' missing from stress-ng YAML metrics")
-
-
 class _StressNg(Workload):
     suite = "cpu"
     tools = ("stress-ng",)
@@ -157,19 +125,14 @@ class _StressNg(Workload):
         deadline = _Deadline(ctx.timeout)
         workdir = _scratch_dir(platform, "stress-ng")
         report = f"{workdir}/metrics.yaml"
-        argv = [
-            "stress-ng",
-            f"--{self.stressor}",
-            str(self.workers(ctx)),
-            *self.extra_args,
-            "--timeout",
-            f"{ctx.params['duration']}s",
-            "--metrics-brief",
-            "--temp-path",
+        argv = stress_ng.argv(
+            self.stressor,
+            self.workers(ctx),
+            self.extra_args,
+            ctx.params["duration"],
             workdir,
-            "--yaml",
             report,
-        ]
+        )
         try:
             check(platform.exec(argv, cpus=ctx.cpus, timeout=deadline.left()), self.name)
             text = _read_file(platform, report, self.name)
@@ -178,10 +141,7 @@ class _StressNg(Workload):
         return self.parse_yaml(text, ctx)
 
     def parse_yaml(self, text: str, ctx: RunContext) -> list[Sample]:
-        m = parse_stress_ng_yaml(text, self.stressor, self.name)
-        for key in ("bogo-ops-per-second-real-time", "bogo-ops-per-second-usr-sys-time"):
-            if key not in m:
-                raise WorkloadError(f"{self.name}: '{key}' missing from stress-ng YAML")
+        m = stress_ng.parse_rates(text, self.stressor, self.name)
         n = self.workers(ctx)
         labels: dict[str, Any] = {
             "stressor": self.stressor,
@@ -192,13 +152,13 @@ class _StressNg(Workload):
         if self.extra_args:
             labels["args"] = " ".join(self.extra_args)
         samples = [
-            self.sample("bogo_ops_per_s", m["bogo-ops-per-second-real-time"], **labels),
-            self.sample("bogo_ops_per_cpu_s", m["bogo-ops-per-second-usr-sys-time"], **labels),
+            self.sample("bogo_ops_per_s", m[stress_ng.REAL_TIME_RATE], **labels),
+            self.sample("bogo_ops_per_cpu_s", m[stress_ng.CPU_TIME_RATE], **labels),
         ]
-        # a handful of bogo-ops cannot give a rate to better than a few percent: say so
-        if m.get("bogo-ops", 0) < 10:
+        invalid = stress_ng.too_few_ops(m)
+        if invalid:  # keep them, flagged
             for s in samples:
-                s.labels["invalid"] = f"only {m.get('bogo-ops', 0):.0f} bogo-ops: run longer"
+                s.labels["invalid"] = invalid
         return samples
 
 
@@ -227,66 +187,6 @@ class StressNgQsort(_StressNg):
 
 # --- LINPACK (HPL) through hpcc ----------------------------------------------------------------
 
-# hpccinf.txt, from Debian's /usr/share/doc/hpcc/examples/_hpccinf.txt with one problem size and
-# a 1 x 1 process grid: hpcc runs as a single process (no MPI launcher), so it works unchanged
-# in containers and VMs. Lines 33-36 (PTRANS) ask for no extra sizes.
-_HPCCINF = """HPLinpack benchmark input file
-Innovative Computing Laboratory, University of Tennessee
-HPL.out      output file name (if any)
-8            device out (6=stdout,7=stderr,file)
-1            # of problems sizes (N)
-{n}          Ns
-1            # of NBs
-{nb}         NBs
-0            PMAP process mapping (0=Row-,1=Column-major)
-1            # of process grids (P x Q)
-1            Ps
-1            Qs
-16.0         threshold
-1            # of panel fact
-2            PFACTs (0=left, 1=Crout, 2=Right)
-1            # of recursive stopping criterium
-4            NBMINs (>= 1)
-1            # of panels in recursion
-2            NDIVs
-1            # of recursive panel fact.
-1            RFACTs (0=left, 1=Crout, 2=Right)
-1            # of broadcast
-1            BCASTs (0=1rg,1=1rM,2=2rg,3=2rM,4=Lng,5=LnM)
-1            # of lookahead depth
-1            DEPTHs (>=0)
-2            SWAP (0=bin-exch,1=long,2=mix)
-64           swapping threshold
-0            L1 in (0=transposed,1=no-transposed) form
-0            U  in (0=transposed,1=no-transposed) form
-1            Equilibration (0=no,1=yes)
-8            memory alignment in double (> 0)
-##### This line (no. 32) is ignored (it serves as a separator). ######
-0                      		Number of additional problem sizes for PTRANS
-1200 10000 30000        	values of N
-0                       	number of additional blocking sizes for PTRANS
-40 9 8 13 13 20 16 32 64       	values of NB
-"""
-
-_SUMMARY = re.compile(r"Begin of Summary section\.\n(.*?)\nEnd of Summary section\.", re.S)
-
-
-def hpcc_input(n: int, nb: int) -> str:
-    return _HPCCINF.format(n=n, nb=nb)
-
-
-def parse_hpcc_summary(text: str, what: str) -> dict[str, str]:
-    """The key=value pairs of the Summary section of hpccoutf.txt."""
-    m = _SUMMARY.search(text)
-    if not m:
-        raise WorkloadError(f"{what}: no Summary section in hpccoutf.txt (hpcc did not finish?)")
-    out: dict[str, str] = {}
-    for line in m.group(1).splitlines():
-        key, sep, value = line.partition("=")
-        if sep:
-            out[key.strip()] = value.strip()
-    return out
-
 
 @register
 class HpccLinpack(Workload):
@@ -310,31 +210,16 @@ class HpccLinpack(Workload):
         ),
         "nb": Param(80, "HPL block size NB", min=1, max=1024),
     }
-    # hpcc summary key -> (metric, scale to the metric's unit)
-    _KEYS = {
-        "HPL_Tflops": ("hpl_gflops", 1000.0),
-        "SingleDGEMM_Gflops": ("dgemm_gflops", 1.0),
-        "SingleSTREAM_Triad": ("stream_triad_gbs", 1.0),
-        "SingleRandomAccess_GUPs": ("random_access_gups", 1.0),
-        "SingleFFT_Gflops": ("fft_gflops", 1.0),
-    }
 
     def run(self, platform: Platform, ctx: RunContext) -> list[Sample]:
         deadline = _Deadline(ctx.timeout)
         workdir = _scratch_dir(platform, "hpcc")
         try:
-            # hpcc reads hpccinf.txt from, and appends hpccoutf.txt to, its working directory
             with tempfile.TemporaryDirectory(prefix=NAME_PREFIX) as tmp:
                 inf = Path(tmp) / "hpccinf.txt"
-                inf.write_text(hpcc_input(int(ctx.params["n"]), int(ctx.params["nb"])))
+                inf.write_text(hpcc.input_file(int(ctx.params["n"]), int(ctx.params["nb"])))
                 platform.put_file(str(inf), f"{workdir}/hpccinf.txt", 0o644)
-            # sh, not `env -C`: busybox env (VM guests) has no -C; the path is an argument,
-            # never part of the script text
-            result = platform.exec(
-                ["sh", "-c", 'cd "$1" && exec hpcc', "sh", workdir],
-                cpus=ctx.cpus,
-                timeout=deadline.left(),
-            )
+            result = platform.exec(hpcc.argv(workdir), cpus=ctx.cpus, timeout=deadline.left())
             check(result, self.name)
             text = _read_file(platform, f"{workdir}/hpccoutf.txt", self.name)
         finally:
@@ -342,39 +227,11 @@ class HpccLinpack(Workload):
         return self.parse_output(text)
 
     def parse_output(self, text: str) -> list[Sample]:
-        summary = parse_hpcc_summary(text, self.name)
-        labels: dict[str, Any] = {
-            "n": _int_or_none(summary.get("HPL_N")),
-            "nb": _int_or_none(summary.get("HPL_NB")),
-            "processes": _int_or_none(summary.get("CommWorldProcs")),
-            "hpl_time_s": _float_or_none(summary.get("HPL_time")),
-        }
-        invalid = None
-        if summary.get("Success") != "1":
-            invalid = "hpcc reports Success=0 (a test failed its verification)"
-        elif "FAILED" in text.split("Begin of HPL section.", 1)[-1].split("End of HPL", 1)[0]:
-            invalid = "HPL residual check FAILED"
+        r = hpcc.parse(text, self.name)
         samples = []
-        for key, (metric, scale) in self._KEYS.items():
-            value = _float_or_none(summary.get(key))
-            if value is None:
-                if metric == "hpl_gflops":
-                    raise WorkloadError(f"{self.name}: no {key} in hpcc Summary section")
-                continue
-            s = self.sample(metric, value * scale, **labels)
-            if invalid:
-                s.labels["invalid"] = invalid
+        for metric, value in r.figures.items():
+            s = self.sample(metric, value, **r.labels)
+            if r.invalid:
+                s.labels["invalid"] = r.invalid
             samples.append(s)
         return samples
-
-
-def _float_or_none(v: str | None) -> float | None:
-    try:
-        return float(v) if v is not None else None
-    except ValueError:
-        return None
-
-
-def _int_or_none(v: str | None) -> int | None:
-    f = _float_or_none(v)
-    return int(f) if f is not None else None

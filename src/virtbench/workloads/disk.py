@@ -9,18 +9,17 @@ direct_honoured=false and flagged invalid.
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
 from dataclasses import replace
 from typing import Any, ClassVar
 
+from ..drivers import fio
 from ..errors import WorkloadError
 from ..platforms.base import NAME_PREFIX, ExecResult, Platform
 from .base import Metric, Param, RunContext, Sample, Workload, check
 from .registry import register
 
-EINVAL = 22
 # filesystems that accept O_DIRECT but keep the data in memory: the figure is not disk I/O
 MEMORY_FILESYSTEMS = {"tmpfs", "ramfs"}
 
@@ -35,40 +34,6 @@ _METRICS = (
 def _metrics(primary: str) -> tuple[Metric, ...]:
     """The four fio figures with `primary` as the test case's headline."""
     return tuple(replace(m, primary=m.name == primary) for m in _METRICS)
-
-
-def fio_json(text: str, what: str) -> dict[str, Any]:
-    """The JSON document in fio's stdout (fio prints error lines before it)."""
-    start = text.find("{")
-    if start < 0:
-        raise WorkloadError(f"{what}: no JSON in fio output")
-    try:
-        doc, _ = json.JSONDecoder().raw_decode(text[start:])
-    except json.JSONDecodeError as exc:
-        raise WorkloadError(f"{what}: fio JSON does not parse: {exc}") from exc
-    if not isinstance(doc, dict) or not doc.get("jobs"):
-        raise WorkloadError(f"{what}: fio JSON has no jobs")
-    return doc
-
-
-def fio_job_figures(doc: dict[str, Any], op: str, what: str) -> dict[str, float]:
-    """bandwidth MiB/s, IOPS and completion latency (mean, p99; microseconds) of job 0."""
-    job = doc["jobs"][0]
-    stats = job.get(op)
-    if not isinstance(stats, dict):
-        raise WorkloadError(f"{what}: fio job has no '{op}' section")
-    try:
-        clat = stats["clat_ns"]
-        p99 = clat.get("percentile", {}).get("99.000000")
-        return {
-            "bandwidth_mib_s": stats["bw_bytes"] / 2**20,
-            "iops": float(stats["iops"]),
-            "clat_mean_us": clat["mean"] / 1000.0,
-            "clat_p99_us": (p99 / 1000.0) if p99 is not None else float("nan"),
-            "io_bytes": float(stats["io_bytes"]),
-        }
-    except (KeyError, TypeError) as exc:
-        raise WorkloadError(f"{what}: fio '{op}' section lacks {exc}") from exc
 
 
 class _Fio(Workload):
@@ -88,20 +53,17 @@ class _Fio(Workload):
 
     def argv(self, ctx: RunContext, path: str, direct: int) -> list[str]:
         p = ctx.params
-        return [
-            "fio",
-            f"--name={NAME_PREFIX}{self.name}",
-            f"--filename={path}",
-            f"--size={p['size_mib']}M",
-            f"--rw={self.rw}",
-            f"--bs={self.bs}",
-            f"--direct={direct}",
-            f"--ioengine={p['ioengine']}",
-            f"--iodepth={p['iodepth']}",
-            f"--runtime={p['runtime']}",
-            "--time_based",
-            "--output-format=json",
-        ]
+        job = fio.Job(
+            name=f"{NAME_PREFIX}{self.name}",
+            path=path,
+            size_mib=p["size_mib"],
+            rw=self.rw,
+            bs=self.bs,
+            ioengine=p["ioengine"],
+            iodepth=p["iodepth"],
+            runtime=p["runtime"],
+        )
+        return job.argv(direct)
 
     def run(self, platform: Platform, ctx: RunContext) -> list[Sample]:
         modes = _direct_modes(ctx.params["direct"], self.name)
@@ -140,16 +102,12 @@ class _Fio(Workload):
             labels["direct_honoured"] = honoured
         if result.timed_out:
             check(result, what)
-        if result.returncode != 0 and direct and _einval(result):
-            reason = f"O_DIRECT refused on {fs} (EINVAL): {_tail(result)}"
+        if result.returncode != 0 and direct and fio.refused_einval(result):
+            reason = f"O_DIRECT refused on {fs} (EINVAL): {fio.tail(result)}"
             return [self._flagged(m.name, 0.0, labels, reason) for m in self.metrics]
         if result.returncode != 0:
             check(result, what)
-        doc = fio_json(result.stdout, what)
-        error = doc["jobs"][0].get("error", 0)
-        if error:
-            raise WorkloadError(f"{what}: fio job error {error}: {_tail(result)}")
-        figures = fio_job_figures(doc, self.op, what)
+        figures = fio.parse(result, self.op, what)
         samples = []
         for m in self.metrics:
             value = figures[m.name]
@@ -180,21 +138,6 @@ def _fs_type(platform: Platform, path: str) -> str:
     """Filesystem type of `path` as the environment sees it (ext2/ext3, xfs, tmpfs, overlayfs)."""
     r = platform.exec(["stat", "-f", "-c", "%T", path], timeout=30)
     return r.stdout.strip() if r.ok and r.stdout.strip() else "unknown"
-
-
-def _einval(result: ExecResult) -> bool:
-    text = result.stdout + result.stderr
-    if "Invalid argument" in text or f"err={EINVAL}/" in text:
-        return True
-    try:
-        return fio_json(result.stdout, "fio")["jobs"][0].get("error") == EINVAL
-    except WorkloadError:
-        return False
-
-
-def _tail(result: ExecResult) -> str:
-    lines = [ln for ln in (result.stderr + "\n" + result.stdout).splitlines() if "fio:" in ln]
-    return " | ".join(lines[-2:]) or f"exit {result.returncode}"
 
 
 @register
