@@ -133,6 +133,9 @@ class NativePlatform(Platform):
     def endpoint(self, port: int) -> tuple[str, int]:
         return ("127.0.0.1", port)
 
+    def listen_address(self) -> str | None:
+        return "127.0.0.1"  # the host's own network: never every address
+
     def put_file(self, host_path: str, dest: str | None = None, mode: int = 0o755) -> str:
         # the environment is the host: the file is already where it is
         return host_path if dest is None else str(shutil.copy2(host_path, dest))

@@ -190,6 +190,12 @@ class ContainerPlatform(Platform):
             )
         return self._published[port]
 
+    def listen_address(self) -> str | None:
+        if self.config.network == "host":
+            return "127.0.0.1"  # the host's own network: never every address
+        inst = self._live()
+        return inst.net.address if inst.net is not None else None  # bridge, and nat's DNAT
+
     @property
     def workdir(self) -> str:
         return DATA_PATH
