@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import signal
+import time
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -176,8 +177,11 @@ def _clean_native() -> list[str]:
         for pid, start in state.get("groups", []):
             # the start time guards against killing an unrelated process that reused the PID
             if start is not None and cleanup.process_start_time(pid) == start:
+                before = cleanup.processes_in_group(pid)
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(pid, signal.SIGKILL)
+                    time.sleep(0.05)  # SIGKILL is delivered at once; let the exits land
+                    removed.extend(cleanup.ended(before, state_file.name))
                     removed.append(f"killed process group {pid} of {state_file.name}")
         wd = state.get("workdir")
         if wd and Path(wd).name.startswith(NAME_PREFIX) and Path(wd).exists():

@@ -285,7 +285,9 @@ def clean() -> list[str]:
         rt = runtimes.get(name)
         for cid in rt.list_ids():
             if not cleanup.in_use(cid):
+                before = cleanup.processes_in_cgroup(cid)
                 rt.delete(cid)
+                removed.extend(cleanup.ended(before, f"container {cid}"))
                 removed.append(f"{name} container {cid}")
     if cleanup.OWNERS_DIR.is_dir():  # claims of dead processes mean nothing any more
         for claim in cleanup.OWNERS_DIR.iterdir():
