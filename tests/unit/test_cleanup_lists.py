@@ -43,4 +43,3 @@ def test_ended_names_only_processes_that_are_gone():
     finally:
         alive.kill()
         alive.wait()
-

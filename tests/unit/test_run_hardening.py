@@ -38,8 +38,6 @@ test_cases = ["sysbench-cpu-1t"]
 def host_runs(tmp_path, monkeypatch) -> Path:
     runs = tmp_path / "host-runs"
     monkeypatch.setattr(locks, "HOST_RUNS_DIR", runs)
-    monkeypatch.setattr(locks.hold_host, "__defaults__", (runs,))
-    monkeypatch.setattr(locks.other_runners, "__defaults__", (runs,))
     monkeypatch.setattr(runner_run.Runner, "_preflight", lambda *a: None)
     return runs
 

@@ -98,8 +98,9 @@ def hold_run(results_dir: Path, run_id: str) -> Iterator[None]:
 
 
 # --- one measuring run per host ----------------------------------------------------------
-def other_runners(runs_dir: Path = HOST_RUNS_DIR) -> list[str]:
+def other_runners(runs_dir: Path | None = None) -> list[str]:
     """PIDs of the other live virtbench runs measuring on this host, oldest file first."""
+    runs_dir = runs_dir or HOST_RUNS_DIR
     try:
         entries = sorted(runs_dir.glob("*.lock"), key=lambda p: p.stat().st_mtime)
     except OSError:
@@ -127,9 +128,10 @@ def _alive(pid: str) -> bool:
 
 
 @contextlib.contextmanager
-def hold_host(allow_concurrent: bool, runs_dir: Path = HOST_RUNS_DIR) -> Iterator[None]:
+def hold_host(allow_concurrent: bool, runs_dir: Path | None = None) -> Iterator[None]:
     """Register this process as a measuring run on the host for the block; refuse if another
     run measures here unless `allow_concurrent` (its samples are then labelled)."""
+    runs_dir = runs_dir or HOST_RUNS_DIR
     others = other_runners(runs_dir)
     if others and not allow_concurrent:
         raise RunHeld(
