@@ -159,3 +159,53 @@ def test_sigkilled_run_is_lost_then_resumes(tmp_path):
     with sqlite3.connect(results / "virtbench.db") as c:
         assert c.execute("SELECT status FROM runs").fetchone()[0] == "finished"
         assert [r[0] for r in c.execute("SELECT status FROM cells")] == ["ok"] * 3
+
+
+MODES = """
+[campaign]
+name = "bind-modes"
+repetitions = 1
+warmup = 0
+cell_timeout = 120
+scenarios = ["solo"]
+
+[[platforms]]
+name = "c-host"
+type = "container"
+network = "host"
+
+[[platforms]]
+name = "c-bridge"
+type = "container"
+network = "bridge"
+
+[[platforms]]
+name = "c-nat"
+type = "container"
+network = "nat"
+
+[[platforms]]
+name = "vm"
+type = "vm"
+accel = "tcg"
+vcpus = 1
+memory_mb = 384
+
+[suites.network]
+test_cases = ["iperf3-tcp", "sockperf-udp-rr"]
+duration = 2
+
+[suites.web]
+test_cases = ["wrk-max"]
+file_sizes = [1]
+duration = 1
+"""
+
+
+def test_bound_servers_reach_their_clients_on_every_network_mode(tmp_path):
+    proc, results = _start(tmp_path, MODES)
+    _out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
+    with sqlite3.connect(results / "virtbench.db") as c:
+        rows = c.execute("SELECT platform, test_case, status, error FROM cells").fetchall()
+    assert all(r[2] == "ok" for r in rows), [r for r in rows if r[2] != "ok"]
