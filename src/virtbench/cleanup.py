@@ -53,6 +53,67 @@ def in_use(name: str) -> bool:
     return process_start_time(int(pid)) == start
 
 
+# --- what a cleaner ended: listed, so a user sees the load that was left running ----------
+def command_of(pid: int) -> str | None:
+    """The process's command line (its name for kernel threads), None if it is gone."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+        cmd = raw.replace(b"\0", b" ").decode(errors="replace").strip()
+        return cmd or Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return None
+
+
+def processes_in_cgroup(name: str) -> dict[int, str]:
+    """pid -> command of every process whose cgroup path has a component `name` (a
+    container's or environment's cgroup, wherever the runtime put it)."""
+    found: dict[int, str] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            lines = (entry / "cgroup").read_text().splitlines()
+        except OSError:
+            continue
+        if any(name in line.split(":", 2)[-1].split("/") for line in lines):
+            cmd = command_of(int(entry.name))
+            if cmd is not None and int(entry.name) != os.getpid():
+                found[int(entry.name)] = cmd
+    return found
+
+
+def processes_in_group(pgid: int) -> dict[int, str]:
+    """pid -> command of every live process in process group `pgid`."""
+    found: dict[int, str] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            cmd = command_of(int(entry.name))
+            if int(fields[2]) == pgid and fields[0] not in "ZX" and cmd is not None:
+                found[int(entry.name)] = cmd
+    return found
+
+
+def ended(before: dict[int, str], where: str) -> list[str]:
+    """A line per process of `before` (pid -> command, taken before killing) now gone."""
+    lines = []
+    for pid, cmd in sorted(before.items()):
+        if command_of(pid) is None or process_state(pid) in ("Z", "X"):
+            short = cmd if len(cmd) <= 120 else cmd[:117] + "..."
+            lines.append(f"ended process {pid} ({short}) of {where}")
+    return lines
+
+
+def process_state(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
 def run_all() -> list[str]:
     from .platforms import registry
 

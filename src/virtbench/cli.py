@@ -41,8 +41,24 @@ def cli() -> None:
 @click.option("--resume", "resume_id", metavar="RUN_ID", help="continue an interrupted run")
 @click.option("--seed", type=click.IntRange(0, 2**31 - 1), help="seed for randomized cell order")
 @click.option("--no-report", is_flag=True, help="do not write the report at the end")
-def run(campaign, results_dir, repetitions, resume_id, seed, no_report) -> None:
-    """Run CAMPAIGN (a .toml file or a built-in name; default: quick)."""
+@click.option(
+    "--allow-concurrent",
+    is_flag=True,
+    help="measure even while another virtbench run measures on this host (samples of cells"
+    " that overlapped it are labelled overlapped_runs)",
+)
+def run(campaign, results_dir, repetitions, resume_id, seed, no_report, allow_concurrent) -> None:
+    """Run CAMPAIGN (a .toml file or a built-in name; default: quick).
+
+    \b
+    Exit status:
+      0    the run finished (cells that failed or timed out are recorded, not an error)
+      1    internal error (a bug: please report the traceback)
+      2    error you can fix: bad campaign or option, unknown run, run held by another
+           runner, another run measuring on this host, store not writable
+      130  interrupted by SIGINT (Ctrl-C); 143: by SIGTERM. Torn down, finished cells kept:
+           continue with --resume RUN_ID
+    """
     from . import watchdog
     from .campaign import loader
     from .runner.run import Runner
@@ -56,12 +72,14 @@ def run(campaign, results_dir, repetitions, resume_id, seed, no_report) -> None:
         Store.open_existing(results_dir).close()
     else:
         loaded = loader.load(campaign)
-    runner = Runner(results_dir, console)
+    runner = Runner(results_dir, console, allow_concurrent=allow_concurrent)
     # a SIGKILLed virtbench skips its teardown: the watchdog removes what it left running
     with watchdog.guard():
         run_id = runner.resume(resume_id) if resume_id else runner.start(loaded, repetitions, seed)
     if not no_report:
         _report(runner.store, run_id, results_dir)
+    if runner.interrupted_by is not None:
+        sys.exit(128 + runner.interrupted_by)  # the shells' convention: 130 SIGINT, 143 SIGTERM
 
 
 def say(message: object) -> None:
@@ -190,16 +208,25 @@ def doctor() -> None:
 @click.option("--list", "list_runs", is_flag=True, help="list the runs in the store")
 @results_dir_option
 def results(run_ref, fmt, list_runs, results_dir) -> None:
-    """Export a run's samples (the DESIGN.md export contract)."""
+    """Export a run's samples (the DESIGN.md export contract); an incomplete run is said so
+    on stderr. --list: run id, name, status, time of that status (a run whose runner is gone
+    shows as lost, with the time it was found so)."""
     from . import export
+    from .runner import states
     from .store.db import Store
 
     store = Store.open_existing(results_dir)
     if list_runs:
+        states.settle_lost(store, results_dir)
         for r in store.runs():
-            click.echo(f"{r['run_id']}\t{r['name']}\t{r['status']}")
+            at = r["finished_at"] if r["status"] != "running" else r["started_at"]
+            click.echo(f"{r['run_id']}\t{r['name']}\t{r['status']}\t{states.when(at)}")
         return
     run_id = store.resolve_run(run_ref)
+    states.settle_lost(store, results_dir, [run_id])
+    note = states.incomplete(store, results_dir, run_id)
+    if note:
+        err_console.print(Text(f"note: {note}"))
     text = export.to_jsonl(store, run_id) if fmt == "jsonl" else export.to_csv(store, run_id)
     sys.stdout.write(text)
 

@@ -396,7 +396,10 @@ def clean(layout: Layout | None = None) -> list[str]:
     for name in leftovers(layout):
         if cleanup.in_use(name):
             continue  # claimed by a virtbench process that is still running
-        Cgroup(name, layout).destroy()
+        group = Cgroup(name, layout)
+        before = {p: cleanup.command_of(p) or "?" for p in group.pids() if p != os.getpid()}
+        group.destroy()
+        removed.extend(cleanup.ended(before, f"cgroup {name}"))
         removed.append(f"cgroup {PARENT}/{name}")
     rt.release_rt(layout)
     for parent in [*layout.parent_dirs().values(), *layout.other_parent_dirs()]:

@@ -13,8 +13,9 @@ CONNECT_ATTEMPT_S = 3.0
 UNABLE_TO_CONNECT = "unable to connect to server"
 
 
-def server_argv(port: int) -> list[str]:
-    return ["iperf3", "-s", "-p", str(port)]
+def server_argv(port: int, bind: str | None = None) -> list[str]:
+    """`bind`: the only address to listen on (None: every address)."""
+    return ["iperf3", "-s", "-p", str(port), *(["-B", bind] if bind else [])]
 
 
 def client_argv(

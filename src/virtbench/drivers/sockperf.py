@@ -11,10 +11,12 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _FLOAT = r"([-\d.]+)"
 
 
-def server_argv(port: int, tcp: bool) -> list[str]:
+def server_argv(port: int, tcp: bool, bind: str | None = None) -> list[str]:
+    """`bind`: the only address to listen on (None: every address)."""
     # --uc-reuseaddr: bind despite TIME_WAIT sockets other clients left on the port
     proto = ["--tcp"] if tcp else []
-    return ["sockperf", "server", *proto, "--uc-reuseaddr", "-i", "0.0.0.0", "-p", str(port)]
+    addr = bind or "0.0.0.0"
+    return ["sockperf", "server", *proto, "--uc-reuseaddr", "-i", addr, "-p", str(port)]
 
 
 def client_argv(host: str, port: int, tcp: bool, duration: float, msg_size: int) -> list[str]:

@@ -170,6 +170,12 @@ class Platform(abc.ABC):
     def endpoint(self, port: int) -> tuple[str, int]:
         """Address a client on the host uses to reach `port` served inside."""
 
+    def listen_address(self) -> str | None:
+        """The address a server inside binds to so that only its client reaches it (the one
+        `endpoint` leads to, as seen inside); None: every address (the environment's own
+        network namespace is reachable only from the host)."""
+        return None
+
     @property
     @abc.abstractmethod
     def workdir(self) -> str:

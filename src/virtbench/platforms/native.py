@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import signal
+import time
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,6 +142,9 @@ class NativePlatform(Platform):
     def endpoint(self, port: int) -> tuple[str, int]:
         return ("127.0.0.1", port)
 
+    def listen_address(self) -> str | None:
+        return "127.0.0.1"  # the host's own network: never every address
+
     def put_file(self, host_path: str, dest: str | None = None, mode: int = 0o755) -> str:
         # the environment is the host: the file is already where it is
         return host_path if dest is None else str(shutil.copy2(host_path, dest))
@@ -181,8 +185,11 @@ def _clean_native() -> list[str]:
         for pid, start in state.get("groups", []):
             # the start time guards against killing an unrelated process that reused the PID
             if start is not None and cleanup.process_start_time(pid) == start:
+                before = cleanup.processes_in_group(pid)
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(pid, signal.SIGKILL)
+                    time.sleep(0.05)  # SIGKILL is delivered at once; let the exits land
+                    removed.extend(cleanup.ended(before, state_file.name))
                     removed.append(f"killed process group {pid} of {state_file.name}")
         wd = state.get("workdir")
         if wd and Path(wd).name.startswith(NAME_PREFIX) and Path(wd).exists():

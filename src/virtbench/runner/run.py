@@ -13,7 +13,7 @@ import secrets
 import signal
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
@@ -42,7 +42,7 @@ from ..store.db import Store
 from ..tools import require
 from ..workloads import registry as workload_registry
 from ..workloads.base import RunContext
-from . import describe
+from . import describe, locks, states
 from .cell import Outcome, cell_id, measure, spec_json
 from .peaks import StoredPeaks
 
@@ -83,17 +83,25 @@ class _EtaColumn(ProgressColumn):
 
 
 class _Interrupted(BaseException):
-    pass
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
 
 
 def _on_sigterm(signum, frame):  # noqa: ARG001 - signal handler signature
-    raise _Interrupted()
+    raise _Interrupted(signum)
 
 
 class Runner:
-    def __init__(self, results_dir: Path, console: Console | None = None) -> None:
+    def __init__(
+        self, results_dir: Path, console: Console | None = None, allow_concurrent: bool = False
+    ) -> None:
         self.results_dir = Path(results_dir)
         self.console = console or Console(emoji=False)
+        self.allow_concurrent = allow_concurrent
+        # the signal that interrupted the run (SIGINT, SIGTERM), None if it was not: the CLI
+        # exits 128 + signal, the shells' convention
+        self.interrupted_by: int | None = None
         try:
             self.results_dir.mkdir(parents=True, exist_ok=True)
             probe = self.results_dir / ".vb-write-test"
@@ -116,6 +124,17 @@ class Runner:
         cells = expand.expand(campaign, repetitions, seed)
         self._preflight(campaign, cells)
         run_id = new_run_id()
+        with self._held(run_id):  # held before the run exists: never seen running unheld
+            return self._start(run_id, campaign, cells, repetitions, seed)
+
+    def _start(
+        self,
+        run_id: str,
+        campaign: Campaign,
+        cells: list[Cell],
+        repetitions: int | None,
+        seed: int | None,
+    ) -> str:
         settings = asdict(campaign.settings) | {
             "repetitions": repetitions or campaign.settings.repetitions,
             "seed": seed,
@@ -154,11 +173,37 @@ class Runner:
 
     def resume(self, run_id: str) -> str:
         run_id = self.store.resolve_run(run_id)
+        with self._held(run_id):
+            return self._resume(run_id)
+
+    def _held(self, run_id: str) -> ExitStack:
+        """This run for this runner alone, and this host for this run unless concurrent
+        runs are allowed."""
+        stack = ExitStack()
+        try:
+            stack.enter_context(locks.hold_run(self.results_dir, run_id))
+            stack.enter_context(locks.hold_host(self.allow_concurrent))
+        except BaseException:
+            stack.close()
+            raise
+        return stack
+
+    def _resume(self, run_id: str) -> str:
+        # we hold the run: whatever is still marked running lost its runner
+        if self.store.settle_cells(run_id, "running", states.LOST):
+            self.console.print("cells left running by a runner that is gone are marked lost")
         run = self.store.run(run_id)
+        if run["status"] == "running":
+            self.store.set_run_status(run_id, states.LOST)
+            run = self.store.run(run_id)
+        if run["status"] in (states.LOST, states.INTERRUPTED):
+            self.console.print(
+                f"run {run_id} was {run['status']} at {states.when(run['finished_at'])}"
+            )
         campaign = loader.parse(run["campaign_text"], run["campaign_file"])
         settings = json.loads(run["settings_json"])
         cells = expand.expand(campaign, settings["repetitions"], settings["seed"])
-        done = {r.seq for r in self.store.cells(run_id) if r.status in ("ok", "failed", "timeout")}
+        done = {r.seq for r in self.store.cells(run_id) if r.status in states.DONE}
         todo = [c for c in cells if c.seq not in done]
         self._preflight(campaign, todo)
         self.console.print(
@@ -187,8 +232,9 @@ class Runner:
         try:
             self._run_cells(run_id, campaign, all_cells, todo)
             status = "finished"
-        except (KeyboardInterrupt, _Interrupted):
+        except (KeyboardInterrupt, _Interrupted) as exc:
             status = "interrupted"
+            self.interrupted_by = getattr(exc, "signum", signal.SIGINT)
             self.console.print(
                 f"[yellow]interrupted[/]: environments torn down; finished cells are kept."
                 f" Continue with: virtbench run --resume {run_id}"
@@ -203,6 +249,8 @@ class Runner:
         finally:
             signal.signal(signal.SIGTERM, old_term)
             try:
+                if status != "finished":  # the cell in flight when it stopped
+                    self.store.settle_cells(run_id, "running", states.INTERRUPTED)
                 self.store.set_run_status(run_id, status)
             except VirtbenchError as exc:
                 self.console.print(f"[red]could not record run status:[/] {escape(str(exc))}")
@@ -299,6 +347,7 @@ class Runner:
         self, run_id: str, platform: Platform, wcls, cell: Cell, campaign: Campaign
     ) -> None:
         self.store.start_cell(cell_id(run_id, cell.seq))
+        overlapped = set(locks.other_runners())
         ctx = self._context(cell, campaign)
         scenario = cell.parsed_scenario
         labels = {"params": cell.params, "platform": platform.labels()}
@@ -309,6 +358,10 @@ class Runner:
                 self._scenario_env(platform, wcls(), c, campaign, sampler)
             ),
         )
+        overlapped.update(locks.other_runners())
+        if overlapped:  # another run loaded this host while the cell measured
+            for s in out.samples:
+                s.labels["overlapped_runs"] = ",".join(sorted(overlapped))
         self._commit(run_id, cell, out, labels)
         where = f"{cell.platform.name} {cell.test_case} {cell.scenario} #{cell.repetition}"
         self._print(where, cell.test_case, out)

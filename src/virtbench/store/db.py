@@ -263,3 +263,22 @@ class Store:
         )
         cols = [d[0] for d in cur.description]
         return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+
+    # --- stale states (issue 16): statuses in the existing columns, no schema change ------
+    def settle_cells(self, run_id: str, from_status: str, to_status: str) -> int:
+        """Give every `from_status` cell of the run `to_status`, finished_at now (when it was
+        interrupted or found lost); returns how many."""
+        with self.tx() as c:
+            cur = c.execute(
+                "UPDATE cells SET status = ?, finished_at = ? WHERE run_id = ? AND status = ?",
+                (to_status, time.time(), run_id, from_status),
+            )
+            return cur.rowcount
+
+    def runs_with_running(self) -> list[str]:
+        """Runs whose status or some cell's status is still 'running'."""
+        rows = self.conn.execute(
+            "SELECT run_id FROM runs WHERE status = 'running'"
+            " UNION SELECT DISTINCT run_id FROM cells WHERE status = 'running'"
+        ).fetchall()
+        return [r[0] for r in rows]

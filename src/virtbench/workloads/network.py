@@ -66,7 +66,7 @@ class _Iperf3(_NetWorkload):
         raise_nofile()
         with serve(
             platform,
-            iperf3.server_argv,
+            lambda port: iperf3.server_argv(port, platform.listen_address()),
             ctx,
             what=f"{self.name}: iperf3 server",
             port_key="suites.network.port",
@@ -165,7 +165,7 @@ class _Sockperf(_NetWorkload):
         p = ctx.params
         with serve(
             platform,
-            lambda port: sockperf.server_argv(port, self.tcp),
+            lambda port: sockperf.server_argv(port, self.tcp, platform.listen_address()),
             ctx,
             what=f"{self.name}: sockperf server",
             port_key="suites.network.port",

@@ -64,7 +64,9 @@ class _NginxWorkload(Workload):
         state: dict[str, str] = {}
 
         def make_argv(port: int) -> list[str]:
-            root, conf = nginx.prepare(platform, sizes, port, int(p.get("workers", 0)))
+            root, conf = nginx.prepare(
+                platform, sizes, port, int(p.get("workers", 0)), platform.listen_address()
+            )
             state["root"] = root
             return nginx.argv(root, conf)
 

@@ -190,6 +190,12 @@ class ContainerPlatform(Platform):
             )
         return self._published[port]
 
+    def listen_address(self) -> str | None:
+        if self.config.network == "host":
+            return "127.0.0.1"  # the host's own network: never every address
+        inst = self._live()
+        return inst.net.address if inst.net is not None else None  # bridge, and nat's DNAT
+
     @property
     def workdir(self) -> str:
         return DATA_PATH
@@ -279,7 +285,9 @@ def clean() -> list[str]:
         rt = runtimes.get(name)
         for cid in rt.list_ids():
             if not cleanup.in_use(cid):
+                before = cleanup.processes_in_cgroup(cid)
                 rt.delete(cid)
+                removed.extend(cleanup.ended(before, f"container {cid}"))
                 removed.append(f"{name} container {cid}")
     if cleanup.OWNERS_DIR.is_dir():  # claims of dead processes mean nothing any more
         for claim in cleanup.OWNERS_DIR.iterdir():

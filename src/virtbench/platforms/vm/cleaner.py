@@ -45,9 +45,11 @@ def clean() -> list[str]:
     for pid, name in sorted(leftover_qemus().items()):
         if cleanup.in_use(name):
             continue
+        cmd = cleanup.command_of(pid) or name
         _kill(pid)
         owners.add(name)
         removed.append(f"qemu process {pid} ({name})")
+        removed.extend(cleanup.ended({pid: cmd}, f"vm {name}"))
     root = paths.run_dir()
     if root.is_dir():
         for d in sorted(root.iterdir()):

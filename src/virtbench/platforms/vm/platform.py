@@ -225,6 +225,11 @@ class VmPlatform(Platform):
             raise PlatformError(f"platform '{self.name}' has net = \"none\": no endpoint")
         return self.net.endpoint(port, self.machine.qmp)
 
+    def listen_address(self) -> str | None:
+        # the guest's address in every mode: the bridge, nat's DNAT and user mode's forward
+        # all lead there
+        return self.net.guest_ip if self.net is not None else None
+
     @property
     def workdir(self) -> str:
         return f"{GUEST_WORKROOT}/{self.instance}"

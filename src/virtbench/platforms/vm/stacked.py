@@ -258,6 +258,11 @@ class StackedContainer(Platform):
             self._published[port] = self.host.endpoint(outer)
         return self._published[port]
 
+    def listen_address(self) -> str | None:
+        if self.net is None:
+            return self.host.listen_address()  # shares the guest's network namespace
+        return self.net.address  # bridge, and the guest's DNAT for nat
+
     @property
     def workdir(self) -> str:
         return DATA_PATH
