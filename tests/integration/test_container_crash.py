@@ -68,6 +68,19 @@ def _processes(names: set[str]) -> list[str]:
     return found
 
 
+def _watchdogs(parent: int) -> list[int]:
+    """PIDs of the watchdog started by virtbench process `parent`."""
+    out = []
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"virtbench.watchdog" in argv and str(parent).encode() in argv:
+            out.append(int(proc.name))
+    return out
+
+
 def test_sigkill_mid_cell_then_cleanup(tmp_path):
     campaign = tmp_path / "crash.toml"
     campaign.write_text(CAMPAIGN)
@@ -98,6 +111,10 @@ def test_sigkill_mid_cell_then_cleanup(tmp_path):
         time.sleep(1)
         created = _objects() - before
         assert run.poll() is None, "the run ended before it could be killed"
+        # the crash this test models takes the watchdog down too (OOM killer, a killed
+        # session): what is left must then be found by `cleanup` alone
+        for pid in _watchdogs(run.pid):
+            os.kill(pid, signal.SIGKILL)
         os.kill(run.pid, signal.SIGKILL)
         run.wait()
     finally:
