@@ -122,3 +122,159 @@ def probe_failure(what: str, returncode: int, stderr: str) -> WorkloadError:
             "allow_unprivileged = true in [suites.latency] (results get a warning label)"
         )
     return WorkloadError(f"{what}: {msg}")
+
+
+# --- RT throttling: tell its windows from other delays, and the statistics without them ------
+
+
+@dataclass(frozen=True)
+class ThrottleBudget:
+    """A real-time budget that can throttle the probe: `runtime_us` of every `period_us`.
+
+    A busy real-time task in it is stopped for up to (period - runtime) once per period, and
+    the stop always ends at a period boundary (the kernel's period timer refills the budget)."""
+
+    source: str  # "kernel.sched_rt_runtime_us", "cgroup cpu.rt_runtime_us", ...
+    runtime_us: int
+    period_us: int
+
+    @property
+    def stall_ns(self) -> float:
+        return (self.period_us - self.runtime_us) * 1000.0
+
+    @property
+    def period_ns(self) -> float:
+        return self.period_us * 1000.0
+
+
+@dataclass
+class Throttling:
+    """Events of a probe run that overlap RT throttling windows, and what was excluded."""
+
+    budget: ThrottleBudget | None  # the budget whose windows matched; None: none detected
+    phase_ns: float | None = None  # a window ends at phase + k * period (probe time)
+    anchors: int = 0  # events whose end agreed on the phase
+    excluded_ns: list[float] = field(default_factory=list)  # per throttled event
+    remaining_ns: dict[int, float] = field(default_factory=dict)  # event index -> duration left
+
+    @property
+    def count(self) -> int:
+        return len(self.excluded_ns)
+
+    @property
+    def total_ns(self) -> float:
+        return sum(self.excluded_ns)
+
+    @property
+    def max_ns(self) -> float:
+        return max(self.excluded_ns, default=0.0)
+
+
+PHASE_SLACK_NS = 1e6  # a throttled event ends within 1 ms of the period boundary
+MIN_ANCHOR_NS = 1e6  # below this, a delay is too short to be told from other delays
+
+
+def events_of(data: dict[str, Any]) -> list[tuple[float, float]] | None:
+    """(start ns since the probe started, duration ns) of the probe's long samples; None if the
+    probe predates events (version 1 output)."""
+    ev = data.get("events")
+    if not isinstance(ev, dict):
+        return None
+    return [(float(t) * 1e9, float(d)) for t, d in ev.get("points", [])]
+
+
+def _phase_cluster(ends: list[float], period: float) -> tuple[float, int]:
+    """The phase (end mod period) most ends agree on within PHASE_SLACK_NS, and how many."""
+    phases = sorted(e % period for e in ends)
+    best, best_n = 0.0, 0
+    for p in phases:
+        near = [q for q in phases if min(abs(q - p), period - abs(q - p)) <= PHASE_SLACK_NS]
+        if len(near) > best_n:
+            # circular mean of the near phases, around p
+            off = [((q - p + period / 2) % period) - period / 2 for q in near]
+            best, best_n = (p + sum(off) / len(off)) % period, len(near)
+    return best, best_n
+
+
+def _match(
+    events: list[tuple[float, float]], b: ThrottleBudget, duration_ns: float
+) -> tuple[float, int] | None:
+    """The window phase of budget b if the events show its throttling, else None.
+
+    Anchors are delays of at least half the budget's stall (or 1 ms): when two or more end at
+    the same phase of the period, those are the windows. A run shorter than two periods has
+    at most one window: a single anchor then counts if its length is the stall's."""
+    if b.stall_ns <= 0 or b.period_ns <= 0:
+        return None
+    anchors = [t + d for t, d in events if d >= max(MIN_ANCHOR_NS, b.stall_ns / 2)]
+    if not anchors:
+        return None
+    phase, n = _phase_cluster(anchors, b.period_ns)
+    periods = duration_ns / b.period_ns
+    if n >= 2 and n >= 0.5 * max(1.0, periods - 1):
+        return phase, n
+    if n == 1 and periods < 2:
+        (d,) = [d for t, d in events if d >= max(MIN_ANCHOR_NS, b.stall_ns / 2)][:1]
+        if d <= b.stall_ns + PHASE_SLACK_NS:
+            return phase, 1
+    return None
+
+
+def classify_throttling(
+    events: list[tuple[float, float]], budgets: list[ThrottleBudget], duration_ns: float
+) -> Throttling:
+    """Which long samples were RT throttling windows, and how much of each to exclude.
+
+    The first budget whose windows the events show wins. A throttled task resumes when the
+    period timer refills the budget, so a throttled event ends at a period boundary (within
+    PHASE_SLACK_NS; shorter delays there are the kernel's own work); of such an event at most the stall (period - runtime) is excluded, the
+    rest (a competitor's quantum before the budget ran out) is kept."""
+    for b in budgets:
+        found = _match(events, b, duration_ns)
+        if found is None:
+            continue
+        phase, n = found
+        out = Throttling(b, phase, n)
+        for i, (t, d) in enumerate(events):
+            off = (t + d - phase) % b.period_ns
+            if d >= MIN_ANCHOR_NS and min(off, b.period_ns - off) <= PHASE_SLACK_NS:
+                excluded = min(d, b.stall_ns)
+                out.excluded_ns.append(excluded)
+                out.remaining_ns[i] = d - excluded
+        return out
+    return Throttling(None)
+
+
+def stats_without(data: dict[str, Any], th: Throttling) -> dict[str, float]:
+    """The probe's statistics (µs) with the throttled parts of its events left out: maximum
+    and percentiles from the fine histogram bins below the event threshold plus the events'
+    exact (remaining) durations."""
+    stats = {k: float(v) / 1000.0 for k, v in data["stats_ns"].items()}
+    events = events_of(data)
+    if not th.count or events is None:
+        return stats
+    n = int(data.get("samples") or 0)
+    threshold = float(data["events"]["threshold_ns"])
+    values: list[tuple[float, int]] = []  # (ns, count)
+    for lo, hi, count in data.get("histogram", {}).get("bins", []):
+        if lo >= threshold:
+            continue  # every sample here is an event
+        inside = sum(1 for _t, d in events if lo <= d < hi) if hi > threshold else 0
+        values.append(((lo + hi) / 2, int(count) - inside))
+    floor = float(data["stats_ns"]["min"])  # a fully excluded sample counts as undisturbed
+    values += [(max(floor, th.remaining_ns.get(i, d)), 1) for i, (_t, d) in enumerate(events)]
+    values.sort()
+    total = sum(c for _v, c in values) or 1
+
+    def pct(p: float) -> float:
+        rank = max(1, min(total, -(-int(p * total * 1000) // 100000)))
+        seen = 0
+        for v, c in values:
+            seen += c
+            if seen >= rank:
+                return v / 1000.0
+        return values[-1][0] / 1000.0
+
+    stats.update(p99=pct(99), p999=pct(99.9), p9999=pct(99.99), max=values[-1][0] / 1000.0)
+    stats["mean"] = stats["mean"] - th.total_ns / max(1, n) / 1000.0
+    return stats
