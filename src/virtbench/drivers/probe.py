@@ -227,8 +227,9 @@ def classify_throttling(
 
     The first budget whose windows the events show wins. A throttled task resumes when the
     period timer refills the budget, so a throttled event ends at a period boundary (within
-    PHASE_SLACK_NS; shorter delays there are the kernel's own work); of such an event at most the stall (period - runtime) is excluded, the
-    rest (a competitor's quantum before the budget ran out) is kept."""
+    PHASE_SLACK_NS; delays under MIN_ANCHOR_NS there are the kernel's own work). Of such an
+    event at most the stall (period - runtime) is excluded; the rest (a competitor's quantum
+    before the budget ran out) is kept."""
     for b in budgets:
         found = _match(events, b, duration_ns)
         if found is None:
