@@ -170,8 +170,11 @@ class Throttling:
         return max(self.excluded_ns, default=0.0)
 
 
-PHASE_SLACK_NS = 1e6  # a throttled event ends within 1 ms of the period boundary
+# A throttled event ends at the period boundary, give or take the period timer's lateness
+# (up to ~3 ms measured in this guest, whose own host takes the CPU away at times).
+PHASE_SLACK_NS = 4e6
 MIN_ANCHOR_NS = 1e6  # below this, a delay is too short to be told from other delays
+ANCHOR_SHARE = 0.7  # an anchor is a delay of at least this share of the budget's stall
 
 
 def events_of(data: dict[str, Any]) -> list[tuple[float, float]] | None:
@@ -201,12 +204,14 @@ def _match(
 ) -> tuple[float, int] | None:
     """The window phase of budget b if the events show its throttling, else None.
 
-    Anchors are delays of at least half the budget's stall (or 1 ms): when two or more end at
-    the same phase of the period, those are the windows. A run shorter than two periods has
+    Anchors are delays of at least ANCHOR_SHARE of the budget's stall (a stall is shorter by
+    the time the task did not run in its period; a competitor's quantum is shorter still):
+    when two or more end at the same phase of the period, those are the windows. A run shorter than two periods has
     at most one window: a single anchor then counts if its length is the stall's."""
     if b.stall_ns <= 0 or b.period_ns <= 0:
         return None
-    anchors = [t + d for t, d in events if d >= max(MIN_ANCHOR_NS, b.stall_ns / 2)]
+    least = max(MIN_ANCHOR_NS, b.stall_ns * ANCHOR_SHARE)
+    anchors = [t + d for t, d in events if d >= least]
     if not anchors:
         return None
     phase, n = _phase_cluster(anchors, b.period_ns)
@@ -214,7 +219,7 @@ def _match(
     if n >= 2 and n >= 0.5 * max(1.0, periods - 1):
         return phase, n
     if n == 1 and periods < 2:
-        (d,) = [d for t, d in events if d >= max(MIN_ANCHOR_NS, b.stall_ns / 2)][:1]
+        (d,) = [d for t, d in events if d >= least][:1]
         if d <= b.stall_ns + PHASE_SLACK_NS:
             return phase, 1
     return None
