@@ -206,8 +206,9 @@ def _match(
 
     Anchors are delays of at least ANCHOR_SHARE of the budget's stall (a stall is shorter by
     the time the task did not run in its period; a competitor's quantum is shorter still):
-    when two or more end at the same phase of the period, those are the windows. A run shorter than two periods has
-    at most one window: a single anchor then counts if its length is the stall's."""
+    when two or more end at the same phase of the period, those are the windows. A run
+    shorter than two periods has at most one window: a single anchor then counts if its
+    length is the stall's."""
     if b.stall_ns <= 0 or b.period_ns <= 0:
         return None
     least = max(MIN_ANCHOR_NS, b.stall_ns * ANCHOR_SHARE)
