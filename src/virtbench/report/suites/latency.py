@@ -24,7 +24,11 @@ COLUMNS = (
     ("cyclictest", "cyclictest max"),
 )
 # besides each maximum (RT throttling excluded): (metric, column label)
-EXTRA = (("p9999_us", "p99.99"), ("p999_us", "p99.9"), ("tick_delay_us", "tick delay"))
+EXTRA = (
+    ("p9999_us", "{} p99.99"),
+    ("p999_us", "{} p99.9"),
+    ("tick_delay_us", "tick delay (2nd mode − main)"),
+)
 THROTTLE = ("rt_throttle_windows", "rt_throttle_total_ms", "rt_throttle_max_us", "raw_max_us")
 SEED_SCENARIOS = {
     "solo": "1 one-to-all",
@@ -71,7 +75,7 @@ def _throttle_cell(gs: dict[str, Group | None]) -> Td | str:
     )
     if not n:
         return Td("none", "num", title)
-    text = f"{fmt.num(n)} / run, {fmt.num(tot or 0)} ms, max {us(mx)}"
+    text = f"{n:.3g} / run, {fmt.num(tot or 0)} ms, max {us(mx)}"
     return Td(text, "num", title)
 
 
@@ -94,7 +98,7 @@ def _columns(by: dict, present: list) -> list[tuple[str, str, str]]:
     for tc, label in present:
         cols.append((tc, "max_us", label))
         short = label.removeprefix("max ")
-        cols += [(tc, m, f"{short} {name}") for m, name in EXTRA if (tc, m) in have]
+        cols += [(tc, m, name.format(short)) for m, name in EXTRA if (tc, m) in have]
     return cols
 
 
