@@ -34,7 +34,7 @@ def test_throttling_windows_are_found_and_left_out_of_the_maximum():
     assert data["stats_ns"]["max"] > 40e6  # the raw maximum is a throttling stall
     th = classify(data)
     assert th.budget == HOST and th.count == 3 and th.anchors >= 2
-    assert all(40e6 < x <= 50e6 for x in th.excluded_ns)
+    assert all(40e6 < x <= 52.5e6 for x in th.excluded_ns)  # the stall, 5% allowance
     stats = stats_without(data, th)
     assert stats["max"] < 5000  # µs: what the host did besides throttling
     assert stats["p9999"] <= stats["max"] and stats["p999"] <= stats["p9999"]
@@ -93,3 +93,12 @@ def test_switch_samples_without_events_are_unclassified():
     r = parse_probe((DATA / "switch/host-2.json").read_text(), "switch")
     out, th = ThreadSwitch2().samples_without_throttling(r.data, r.stats_us, r.labels)
     assert th is None and "not classified" in out[0].labels["rt_throttling"]
+
+
+def test_windows_that_drift_are_still_recognised():
+    """With three normal tasks starving on the probe's CPU the stall windows recurred every
+    ~1004 ms (the fair server's deferred windows), not at a fixed phase of 1 s."""
+    data = load("tick/host-fair-server-drift-3s.json")
+    th = classify(data)
+    assert th.count == 3
+    assert stats_without(data, th)["max"] < 5000

@@ -4,6 +4,7 @@ the histogram analysis that finds the timer tick's second mode (seed 001 Fig. 6)
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -152,8 +153,8 @@ class Throttling:
     """Events of a probe run that overlap RT throttling windows, and what was excluded."""
 
     budget: ThrottleBudget | None  # the budget whose windows matched; None: none detected
-    phase_ns: float | None = None  # a window ends at phase + k * period (probe time)
-    anchors: int = 0  # events whose end agreed on the phase
+    phase_ns: float | None = None  # the first window's end (probe time)
+    anchors: int = 0  # long events whose ends lie whole periods apart
     excluded_ns: list[float] = field(default_factory=list)  # per throttled event
     remaining_ns: dict[int, float] = field(default_factory=dict)  # event index -> duration left
 
@@ -175,6 +176,8 @@ class Throttling:
 PHASE_SLACK_NS = 4e6
 MIN_ANCHOR_NS = 1e6  # below this, a delay is too short to be told from other delays
 ANCHOR_SHARE = 0.7  # an anchor is a delay of at least this share of the budget's stall
+DRIFT = 0.01  # per period: windows of the fair server recur at slightly over the period
+STALL_ALLOWANCE = 1.05  # a stall measured up to 5% over period - runtime is still the stall
 
 
 def events_of(data: dict[str, Any]) -> list[tuple[float, float]] | None:
@@ -186,44 +189,78 @@ def events_of(data: dict[str, Any]) -> list[tuple[float, float]] | None:
     return [(float(t) * 1e9, float(d)) for t, d in ev.get("points", [])]
 
 
-def _phase_cluster(ends: list[float], period: float) -> tuple[float, int]:
-    """The phase (end mod period) most ends agree on within PHASE_SLACK_NS, and how many."""
-    phases = sorted(e % period for e in ends)
-    best, best_n = 0.0, 0
-    for p in phases:
-        near = [q for q in phases if min(abs(q - p), period - abs(q - p)) <= PHASE_SLACK_NS]
-        if len(near) > best_n:
-            # circular mean of the near phases, around p
-            off = [((q - p + period / 2) % period) - period / 2 for q in near]
-            best, best_n = (p + sum(off) / len(off)) % period, len(near)
-    return best, best_n
+def _tolerance(k: int, period: float) -> float:
+    """How far the k-th boundary after a known one may lie from k periods: the timer's
+    lateness plus 1% per period (the fair server's deferred windows drift by ~0.4%)."""
+    return PHASE_SLACK_NS + DRIFT * abs(k) * period
+
+
+def _chains(anchors: list[tuple[float, float]], period: float) -> list[list[int]]:
+    """Groups of anchors (end, duration) whose ends lie whole periods apart."""
+    parent = list(range(len(anchors)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    for i, (ei, _) in enumerate(anchors):
+        for j in range(i + 1, len(anchors)):
+            gap = anchors[j][0] - ei
+            k = round(gap / period)
+            if k >= 1 and abs(gap - k * period) <= _tolerance(k, period):
+                parent[root(j)] = root(i)
+    groups: dict[int, list[int]] = {}
+    for i in range(len(anchors)):
+        groups.setdefault(root(i), []).append(i)
+    return list(groups.values())
 
 
 def _match(
     events: list[tuple[float, float]], b: ThrottleBudget, duration_ns: float
-) -> tuple[float, int] | None:
-    """The window phase of budget b if the events show its throttling, else None.
+) -> tuple[list[float], int] | None:
+    """(window ends, anchors that showed them) of budget b if the events show its throttling,
+    else None.
 
     Anchors are delays of at least ANCHOR_SHARE of the budget's stall (a stall is shorter by
-    the time the task did not run in its period; a competitor's quantum is shorter still):
-    when two or more end at the same phase of the period, those are the windows. A run
-    shorter than two periods has at most one window: a single anchor then counts if its
-    length is the stall's."""
+    the time the task did not run in its period; a competitor's quantum is shorter still).
+    Anchors whose ends lie whole periods apart are the windows; the largest such group wins
+    (among groups at most one smaller, the one whose durations lie closest to the stall: a
+    competitor's quantum that divides the period also recurs). Two are needed, or one in a
+    run shorter than two periods if its length is the stall's."""
     if b.stall_ns <= 0 or b.period_ns <= 0:
         return None
     least = max(MIN_ANCHOR_NS, b.stall_ns * ANCHOR_SHARE)
-    anchors = [t + d for t, d in events if d >= least]
+    anchors = sorted((t + d, d) for t, d in events if d >= least)
     if not anchors:
         return None
-    phase, n = _phase_cluster(anchors, b.period_ns)
+    chains = _chains(anchors, b.period_ns)
+    top = max(len(c) for c in chains)
+
+    def deviation(c: list[int]) -> float:
+        devs = sorted(abs(anchors[i][1] - b.stall_ns) for i in c)
+        return devs[len(devs) // 2]
+
+    best = min((c for c in chains if len(c) >= top - 1), key=lambda c: (deviation(c), -len(c)))
+    ends = [anchors[i][0] for i in best]
     periods = duration_ns / b.period_ns
-    if n >= 2 and n >= 0.5 * max(1.0, periods - 1):
-        return phase, n
-    if n == 1 and periods < 2:
-        (d,) = [d for t, d in events if d >= least][:1]
-        if d <= b.stall_ns + PHASE_SLACK_NS:
-            return phase, 1
-    return None
+    if len(best) >= 2 and len(best) >= 0.5 * max(1.0, periods - 1):
+        pass
+    elif not (
+        len(best) == 1 and periods < 2 and anchors[best[0]][1] <= b.stall_ns * STALL_ALLOWANCE
+    ):
+        return None
+    # boundaries the run may hold between and around the anchors
+    if len(ends) >= 2:
+        spans = [
+            (e2 - e1) / round((e2 - e1) / b.period_ns)
+            for e1, e2 in zip(ends, ends[1:], strict=False)
+        ]
+        period = sorted(spans)[len(spans) // 2]
+    else:
+        period = b.period_ns
+    first = ends[0] - period * math.floor(ends[0] / period)
+    return [first + k * period for k in range(int(duration_ns / period) + 2)] + ends, len(ends)
 
 
 def classify_throttling(
@@ -234,18 +271,18 @@ def classify_throttling(
     The first budget whose windows the events show wins. A throttled task resumes when the
     period timer refills the budget, so a throttled event ends at a period boundary (within
     PHASE_SLACK_NS; delays under MIN_ANCHOR_NS there are the kernel's own work). Of such an
-    event at most the stall (period - runtime) is excluded; the rest (a competitor's quantum
-    before the budget ran out) is kept."""
+    event at most the stall (period - runtime, plus 5%) is excluded; the rest (a competitor's
+    quantum before the budget ran out) is kept."""
     for b in budgets:
         found = _match(events, b, duration_ns)
         if found is None:
             continue
-        phase, n = found
-        out = Throttling(b, phase, n)
+        boundaries, anchors = found
+        out = Throttling(b, boundaries[0], anchors)
         for i, (t, d) in enumerate(events):
-            off = (t + d - phase) % b.period_ns
-            if d >= MIN_ANCHOR_NS and min(off, b.period_ns - off) <= PHASE_SLACK_NS:
-                excluded = min(d, b.stall_ns)
+            end = t + d
+            if d >= MIN_ANCHOR_NS and any(abs(end - x) <= PHASE_SLACK_NS for x in boundaries):
+                excluded = min(d, b.stall_ns * STALL_ALLOWANCE)
                 out.excluded_ns.append(excluded)
                 out.remaining_ns[i] = d - excluded
         return out
