@@ -175,7 +175,7 @@ class Throttling:
 # (up to ~3 ms measured in this guest, whose own host takes the CPU away at times).
 PHASE_SLACK_NS = 4e6
 MIN_ANCHOR_NS = 1e6  # below this, a delay is too short to be told from other delays
-ANCHOR_SHARE = 0.7  # an anchor is a delay of at least this share of the budget's stall
+ANCHOR_SHARE = 0.5  # an anchor is a delay of at least this share of the budget's stall
 DRIFT = 0.01  # per period: windows of the fair server recur at slightly over the period
 STALL_ALLOWANCE = 1.05  # a stall measured up to 5% over period - runtime is still the stall
 

@@ -275,7 +275,12 @@ class Tick(_Probe):
         labels["main_mode_us"] = m.main_us
         samples, th = self.samples_without_throttling(data, stats_us, labels)
         labels = samples[0].labels
-        samples[0].labels = {**labels, "histogram_ns": bins, "loop": data.get("loop")}
+        samples[0].labels = {
+            **labels,
+            "histogram_ns": bins,
+            "loop": data.get("loop"),
+            "events_ns": data.get("events"),  # to classify throttling again from the store
+        }
         samples.append(self.sample("disturbed_per_s", m.disturbed / duration, **labels))
         if m.delay_us is not None:
             samples.append(self.sample("tick_delay_us", m.delay_us, **labels))
@@ -325,7 +330,11 @@ class _ThreadSwitch(_Probe):
                 labels["warning"] = "threads ran on after sched_yield: not a pure FIFO switch"
             out, th = self.samples_without_throttling(parsed.data, parsed.stats_us, labels)
             bins = parsed.data.get("histogram", {}).get("bins")
-            out[0].labels = {**out[0].labels, "histogram_ns": bins}
+            out[0].labels = {
+                **out[0].labels,
+                "histogram_ns": bins,
+                "events_ns": parsed.data.get("events"),
+            }
             samples += out
             self.block_series(ctx, parsed.data, th, f"switch{n}")
         return samples
