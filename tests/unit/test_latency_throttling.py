@@ -102,3 +102,12 @@ def test_windows_that_drift_are_still_recognised():
     th = classify(data)
     assert th.count == 3
     assert stats_without(data, th)["max"] < 5000
+
+
+def test_two_anchors_at_one_boundary_do_not_break_the_period():
+    """Two long gaps ending within one boundary's slack (a competitor's quantum, then the
+    stall) once divided by zero periods."""
+    events = [(0.90e9, 45e6), (0.948e9, 1e6), (1.9e9, 48e6), (1.947e9, 1.5e6), (2.9e9, 48e6)]
+    events += [(0.903e9, 42e6)]
+    th = classify_throttling(events, [HOST], 3e9)
+    assert th.budget == HOST and th.count >= 3

@@ -251,14 +251,12 @@ def _match(
     ):
         return None
     # boundaries the run may hold between and around the anchors
-    if len(ends) >= 2:
-        spans = [
-            (e2 - e1) / round((e2 - e1) / b.period_ns)
-            for e1, e2 in zip(ends, ends[1:], strict=False)
-        ]
-        period = sorted(spans)[len(spans) // 2]
-    else:
-        period = b.period_ns
+    # two anchors at one boundary (both within its slack) say nothing about the period
+    pairs = [
+        (e2 - e1, round((e2 - e1) / b.period_ns)) for e1, e2 in zip(ends, ends[1:], strict=False)
+    ]
+    spans = sorted(gap / k for gap, k in pairs if k >= 1)
+    period = spans[len(spans) // 2] if spans else b.period_ns
     first = ends[0] - period * math.floor(ends[0] / period)
     return [first + k * period for k in range(int(duration_ns / period) + 2)] + ends, len(ends)
 
