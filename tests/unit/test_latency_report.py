@@ -75,3 +75,113 @@ def test_whole_report_includes_latency(tmp_path):
     st = _store(tmp_path)
     path, _md = build.write(st, RUN, tmp_path)
     assert "Real-time latency (seed 001)" in path.read_text()
+
+
+SCENARIOS = (
+    "solo",
+    "pinned",
+    "antagonist:cpu-load:same-cpu:compete=rr",
+    "antagonist:cpu-load:same-cpu:compete=rr:quantum=30ms",
+    "antagonist:cpu-load:same-cpu:compete=rr:quantum=1ms",
+    "antagonist:memory-load:same-cpu:compete=rr",
+    "antagonist:cpu-load:free:3",
+    "antagonist:memory-load:free:3",
+    "antagonist:memory-load:free:1",
+)
+
+
+def _full_store(tmp_path) -> Store:
+    """Every seed 001 scenario, tick and both switch counts, with the throttling metrics and
+    the series the probes record."""
+    st = Store.in_dir(tmp_path)
+    described = describe(("tick", "thread-switch-2", "thread-switch-1000"))
+    st.create_run(
+        RUN, "rt", "x.toml", "", 1, {}, {"baseline": "native"}, "0.1.0", description=described
+    )
+    plan = [
+        (i, p, sc, tc)
+        for i, (p, sc, tc) in enumerate(
+            (p, sc, tc)
+            for p in ("native", "container")
+            for sc in SCENARIOS
+            for tc in ("tick", "thread-switch-2", "thread-switch-1000")
+        )
+    ]
+    st.add_cells(
+        (
+            f"{RUN}/{i:04d}",
+            RUN,
+            i,
+            p,
+            json.dumps({"name": p, "type": p}),
+            "latency",
+            tc,
+            sc,
+            1,
+            "{}",
+        )
+        for i, p, sc, tc in plan
+    )
+    for i, _p, _sc, tc in plan:
+        samples = [
+            Sample("max_us", 900.0, "us", False),
+            Sample("p9999_us", 300.0, "us", False),
+            Sample("p999_us", 120.0, "us", False),
+            Sample("raw_max_us", 50900.0, "us", False),
+            Sample("rt_throttle_windows", 3, "count", False),
+            Sample("rt_throttle_total_ms", 150.0, "ms", False),
+            Sample("rt_throttle_max_us", 50000.0, "us", False),
+        ]
+        metric = {"tick": "tick_max_us", "thread-switch-2": "switch2_max_us"}.get(
+            tc, "switch1000_max_us"
+        )
+        series = [("target", metric, t / 100, 70.0 + t, "us") for t in range(300)]
+        if tc == "tick":
+            samples.append(Sample("tick_delay_us", 8.0, "us", False))
+            series += [("target", "tick_head_us", t / 1e4, 65.0, "us") for t in range(50)]
+        st.finish_cell(RUN, f"{RUN}/{i:04d}", "ok", samples, series, None, {})
+    st.set_run_status(RUN, "finished")
+    return st
+
+
+def test_every_scenario_gets_its_charts_and_throttling_row(tmp_path):
+    from html.parser import HTMLParser
+
+    sections = latency(ReportData.load(_full_store(tmp_path), RUN))
+    tables, tick, switch = sections
+    assert tick.title == "Tick duration over time"
+    assert switch.title == "Thread switch latency over time"
+
+    class Count(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.h3, self.svg = [], 0
+
+        def handle_starttag(self, tag, attrs):
+            self.svg += tag == "svg"
+
+        def handle_data(self, data):
+            if self.lasttag == "h3" and data.strip():
+                self.h3.append(data)
+
+    for section, per_scenario in ((tick, 2), (switch, 2)):
+        c = Count()
+        c.feed(str(section.html))
+        assert len(c.h3) == len(SCENARIOS)  # every scenario, not the first six
+        assert c.svg == per_scenario * len(SCENARIOS)
+    html = str(tables.html)
+    assert "Scenario 3 one CPU-load, same CPU, competition rr, quantum 1ms" in html
+    assert "native: RT throttling windows" in html and "3 / run, 150.0 ms" in html
+    assert (
+        "tick duration p99.99" in html
+        and "tick delay (2nd mode − main)" in html
+        and "switch, 2 threads p99.9" in html
+    )
+
+
+def test_latency_runs_have_no_scores(tmp_path):
+    data = ReportData.load(_full_store(tmp_path), RUN)
+    assert data.description.unscored() == {"tick", "thread-switch-2", "thread-switch-1000"}
+    assert data.geomeans == [] and data.seed004 == []
+    html, _md = build.render(data.store, RUN)
+    assert "Geometric mean" not in html and "Seed 004 scores" not in html

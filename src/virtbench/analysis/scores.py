@@ -21,7 +21,7 @@ spread between test cases; that spread is shown as the min..max of the ratios.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable
+from collections.abc import Collection, Hashable
 from dataclasses import dataclass, field
 
 from ..results import SOLO_PEAK_SCENARIO
@@ -32,7 +32,7 @@ from .stats import CONFIDENCE, t_critical, welch_df
 Config = tuple[str, str]  # (platform, scenario)
 
 
-def _scored(groups: list[Group]) -> list[Group]:
+def _scored(groups: list[Group], unscored: Collection[str] = ()) -> list[Group]:
     return [
         g
         for g in groups
@@ -40,6 +40,7 @@ def _scored(groups: list[Group]) -> list[Group]:
         and g.key.role == "target"
         and g.summary.mean is not None
         and g.key.scenario != SOLO_PEAK_SCENARIO
+        and g.key.test_case not in unscored
     ]
 
 
@@ -108,10 +109,11 @@ def test_label(key: GroupKey) -> str:
     return key.test_case + (f" [{key.dims_text}]" if key.dims else "")
 
 
-def seed004(groups: list[Group]) -> list[Seed004Suite]:
-    """Seed 004 scores for every suite of a run."""
+def seed004(groups: list[Group], unscored: Collection[str] = ()) -> list[Seed004Suite]:
+    """Seed 004 scores for every suite of a run (test cases in `unscored` left out: the run
+    description says which, RunDescription.unscored)."""
     suites: dict[str, list[Group]] = {}
-    for g in _scored(groups):
+    for g in _scored(groups, unscored):
         suites.setdefault(g.key.suite, []).append(g)
     result = []
     for suite, gs in suites.items():
@@ -185,7 +187,10 @@ def _weights(comps: list[Comparison]) -> list[tuple[float, Comparison]]:
 
 
 def geomeans(
-    groups: list[Group], comparisons: dict[GroupKey, Comparison], baseline: str | None
+    groups: list[Group],
+    comparisons: dict[GroupKey, Comparison],
+    baseline: str | None,
+    unscored: Collection[str] = (),
 ) -> list[GeoMean]:
     """Per suite and overall ("all"), for every non-baseline (platform, scenario).
 
@@ -197,6 +202,8 @@ def geomeans(
     by_cfg: dict[Config, dict[str, list[Comparison]]] = {}
     for g in groups:
         if not (g.primary and g.key.role == "target") or g.key.scenario == SOLO_PEAK_SCENARIO:
+            continue
+        if g.key.test_case in unscored:
             continue
         if g.key.platform == baseline:
             if g.summary.mean is not None:

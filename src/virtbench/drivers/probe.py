@@ -4,6 +4,7 @@ the histogram analysis that finds the timer tick's second mode (seed 001 Fig. 6)
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,3 +123,200 @@ def probe_failure(what: str, returncode: int, stderr: str) -> WorkloadError:
             "allow_unprivileged = true in [suites.latency] (results get a warning label)"
         )
     return WorkloadError(f"{what}: {msg}")
+
+
+# --- RT throttling: tell its windows from other delays, and the statistics without them ------
+
+
+@dataclass(frozen=True)
+class ThrottleBudget:
+    """A real-time budget that can throttle the probe: `runtime_us` of every `period_us`.
+
+    A busy real-time task in it is stopped for up to (period - runtime) once per period, and
+    the stop always ends at a period boundary (the kernel's period timer refills the budget)."""
+
+    source: str  # "kernel.sched_rt_runtime_us", "cgroup cpu.rt_runtime_us", ...
+    runtime_us: int
+    period_us: int
+
+    @property
+    def stall_ns(self) -> float:
+        return (self.period_us - self.runtime_us) * 1000.0
+
+    @property
+    def period_ns(self) -> float:
+        return self.period_us * 1000.0
+
+
+@dataclass
+class Throttling:
+    """Events of a probe run that overlap RT throttling windows, and what was excluded."""
+
+    budget: ThrottleBudget | None  # the budget whose windows matched; None: none detected
+    phase_ns: float | None = None  # the first window's end (probe time)
+    anchors: int = 0  # long events whose ends lie whole periods apart
+    excluded_ns: list[float] = field(default_factory=list)  # per throttled event
+    remaining_ns: dict[int, float] = field(default_factory=dict)  # event index -> duration left
+
+    @property
+    def count(self) -> int:
+        return len(self.excluded_ns)
+
+    @property
+    def total_ns(self) -> float:
+        return sum(self.excluded_ns)
+
+    @property
+    def max_ns(self) -> float:
+        return max(self.excluded_ns, default=0.0)
+
+
+# A throttled event ends at the period boundary, give or take the period timer's lateness
+# (up to ~3 ms measured in this guest, whose own host takes the CPU away at times).
+PHASE_SLACK_NS = 4e6
+MIN_ANCHOR_NS = 1e6  # below this, a delay is too short to be told from other delays
+ANCHOR_SHARE = 0.5  # an anchor is a delay of at least this share of the budget's stall
+DRIFT = 0.01  # per period: windows of the fair server recur at slightly over the period
+STALL_ALLOWANCE = 1.05  # a stall measured up to 5% over period - runtime is still the stall
+
+
+def events_of(data: dict[str, Any]) -> list[tuple[float, float]] | None:
+    """(start ns since the probe started, duration ns) of the probe's long samples; None if the
+    probe predates events (version 1 output)."""
+    ev = data.get("events")
+    if not isinstance(ev, dict):
+        return None
+    return [(float(t) * 1e9, float(d)) for t, d in ev.get("points", [])]
+
+
+def _tolerance(k: int, period: float) -> float:
+    """How far the k-th boundary after a known one may lie from k periods: the timer's
+    lateness plus 1% per period (the fair server's deferred windows drift by ~0.4%)."""
+    return PHASE_SLACK_NS + DRIFT * abs(k) * period
+
+
+def _chains(anchors: list[tuple[float, float]], period: float) -> list[list[int]]:
+    """Groups of anchors (end, duration) whose ends lie whole periods apart."""
+    parent = list(range(len(anchors)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    for i, (ei, _) in enumerate(anchors):
+        for j in range(i + 1, len(anchors)):
+            gap = anchors[j][0] - ei
+            k = round(gap / period)
+            if k >= 1 and abs(gap - k * period) <= _tolerance(k, period):
+                parent[root(j)] = root(i)
+    groups: dict[int, list[int]] = {}
+    for i in range(len(anchors)):
+        groups.setdefault(root(i), []).append(i)
+    return list(groups.values())
+
+
+def _match(
+    events: list[tuple[float, float]], b: ThrottleBudget, duration_ns: float
+) -> tuple[list[float], int] | None:
+    """(window ends, anchors that showed them) of budget b if the events show its throttling,
+    else None.
+
+    Anchors are delays of at least ANCHOR_SHARE of the budget's stall (a stall is shorter by
+    the time the task did not run in its period; a competitor's quantum is shorter still).
+    Anchors whose ends lie whole periods apart are the windows; the largest such group wins
+    (among groups at most one smaller, the one whose durations lie closest to the stall: a
+    competitor's quantum that divides the period also recurs). Two are needed, or one in a
+    run shorter than two periods if its length is the stall's."""
+    if b.stall_ns <= 0 or b.period_ns <= 0:
+        return None
+    least = max(MIN_ANCHOR_NS, b.stall_ns * ANCHOR_SHARE)
+    anchors = sorted((t + d, d) for t, d in events if d >= least)
+    if not anchors:
+        return None
+    chains = _chains(anchors, b.period_ns)
+    top = max(len(c) for c in chains)
+
+    def deviation(c: list[int]) -> float:
+        devs = sorted(abs(anchors[i][1] - b.stall_ns) for i in c)
+        return devs[len(devs) // 2]
+
+    best = min((c for c in chains if len(c) >= top - 1), key=lambda c: (deviation(c), -len(c)))
+    ends = [anchors[i][0] for i in best]
+    periods = duration_ns / b.period_ns
+    if len(best) >= 2 and len(best) >= 0.5 * max(1.0, periods - 1):
+        pass
+    elif not (
+        len(best) == 1 and periods < 2 and anchors[best[0]][1] <= b.stall_ns * STALL_ALLOWANCE
+    ):
+        return None
+    # boundaries the run may hold between and around the anchors
+    # two anchors at one boundary (both within its slack) say nothing about the period
+    pairs = [
+        (e2 - e1, round((e2 - e1) / b.period_ns)) for e1, e2 in zip(ends, ends[1:], strict=False)
+    ]
+    spans = sorted(gap / k for gap, k in pairs if k >= 1)
+    period = spans[len(spans) // 2] if spans else b.period_ns
+    first = ends[0] - period * math.floor(ends[0] / period)
+    return [first + k * period for k in range(int(duration_ns / period) + 2)] + ends, len(ends)
+
+
+def classify_throttling(
+    events: list[tuple[float, float]], budgets: list[ThrottleBudget], duration_ns: float
+) -> Throttling:
+    """Which long samples were RT throttling windows, and how much of each to exclude.
+
+    The first budget whose windows the events show wins. A throttled task resumes when the
+    period timer refills the budget, so a throttled event ends at a period boundary (within
+    PHASE_SLACK_NS; delays under MIN_ANCHOR_NS there are the kernel's own work). Of such an
+    event at most the stall (period - runtime, plus 5%) is excluded; the rest (a competitor's
+    quantum before the budget ran out) is kept."""
+    for b in budgets:
+        found = _match(events, b, duration_ns)
+        if found is None:
+            continue
+        boundaries, anchors = found
+        out = Throttling(b, boundaries[0], anchors)
+        for i, (t, d) in enumerate(events):
+            end = t + d
+            if d >= MIN_ANCHOR_NS and any(abs(end - x) <= PHASE_SLACK_NS for x in boundaries):
+                excluded = min(d, b.stall_ns * STALL_ALLOWANCE)
+                out.excluded_ns.append(excluded)
+                out.remaining_ns[i] = d - excluded
+        return out
+    return Throttling(None)
+
+
+def stats_without(data: dict[str, Any], th: Throttling) -> dict[str, float]:
+    """The probe's statistics (µs) with the throttled parts of its events left out: maximum
+    and percentiles from the fine histogram bins below the event threshold plus the events'
+    exact (remaining) durations."""
+    stats = {k: float(v) / 1000.0 for k, v in data["stats_ns"].items()}
+    events = events_of(data)
+    if not th.count or events is None:
+        return stats
+    n = int(data.get("samples") or 0)
+    threshold = float(data["events"]["threshold_ns"])
+    values: list[tuple[float, int]] = []  # (ns, count)
+    for lo, hi, count in data.get("histogram", {}).get("bins", []):
+        if lo >= threshold:
+            continue  # every sample here is an event
+        inside = sum(1 for _t, d in events if lo <= d < hi) if hi > threshold else 0
+        values.append(((lo + hi) / 2, int(count) - inside))
+    floor = float(data["stats_ns"]["min"])  # a fully excluded sample counts as undisturbed
+    values += [(max(floor, th.remaining_ns.get(i, d)), 1) for i, (_t, d) in enumerate(events)]
+    values.sort()
+    total = sum(c for _v, c in values) or 1
+
+    def pct(p: float) -> float:
+        rank = max(1, min(total, -(-int(p * total * 1000) // 100000)))
+        seen = 0
+        for v, c in values:
+            seen += c
+            if seen >= rank:
+                return v / 1000.0
+        return values[-1][0] / 1000.0
+
+    stats.update(p99=pct(99), p999=pct(99.9), p9999=pct(99.99), max=values[-1][0] / 1000.0)
+    stats["mean"] = stats["mean"] - th.total_ns / max(1, n) / 1000.0
+    return stats

@@ -8,7 +8,9 @@
  *
  * usage: vb-switch [--threads N] [--switches M] [--duration S] [--policy fifo|rr|other]
  *                  [--priority P] [--allow-unprivileged] [--clock auto|tsc|monotonic_raw]
- *                  [--cpu N] [--hist-bin-ns B]
+ *                  [--cpu N] [--hist-bin-ns B] [--event-us E] [--max-events X]
+ *                  [--series-points K]
+ * Every switch longer than E µs (default 50) is also kept as an event (start, exact duration).
  */
 #include "vb_probe.h" /* first: it defines _GNU_SOURCE */
 
@@ -16,6 +18,8 @@
 
 static vb_clock clk;
 static uint32_t *buf;
+static uint64_t *anchor; /* end time of every 64th switch, for the time series */
+static vb_events ev;
 static size_t cap;
 static volatile size_t n;          /* one CPU: only one thread runs at a time */
 static volatile uint64_t last;     /* clock just before the previous thread yielded */
@@ -24,7 +28,7 @@ static volatile uint64_t max_ticks, self_yields, preempted;
 static volatile int go;
 static uint64_t deadline;
 static long rounds;
-static long threads = 2, switches = 200000;
+static long threads = 2, switches = 200000, max_events = 20000, series_points = 2000;
 
 static void *worker(void *arg) {
     long id = (long)arg;
@@ -44,8 +48,12 @@ static void *worker(void *arg) {
             } else {
                 uint64_t d = now - prev;
                 size_t i = __atomic_fetch_add(&n, 1, __ATOMIC_RELAXED);
-                if (i < cap) buf[i] = d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
+                if (i < cap) {
+                    buf[i] = d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
+                    if ((i & ((1u << VB_ANCHOR_SHIFT) - 1)) == 0) anchor[i >> VB_ANCHOR_SHIFT] = prev;
+                }
                 if (d > max_ticks) max_ticks = d;
+                vb_event(&ev, prev, d);
             }
         }
         if (now >= deadline) break;
@@ -62,6 +70,10 @@ static int own_option(const char *a, const char *v) {
         threads = (long)vb_arg_num(a, v, 2, 10000);
     else if (strcmp(a, "--switches") == 0)
         switches = (long)vb_arg_num(a, v, 1, 1e9);
+    else if (strcmp(a, "--max-events") == 0)
+        max_events = (long)vb_arg_num(a, v, 1, 1e7);
+    else if (strcmp(a, "--series-points") == 0)
+        series_points = (long)vb_arg_num(a, v, 1, 1e7);
     else
         return 0;
     return 1;
@@ -69,7 +81,7 @@ static int own_option(const char *a, const char *v) {
 
 int main(int argc, char **argv) {
     vb_opts o = {.duration_s = 10, .bin_ns = 50, .priority = -1, .cpu = -1, .policy = "fifo",
-                 .clock_mode = "auto"};
+                 .clock_mode = "auto", .event_us = 50};
     vb_parse_opts(argc, argv, &o, own_option);
     /* all threads on one CPU: the given one, else the one we were started on */
     vb_pin(o.cpu >= 0 ? (int)o.cpu : sched_getcpu());
@@ -80,9 +92,12 @@ int main(int argc, char **argv) {
     rounds = switches / threads + 2;
     cap = (size_t)rounds * (size_t)threads;
     buf = malloc(cap * sizeof *buf);
+    anchor = malloc(((cap >> VB_ANCHOR_SHIFT) + 1) * sizeof *anchor);
     pthread_t *tid = malloc((size_t)threads * sizeof *tid);
-    if (!buf || !tid) vb_die(VB_EXIT_USAGE, "cannot allocate %zu samples", cap);
+    if (!buf || !anchor || !tid) vb_die(VB_EXIT_USAGE, "cannot allocate %zu samples", cap);
     memset(buf, 0, cap * sizeof *buf);
+    memset(anchor, 0, ((cap >> VB_ANCHOR_SHIFT) + 1) * sizeof *anchor);
+    vb_events_init(&ev, (size_t)max_events, (uint64_t)(o.event_us * 1000.0 / clk.ns_per_tick));
 
     /* Threads get the same policy and priority as main; small stacks, since mlockall locks
      * them all (1000 x 8 MiB would not fit). */
@@ -105,12 +120,14 @@ int main(int argc, char **argv) {
     size_t got = n < cap ? n : cap;
     if (t_end >= deadline) vb_warning("--duration reached before all rounds were done");
 
-    printf("{\"probe\":\"switch\",\"version\":1,");
+    printf("{\"probe\":\"switch\",\"version\":2,");
     vb_json_common(&clk, &s);
     printf("\"threads\":%ld,\"cpu\":%d,\"rounds\":%ld,\"duration_s\":%.6f,\"samples\":%zu,"
            "\"self_yields\":%llu,\"torn_samples\":%llu,",
            threads, sched_getcpu(), rounds, (t_end - t_start) * clk.ns_per_tick / 1e9, got,
            (unsigned long long)self_yields, (unsigned long long)preempted);
+    vb_json_series(buf, anchor, got, series_points, t_start, clk.ns_per_tick);
+    vb_json_events(&ev, t_start, clk.ns_per_tick);
     vb_json_stats(buf, got, max_ticks, clk.ns_per_tick, o.bin_ns);
     printf("}\n");
     return 0;

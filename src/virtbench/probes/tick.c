@@ -8,11 +8,13 @@
  * usage: vb-tick [--duration S] [--loop-us U] [--policy fifo|rr|other] [--priority P]
  *                [--allow-unprivileged] [--clock auto|tsc|monotonic_raw] [--cpu N]
  *                [--hist-bin-ns B] [--series-points K] [--head H] [--max-samples M]
+ *                [--event-us E] [--max-events X]
+ * Every iteration longer than the loop by more than E µs (default 100) is also kept as an
+ * event (start, exact duration), at most X (default 20000).
  * prints one JSON object (see vb_probe.h for exit codes).
  */
 #include "vb_probe.h"
 
-#define ANCHOR_SHIFT 6 /* store the start time of every 64th sample for the time series */
 
 /* The busy loop: a dependent multiply-add chain the compiler cannot remove or shorten. */
 static uint64_t __attribute__((noinline)) busy(uint64_t iters) {
@@ -41,7 +43,7 @@ static uint64_t calibrate_busy(const vb_clock *c, double loop_ns) {
 }
 
 static double loop_us = 65;
-static long series_points = 2000, head = 400, max_samples = 0;
+static long series_points = 2000, head = 400, max_samples = 0, max_events = 20000;
 
 static int own_option(const char *a, const char *v) {
     if (strcmp(a, "--loop-us") == 0)
@@ -52,6 +54,8 @@ static int own_option(const char *a, const char *v) {
         head = (long)vb_arg_num(a, v, 0, 1e6);
     else if (strcmp(a, "--max-samples") == 0)
         max_samples = (long)vb_arg_num(a, v, 1, 4e9);
+    else if (strcmp(a, "--max-events") == 0)
+        max_events = (long)vb_arg_num(a, v, 1, 1e7);
     else
         return 0;
     return 1;
@@ -59,7 +63,7 @@ static int own_option(const char *a, const char *v) {
 
 int main(int argc, char **argv) {
     vb_opts o = {.duration_s = 10, .bin_ns = 100, .priority = -1, .cpu = -1, .policy = "fifo",
-                 .clock_mode = "auto"};
+                 .clock_mode = "auto", .event_us = 100};
     vb_parse_opts(argc, argv, &o, own_option);
     if (o.cpu >= 0) vb_pin((int)o.cpu);
 
@@ -72,17 +76,19 @@ int main(int argc, char **argv) {
     size_t cap = max_samples ? (size_t)max_samples
                              : (size_t)(o.duration_s * 1e6 / (loop_us > 0.02 ? loop_us : 0.02) * 1.25) + 4096;
     uint32_t *dur = malloc(cap * sizeof *dur);
-    uint64_t *anchor = malloc(((cap >> ANCHOR_SHIFT) + 1) * sizeof *anchor);
+    uint64_t *anchor = malloc(((cap >> VB_ANCHOR_SHIFT) + 1) * sizeof *anchor);
     size_t nhead = (size_t)head < cap ? (size_t)head : cap;
     uint64_t *head_t = malloc((nhead + 1) * sizeof *head_t);
     if (!dur || !anchor || !head_t)
         vb_die(VB_EXIT_USAGE, "cannot allocate %zu samples; lower --duration", cap);
     memset(dur, 0, cap * sizeof *dur);
-    memset(anchor, 0, ((cap >> ANCHOR_SHIFT) + 1) * sizeof *anchor);
+    memset(anchor, 0, ((cap >> VB_ANCHOR_SHIFT) + 1) * sizeof *anchor);
     memset(head_t, 0, (nhead + 1) * sizeof *head_t);
 
     uint64_t iters = calibrate_busy(&c, loop_us * 1000.0);
     if (!iters && loop_us > 0) iters = 1;
+    vb_events ev;
+    vb_events_init(&ev, (size_t)max_events, (uint64_t)((loop_us + o.event_us) * 1000.0 / c.ns_per_tick));
     unsigned cpu0 = 0, cpu_now = 0, cpu_last = 0;
     (void)vb_read_end(&c, &cpu0);
     cpu_last = cpu0;
@@ -98,7 +104,8 @@ int main(int argc, char **argv) {
         uint64_t d = t1 - t0;
         dur[n] = d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
         if (d > max_ticks) max_ticks = d;
-        if ((n & ((1u << ANCHOR_SHIFT) - 1)) == 0) anchor[n >> ANCHOR_SHIFT] = t0;
+        vb_event(&ev, t0, d);
+        if ((n & ((1u << VB_ANCHOR_SHIFT) - 1)) == 0) anchor[n >> VB_ANCHOR_SHIFT] = t0;
         if (n < nhead) head_t[n] = t0;
         if (cpu_now != cpu_last) {
             migrations++;
@@ -112,7 +119,7 @@ int main(int argc, char **argv) {
     vb_clock_finish(&c);
     double k = c.ns_per_tick;
 
-    printf("{\"probe\":\"tick\",\"version\":1,");
+    printf("{\"probe\":\"tick\",\"version\":2,");
     vb_json_common(&c, &s);
     printf("\"loop\":{\"target_us\":%.3f,\"iterations\":%llu,\"checksum\":%llu},", loop_us,
            (unsigned long long)iters, (unsigned long long)(sink & 0xffff));
@@ -121,23 +128,9 @@ int main(int argc, char **argv) {
     printf("\"cpu\":{\"first\":%u,\"last\":%u,\"migrations\":%llu},", cpu0 & 0xfff,
            cpu_now & 0xfff, (unsigned long long)migrations);
 
-    /* time series: per block of samples, the block's start time, min and max duration */
-    size_t block = ((n / (size_t)series_points) >> ANCHOR_SHIFT) + 1;
-    block <<= ANCHOR_SHIFT;
-    printf("\"series\":{\"block_samples\":%zu,\"columns\":[\"t_s\",\"min_ns\",\"max_ns\"],"
-           "\"points\":[",
-           block);
-    for (size_t b = 0; b < n; b += block) {
-        uint32_t lo = UINT32_MAX, hi = 0;
-        size_t end = b + block < n ? b + block : n;
-        for (size_t i = b; i < end; i++) {
-            if (dur[i] < lo) lo = dur[i];
-            if (dur[i] > hi) hi = dur[i];
-        }
-        double t = (anchor[b >> ANCHOR_SHIFT] - start) * k / 1e9;
-        printf("%s[%.6f,%.1f,%.1f]", b ? "," : "", t, lo * k, hi * k);
-    }
-    printf("]},\"head\":{\"columns\":[\"t_s\",\"duration_ns\"],\"points\":[");
+    vb_json_series(dur, anchor, n, series_points, start, k);
+    vb_json_events(&ev, start, k);
+    printf("\"head\":{\"columns\":[\"t_s\",\"duration_ns\"],\"points\":[");
     for (size_t i = 0; i < nhead && i < n; i++)
         printf("%s[%.9f,%.1f]", i ? "," : "", (head_t[i] - start) * k / 1e9, dur[i] * k);
     printf("]},");

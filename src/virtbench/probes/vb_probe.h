@@ -292,9 +292,10 @@ VB_FN void vb_json_stats(uint32_t *v, size_t n, uint64_t max_ticks, double ns_pe
     for (size_t i = 0; i < n; i++) sum += v[i];
     double k = ns_per_tick;
     printf("\"stats_ns\":{\"min\":%.1f,\"median\":%.1f,\"mean\":%.1f,\"p99\":%.1f,"
-           "\"p9999\":%.1f,\"max\":%.1f},",
+           "\"p999\":%.1f,\"p9999\":%.1f,\"max\":%.1f},",
            n ? v[0] * k : 0.0, vb_pct(v, n, 50) * k, n ? sum / n * k : 0.0,
-           vb_pct(v, n, 99) * k, vb_pct(v, n, 99.99) * k, (double)max_ticks * k);
+           vb_pct(v, n, 99) * k, vb_pct(v, n, 99.9) * k, vb_pct(v, n, 99.99) * k,
+           (double)max_ticks * k);
     printf("\"histogram\":{\"bin_ns\":%.1f,\"bins\":[", bin_ns);
     if (n) {
         double base = (double)(uint64_t)(v[0] * k / bin_ns) * bin_ns;
@@ -331,6 +332,83 @@ VB_FN void vb_json_stats(uint32_t *v, size_t n, uint64_t max_ticks, double ns_pe
     printf("]}");
 }
 
+/* ---- long samples: start and exact duration of every sample above a threshold ----------
+ * The histogram is coarse above its linear part and the time series keeps per-block maxima
+ * only; these events let the analysis tell RT throttling windows (recurring at the
+ * throttling period) from other delays and recompute the statistics without them. */
+#define VB_ANCHOR_SHIFT 6 /* the start time of every 64th sample is kept for time series */
+
+typedef struct {
+    uint64_t *t, *d;
+    size_t cap;
+    volatile size_t n;
+    volatile uint64_t dropped;
+    uint64_t threshold; /* in clock ticks */
+} vb_events;
+
+VB_FN void vb_events_init(vb_events *e, size_t cap, uint64_t threshold_ticks) {
+    e->cap = cap;
+    e->n = 0;
+    e->dropped = 0;
+    e->threshold = threshold_ticks;
+    e->t = malloc((cap + 1) * sizeof *e->t);
+    e->d = malloc((cap + 1) * sizeof *e->d);
+    if (!e->t || !e->d) vb_die(VB_EXIT_USAGE, "cannot allocate %zu events", cap);
+    memset(e->t, 0, (cap + 1) * sizeof *e->t);
+    memset(e->d, 0, (cap + 1) * sizeof *e->d);
+}
+
+static inline void vb_event(vb_events *e, uint64_t t0, uint64_t d) {
+    if (d <= e->threshold) return;
+    size_t i = __atomic_fetch_add(&e->n, 1, __ATOMIC_RELAXED);
+    if (i < e->cap) {
+        e->t[i] = t0;
+        e->d[i] = d;
+    } else {
+        e->dropped++;
+    }
+}
+
+VB_FN void vb_json_events(const vb_events *e, uint64_t start, double k) {
+    size_t n = e->n < e->cap ? e->n : e->cap;
+    printf("\"events\":{\"threshold_ns\":%.1f,\"dropped\":%llu,\"columns\":[\"t_s\","
+           "\"duration_ns\"],\"points\":[",
+           e->threshold * k, (unsigned long long)e->dropped);
+    for (size_t i = 0; i < n; i++)
+        printf("%s[%.9f,%.1f]", i ? "," : "", (double)(e->t[i] - start) * k / 1e9, e->d[i] * k);
+    printf("]},");
+}
+
+/* Per block of samples: the block's start time, min, max and second largest duration (a
+ * block's maximum may be a throttling stall; the second largest is what remains without it).
+ * anchor[i] holds the start time of sample i << VB_ANCHOR_SHIFT. */
+VB_FN void vb_json_series(const uint32_t *dur, const uint64_t *anchor, size_t n, long points,
+                          uint64_t start, double k) {
+    size_t block = ((n / (size_t)points) >> VB_ANCHOR_SHIFT) + 1;
+    block <<= VB_ANCHOR_SHIFT;
+    printf("\"series\":{\"block_samples\":%zu,\"columns\":[\"t_s\",\"min_ns\",\"max_ns\","
+           "\"max2_ns\"],\"points\":[",
+           block);
+    for (size_t b = 0; b < n; b += block) {
+        uint32_t lo = UINT32_MAX, hi = 0, hi2 = 0;
+        size_t end = b + block < n ? b + block : n;
+        for (size_t i = b; i < end; i++) {
+            if (dur[i] < lo) lo = dur[i];
+            if (dur[i] > hi) {
+                hi2 = hi;
+                hi = dur[i];
+            } else if (dur[i] > hi2) {
+                hi2 = dur[i];
+            }
+        }
+        double t = anchor[b >> VB_ANCHOR_SHIFT] >= start
+                       ? (double)(anchor[b >> VB_ANCHOR_SHIFT] - start) * k / 1e9
+                       : 0.0;
+        printf("%s[%.6f,%.1f,%.1f,%.1f]", b ? "," : "", t, lo * k, hi * k, hi2 * k);
+    }
+    printf("]},");
+}
+
 /* ---- argument parsing ----------------------------------------------------------------- */
 VB_FN double vb_arg_num(const char *name, const char *val, double lo, double hi) {
     char *end;
@@ -343,7 +421,7 @@ VB_FN double vb_arg_num(const char *name, const char *val, double lo, double hi)
 
 /* The options vb-tick and vb-switch share; the probe fills in its defaults first. */
 typedef struct {
-    double duration_s, bin_ns;
+    double duration_s, bin_ns, event_us;
     long priority, cpu;
     int allow_unpriv;
     const char *policy, *clock_mode;
@@ -373,6 +451,8 @@ VB_FN void vb_parse_opts(int argc, char **argv, vb_opts *o,
             o->cpu = (long)vb_arg_num(a, v, 0, CPU_SETSIZE - 1);
         else if (strcmp(a, "--hist-bin-ns") == 0)
             o->bin_ns = vb_arg_num(a, v, 1, 1e9);
+        else if (strcmp(a, "--event-us") == 0)
+            o->event_us = vb_arg_num(a, v, 0, 1e9);
         else if (!own(a, v))
             vb_die(VB_EXIT_USAGE, "unknown option %s", a);
     }

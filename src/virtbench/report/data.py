@@ -67,8 +67,8 @@ class ReportData:
             samples=samples,
             groups=groups,
             comparisons=comparisons,
-            seed004=scores.seed004(groups),
-            geomeans=scores.geomeans(groups, comparisons, baseline),
+            seed004=scores.seed004(groups, description.unscored()),
+            geomeans=scores.geomeans(groups, comparisons, baseline, description.unscored()),
             platforms=platforms,
             suites=list(dict.fromkeys(c.suite for c in cells)),
         )

@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..store.description import MetricInfo, RunDescription, global_labels
+from ..store.description import (
+    SCORES,
+    UNSCORED,
+    LabelRole,
+    MetricInfo,
+    RunDescription,
+    global_labels,
+)
 from ..workloads import registry
 
 
@@ -28,6 +35,7 @@ def describe(test_cases: Iterable[str]) -> RunDescription:
         (k for w in workloads.values() for k in w.dimension_labels),
         (k for w in workloads.values() for k in w.ignored_labels),
     )
+    labels += tuple(LabelRole(w.name, SCORES, UNSCORED) for w in used if not w.scored)
     suites = {w.suite for w in used}
     return RunDescription(
         metrics, labels, {s: text for s, text in registry.SUITES.items() if s in suites}

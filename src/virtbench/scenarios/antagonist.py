@@ -3,7 +3,7 @@
 Grammar (positional parts after the load are optional, options in any order):
 
     antagonist:<load>[:<placement>][:<k>][:cpu=N][:on=<type>][:quantum=<dur>][:knob=<knob>]
-              [:mb=<MiB>]
+              [:mb=<MiB>][:compete=none|rr|fair]
 
   load       cpu-load | memory-load | stress-ng-<stressor>   (workloads/antagonists.py)
   placement  free | affinity | same-cpu (default same-cpu)   (scenarios/placement.py)
@@ -14,6 +14,14 @@ Grammar (positional parts after the load are optional, options in any order):
   quantum=   scheduler time slice during the run, e.g. 1ms, 30ms (scenarios/quantum.py)
   knob=      which quantum knob: auto | base_slice | min_granularity | rr_timeslice
   mb=        memory-load copy size in MiB (default 9, as seed 001)
+  compete=   how the target and its antagonists share a CPU (docs/latency.md):
+             none  the target keeps its policy (SCHED_FIFO pre-empts a normal antagonist);
+             rr    both SCHED_RR at the target's priority: they alternate every quantum
+                   (sched_rr_timeslice_ms; quantum= sets it), the analogue of a hypervisor
+                   time-slicing two VMs on one CPU;
+             fair  both SCHED_OTHER: the fair scheduler slices them (quantum= sets its base
+                   slice), as a host schedules two vCPU threads.
+             Default none, or rr with knob=rr_timeslice. Label `competition`.
 
 Seed 001's scenarios: 1 `solo`, 2 `pinned`, 3 `antagonist:cpu-load:same-cpu` (with
 `quantum=30ms` / `quantum=1ms`), 4 `antagonist:memory-load:same-cpu`,
@@ -50,7 +58,14 @@ from .placement import PLACEMENTS, parse_cpu, place
 from .quantum import KNOBS, quantum
 from .registry import register
 
-OPTIONS = ("cpu", "on", "quantum", "knob", "mb")
+OPTIONS = ("cpu", "on", "quantum", "knob", "mb", "compete")
+COMPETE = {
+    "none": "none: the target keeps its policy and pre-empts a lower-priority antagonist",
+    "rr": "rr: target and antagonists SCHED_RR at one priority, alternating every quantum",
+    "fair": "fair: target and antagonists SCHED_OTHER, sliced by the fair scheduler",
+}
+# the quantum knob each competition needs; none: whatever `auto` finds
+_COMPETE_KNOB = {"rr": "rr_timeslice", "fair": "auto"}
 MAX_COPY_MB = 1 << 20  # 1 TiB: a copy larger than memory fails only when the cell runs
 MAX_K = 64
 
@@ -61,7 +76,7 @@ class AntagonistScenario(Scenario):
     usage = (
         "antagonist:<cpu-load|memory-load|stress-ng-NAME>[:free|affinity|same-cpu][:K]"
         "[:cpu=N][:on=TYPE][:quantum=1ms][:knob=auto|base_slice|min_granularity|rr_timeslice]"
-        "[:mb=9]"
+        "[:mb=9][:compete=none|rr|fair]"
     )
     description = "k antagonists (CPU, memory, stress-ng) beside the target, placed on CPUs"
 
@@ -97,6 +112,18 @@ class AntagonistScenario(Scenario):
             raise ValueError(f"knob={self.knob}: allowed: {', '.join(KNOBS)}")
         if "knob" in opts and self.quantum_ns is None:
             raise ValueError("knob= needs quantum=<duration>")
+        self.compete = opts.get("compete", "rr" if self.knob == "rr_timeslice" else "none")
+        if self.compete not in COMPETE:
+            raise ValueError(f"compete={self.compete}: allowed: {', '.join(COMPETE)}")
+        if self.compete in _COMPETE_KNOB:
+            if "knob" in opts and self.knob not in (_COMPETE_KNOB[self.compete], "auto"):
+                raise ValueError(
+                    f"compete={self.compete} sets the quantum through knob="
+                    f"{_COMPETE_KNOB[self.compete]}, not knob={self.knob}"
+                )
+            if self.compete == "fair" and self.knob == "rr_timeslice":
+                raise ValueError("compete=fair needs a fair-scheduler knob, not rr_timeslice")
+            self.knob = _COMPETE_KNOB[self.compete] if self.knob == "auto" else self.knob
 
     def _spec(self, env: ScenarioEnv) -> PlatformSpec:
         if self.on == "same":
@@ -112,25 +139,37 @@ class AntagonistScenario(Scenario):
             "antagonists": self.k,
             "antagonist_cpus": where.neighbours,
         }
+        labels["competition"] = COMPETE[self.compete]
         with contextlib.ExitStack() as stack:
             params = dict(ctx.params)
             policy = priority = None
+            if self.compete == "rr":
+                policy, priority = "rr", int(params.get("priority", -1))
+            elif self.compete == "fair":
+                policy = "other"
             if self.quantum_ns is not None:
                 q = stack.enter_context(quantum(self.quantum_ns, self.knob))
                 labels.update(q.labels())
-                if q.policy_hint == "rr":  # only SCHED_RR tasks feel sched_rr_timeslice_ms
+                if q.policy_hint == "rr" and policy is None:
                     policy, priority = "rr", int(params.get("priority", -1))
-                    if "policy" in params:
-                        params["policy"] = "rr"
+                if self.compete == "fair" and q.policy_hint == "rr":
+                    raise WorkloadError(
+                        "compete=fair: no fair-scheduler quantum knob is writable here "
+                        "(base_slice, min_granularity); only rr_timeslice was"
+                    )
+            if policy is not None:
+                if "policy" in params:
+                    params["policy"] = policy
+                if policy == "rr":
                     labels["quantum_policy"] = "rr"
-                    if isinstance(env.target, VcpuThreads):
-                        # a VM's vCPU threads are host CFS tasks: RR inside guests is moot
-                        labels["quantum_effective"] = False
-                        labels["warning"] = (
-                            f"quantum knob rr_timeslice only affects host SCHED_RR tasks; "
-                            f"the {env.target.kind} platform's threads are not, so the quantum "
-                            "was not in effect"
-                        )
+            if policy == "rr" and isinstance(env.target, VcpuThreads):
+                # a VM's vCPU threads are host CFS tasks: RR inside guests is moot
+                labels["quantum_effective"] = False
+                labels["warning"] = (
+                    "SCHED_RR competition (and the rr_timeslice quantum) only acts between "
+                    f"host SCHED_RR tasks; the {env.target.kind} platform's vCPU threads are "
+                    "not, so it was not in effect"
+                )
             argv = functools.partial(
                 self.antagonist.argv,
                 max_seconds=(ctx.timeout or 3600) + 60,
@@ -142,7 +181,7 @@ class AntagonistScenario(Scenario):
                 rt_budget.split(
                     env.target,
                     [self._spec(env) for _ in where.neighbours],
-                    realtime=policy is not None,
+                    realtime=policy in ("rr", "fifo"),
                     what=self.text(),
                     log=ctx.log,
                 )

@@ -15,6 +15,10 @@ from typing import Any
 ALL_TEST_CASES = ""  # a label role that holds for every test case of the run
 DIMENSION = "dimension"  # the label identifies distinct results (a block size, a sweep step)
 IGNORED = "ignored"  # the label never splits results (a per-run fact)
+# role of the label SCORES of a test case whose results enter no score (a latency maximum
+# is not a throughput: a geometric mean or seed 004 sum of them means nothing)
+UNSCORED = "unscored"
+SCORES = "scores"
 
 TABLES = (
     """CREATE TABLE IF NOT EXISTS run_metrics (
@@ -69,6 +73,10 @@ class RunDescription:
     def primary_metrics(self) -> dict[str, str]:
         """test case -> its primary metric."""
         return {m.test_case: m.metric for m in self.metrics if m.primary}
+
+    def unscored(self) -> set[str]:
+        """Test cases whose results the scores leave out."""
+        return {r.test_case for r in self.labels if r.role == UNSCORED and r.label == SCORES}
 
     def labels_of(self, role: str, test_case: str) -> set[str]:
         return {

@@ -6,6 +6,13 @@ probes_build) which `Platform.put_file` makes available inside any environment. 
 are in µs; `max_us` is the headline (seed 001's tables report the maximum). Time series and
 the head of the raw samples are written through `ctx.series` with t in seconds since the
 probe started.
+
+RT throttling (docs/latency.md): the kernel stops a busy real-time task for (period -
+runtime) once per period of its budget (sched_rt_runtime_us, or its cgroup's
+cpu.rt_runtime_us). Those windows are not the platform's latency: `max_us` and the
+percentiles leave them out (drivers/probe.classify_throttling on the probe's long samples),
+`raw_max_us` keeps them, and rt_throttle_* count them. Label `rt_throttling` says what was
+done in every sample.
 """
 
 from __future__ import annotations
@@ -19,13 +26,19 @@ from ..drivers.cyclictest import parse_cyclictest, percentile_rank, value_at_ran
 from ..drivers.probe import (
     EXIT_NOPERM,
     EXIT_USAGE,
+    ThrottleBudget,
+    Throttling,
+    classify_throttling,
+    events_of,
     modes,
     parse_probe,
     probe_failure,
     probe_options,
+    stats_without,
 )
 from ..errors import WorkloadError
 from ..platforms.base import Platform
+from ..platforms.capabilities import RtBudget
 from .base import Metric, Param, RunContext, Sample, Workload, check
 from .registry import register
 
@@ -37,10 +50,17 @@ def _us_metrics(*names: str) -> tuple[Metric, ...]:
     return tuple(Metric(n, "us", LIB, primary=i == 0) for i, n in enumerate(names))
 
 
-_STAT_METRICS = _us_metrics("max_us", "p9999_us", "p99_us", "median_us", "mean_us", "min_us")
+_STAT_METRICS = (
+    *_us_metrics("max_us", "p9999_us", "p999_us", "p99_us", "median_us", "mean_us", "min_us"),
+    Metric("raw_max_us", "us", LIB),  # the maximum with RT throttling windows in it
+    Metric("rt_throttle_windows", "count", LIB),
+    Metric("rt_throttle_total_ms", "ms", LIB),
+    Metric("rt_throttle_max_us", "us", LIB),
+)
 _STAT_KEYS = {
     "max_us": "max",
     "p9999_us": "p9999",
+    "p999_us": "p999",
     "p99_us": "p99",
     "median_us": "median",
     "mean_us": "mean",
@@ -72,6 +92,39 @@ def _rt_throttle(platform: Platform) -> str | None:
     return f"{parts[0]}/{parts[1]}" if r.ok and len(parts) == 2 else None
 
 
+# labels that record the RT budgets that can throttle the probe, "runtime/period" in µs
+_BUDGET_LABELS = {
+    "rt_group_runtime_period_us": "cgroup cpu.rt_runtime_us",
+    "rt_runtime_period_us": "kernel.sched_rt_runtime_us",
+}
+
+
+def throttle_budgets(labels: dict[str, Any]) -> list[ThrottleBudget]:
+    """The budgets a probe's labels recorded, the innermost (its own group's) first."""
+    out = []
+    for key, source in _BUDGET_LABELS.items():
+        try:
+            runtime, period = (int(x) for x in str(labels[key]).split("/"))
+        except (KeyError, ValueError):
+            continue
+        if 0 <= runtime < period:  # -1 (unlimited) or runtime == period never throttles
+            out.append(ThrottleBudget(source, runtime, period))
+    return out
+
+
+def throttling_labels(th: Throttling | None) -> dict[str, Any]:
+    if th is None:
+        return {"rt_throttling": "not classified (probe output without events)"}
+    if th.budget is None:
+        return {"rt_throttling": "none detected"}
+    b = th.budget
+    return {
+        "rt_throttling": "excluded",
+        "rt_throttle_source": f"{b.source} {b.runtime_us}/{b.period_us}",
+        "rt_throttle_phase_anchors": th.anchors,
+    }
+
+
 def _timeout(ctx: RunContext, seconds: float, what: str) -> float:
     need = seconds + 30  # calibration, building, put_file and output
     if ctx.timeout is not None and ctx.timeout < need:
@@ -86,6 +139,7 @@ class _Probe(Workload):
     """Runs one of virtbench's probes inside the environment and parses its JSON."""
 
     suite = "latency"
+    scored = False  # maxima of rare events: no geometric mean or seed 004 sum of them
     probe: str  # vb-<probe>
 
     def probe_argv(self, ctx: RunContext) -> list[str]:
@@ -105,10 +159,71 @@ class _Probe(Workload):
         throttle = _rt_throttle(platform)
         if throttle:
             parsed.labels["rt_runtime_period_us"] = throttle
+        held = platform.rt_budget() if isinstance(platform, RtBudget) else None
+        if held:
+            parsed.labels["rt_group_runtime_period_us"] = f"{held[0]}/{held[1]}"
         return parsed, parsed.labels
 
     def stat_samples(self, stats_us: dict[str, float], labels: dict[str, Any]) -> list[Sample]:
-        return [self.sample(m, stats_us[k], **labels) for m, k in _STAT_KEYS.items()]
+        """The statistics as recorded (version 1 probe output, no events)."""
+        return [
+            self.sample(m, stats_us[k], **labels) for m, k in _STAT_KEYS.items() if k in stats_us
+        ]
+
+    def throttled(self, data: dict[str, Any], labels: dict[str, Any]) -> Throttling | None:
+        events = events_of(data)
+        if events is None:
+            return None
+        duration_ns = float(data.get("duration_s") or 0) * 1e9
+        return classify_throttling(events, throttle_budgets(labels), duration_ns)
+
+    def samples_without_throttling(
+        self, data: dict[str, Any], stats_us: dict[str, float], labels: dict[str, Any]
+    ) -> tuple[list[Sample], Throttling | None]:
+        """The statistics with RT throttling windows left out, the raw maximum and the
+        throttling row; the labels say what was done."""
+        th = self.throttled(data, labels)
+        labels = {**labels, **throttling_labels(th)}
+        if th is None:
+            return self.stat_samples(stats_us, labels), None
+        if data.get("events", {}).get("dropped"):
+            labels["warning"] = "; ".join(
+                filter(None, [labels.get("warning"), "event buffer full: maxima may be wrong"])
+            )
+        stats = stats_without(data, th)
+        samples = [self.sample(m, stats[k], **labels) for m, k in _STAT_KEYS.items()]
+        samples += [
+            self.sample("raw_max_us", stats_us["max"], **labels),
+            self.sample("rt_throttle_windows", th.count, **labels),
+            self.sample("rt_throttle_total_ms", th.total_ns / 1e6, **labels),
+            self.sample("rt_throttle_max_us", th.max_ns / 1e3, **labels),
+        ]
+        return samples, th
+
+    def block_series(
+        self, ctx: RunContext, data: dict[str, Any], th: Throttling | None, name: str
+    ) -> None:
+        """Per-block maxima over time (`<name>_max_us`, throttled stalls replaced by what the
+        block had without them) and the throttled stalls (`<name>_throttle_us`)."""
+        stalls = {}
+        events = events_of(data) or []
+        if th is not None:
+            stalls = {round(events[i][1], 1): events[i] for i in th.remaining_ns}
+        cols = data.get("series", {}).get("columns", [])
+        for point in data.get("series", {}).get("points", []):
+            row = dict(zip(cols, point, strict=False))
+            hi = row["max_ns"]
+            if round(hi, 1) in stalls and "max2_ns" in row:
+                t0, d = stalls[round(hi, 1)]
+                left = th.remaining_ns[events.index((t0, d))] if th else 0.0
+                hi = max(row["max2_ns"], left)
+            ctx.series(f"{name}_max_us", row["t_s"], hi / 1000.0, "us", "target")
+            if name == "tick":
+                ctx.series("tick_min_us", row["t_s"], row["min_ns"] / 1000.0, "us", "target")
+        if th is not None:
+            for i in th.remaining_ns:
+                t, d = events[i]
+                ctx.series(f"{name}_throttle_us", t / 1e9, d / 1000.0, "us", "target")
 
 
 @register
@@ -158,14 +273,18 @@ class Tick(_Probe):
         m = modes(bins)
         duration = float(data.get("duration_s") or 0) or 1.0
         labels["main_mode_us"] = m.main_us
-        samples = self.stat_samples(stats_us, labels)
-        samples[0].labels = {**labels, "histogram_ns": bins, "loop": data.get("loop")}
+        samples, th = self.samples_without_throttling(data, stats_us, labels)
+        labels = samples[0].labels
+        samples[0].labels = {
+            **labels,
+            "histogram_ns": bins,
+            "loop": data.get("loop"),
+            "events_ns": data.get("events"),  # to classify throttling again from the store
+        }
         samples.append(self.sample("disturbed_per_s", m.disturbed / duration, **labels))
         if m.delay_us is not None:
             samples.append(self.sample("tick_delay_us", m.delay_us, **labels))
-        for t, lo, hi in data.get("series", {}).get("points", []):
-            ctx.series("tick_max_us", t, hi / 1000.0, "us", "target")
-            ctx.series("tick_min_us", t, lo / 1000.0, "us", "target")
+        self.block_series(ctx, data, th, "tick")
         for t, d in data.get("head", {}).get("points", []):
             ctx.series("tick_head_us", t, d / 1000.0, "us", "target")
         return samples
@@ -179,6 +298,7 @@ class _ThreadSwitch(_Probe):
     params = {
         "switches": Param(200000, "thread switches to record per run", min=100, max=1e9),
         "max_duration": Param(30.0, "stop a run after this many seconds", min=0.1, max=86400),
+        "series_points": Param(2000, "points of the latency-over-time series", min=10, max=1e6),
         **_COMMON_PARAMS,
     }
 
@@ -196,6 +316,8 @@ class _ThreadSwitch(_Probe):
                 str(p["switches"]),
                 "--duration",
                 str(p["max_duration"]),
+                "--series-points",
+                str(p.get("series_points", 2000)),
             ]
             parsed, labels = self.run_probe(platform, ctx, extra, float(p["max_duration"]))
             labels = {
@@ -206,9 +328,15 @@ class _ThreadSwitch(_Probe):
             }
             if parsed.data.get("self_yields") and labels.get("realtime"):
                 labels["warning"] = "threads ran on after sched_yield: not a pure FIFO switch"
-            out = self.stat_samples(parsed.stats_us, labels)
-            out[0].labels = {**labels, "histogram_ns": parsed.data.get("histogram", {}).get("bins")}
+            out, th = self.samples_without_throttling(parsed.data, parsed.stats_us, labels)
+            bins = parsed.data.get("histogram", {}).get("bins")
+            out[0].labels = {
+                **out[0].labels,
+                "histogram_ns": bins,
+                "events_ns": parsed.data.get("events"),
+            }
             samples += out
+            self.block_series(ctx, parsed.data, th, f"switch{n}")
         return samples
 
 
@@ -246,6 +374,7 @@ class ThreadSwitchSweep(_ThreadSwitch):
 @register
 class Cyclictest(Workload):
     suite = "latency"
+    scored = False
     name = "cyclictest"
     description = "cyclictest (rt-tests): timer wake-up latency of a SCHED_FIFO thread"
     tools = ("cyclictest",)

@@ -24,7 +24,7 @@ HEADERS = [
     "median",
     "CV",
     "min – max",
-    "ratio to baseline [95% CI]",
+    "ratio to baseline, > 1 = better [95% CI]",  # lower-is-better: baseline / value
     "overhead % [95% CI]",
 ]
 
@@ -56,6 +56,13 @@ def ratio_cells(data: ReportData, g: Group) -> list[Td]:
     elif c.ratio_high is not None and c.ratio_high < 1:
         cls = "worse"
     ratio = Raw(h(fmt.ratio(c.ratio)))
+    # a lower-is-better ratio is baseline / value, so that > 1 reads "better" in every row
+    how = (
+        "value / baseline"
+        if c.higher_is_better
+        else f"baseline / value (lower is better): the value is {fmt.ratio(1 / c.ratio)}× "
+        "the baseline"
+    )
     oh_text = Raw(h(fmt.signed_pct(c.overhead_pct)))
     if c.ratio_low is not None:
         lo_hi = f"[{fmt.ratio(c.ratio_low)} – {fmt.ratio(c.ratio_high)}]"
@@ -64,7 +71,7 @@ def ratio_cells(data: ReportData, g: Group) -> list[Td]:
     if oh:
         span = f"[{fmt.signed_pct(oh[0])} … {fmt.signed_pct(oh[1])}]"
         oh_text = Raw(oh_text + f"<br><small>{h(span)}</small>")
-    return [Td(ratio, f"num {cls}"), Td(oh_text, f"num {cls}")]
+    return [Td(ratio, f"num {cls}", how), Td(oh_text, f"num {cls}")]
 
 
 def group_row(data: ReportData, g: Group) -> list:

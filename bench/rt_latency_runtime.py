@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""Measured wall time of the shipped `rt-latency` campaign per platform (issue 11: native and
+container under 15 minutes each on 2 cores).
+
+Writes a copy of the campaign holding one platform at a time (native, container; `--vm` adds
+the VM platform), runs it with `virtbench run` into a temporary results directory and prints
+each platform's wall time against the 900 s budget. Run it under the measurement lock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from importlib import resources
+from pathlib import Path
+
+BUDGET_S = 900.0
+
+
+def one_platform(text: str, name: str) -> str:
+    """The campaign text with only the [[platforms]] block named `name`."""
+    blocks = re.split(r"(?m)^(?=\[\[platforms\]\]|\[suites)", text)
+    keep = [b for b in blocks if not b.startswith("[[platforms]]") or f'name = "{name}"' in b]
+    return re.sub(r'(?m)^baseline = ".*"$', f'baseline = "{name}"', "".join(keep))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--vm", action="store_true", help="measure the VM platform too")
+    args = ap.parse_args()
+    text = (resources.files("virtbench") / "campaigns" / "rt-latency.toml").read_text()
+    platforms = [p["name"] for p in tomllib.loads(text)["platforms"]]
+    wanted = [p for p in platforms if p != "vm" or args.vm]
+    failed_any = False
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in wanted:
+            campaign = Path(tmp) / f"rt-latency-{name}.toml"
+            campaign.write_text(one_platform(text, name))
+            start = time.monotonic()
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "virtbench.cli",
+                    "run",
+                    "--results-dir",
+                    tmp,
+                    "--no-report",
+                    str(campaign),
+                ],
+                capture_output=True,
+                text=True,
+            )
+            wall = time.monotonic() - start
+            cells = out.stdout.count("✓") + out.stdout.count("✗")
+            failed = out.stdout.count("✗")
+            failed_any |= out.returncode != 0 or failed > 0
+            print(
+                f"rt-latency {name}: {wall:.1f} s wall, {cells} cells, {failed} failed;"
+                f" ratio to the {BUDGET_S:.0f} s budget = {wall / BUDGET_S:.2f} (target < 1)"
+            )
+            if out.returncode != 0:
+                print(out.stdout[-1500:], out.stderr[-1500:])
+    sys.exit(1 if failed_any else 0)
+
+
+if __name__ == "__main__":
+    main()
