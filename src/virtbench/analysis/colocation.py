@@ -62,6 +62,12 @@ def cov(values: Sequence[float]) -> float | None:
     return summarize(values).cv
 
 
+Dims = tuple[tuple[str, Any], ...]
+# how a point was driven (a sweep, a fixed rate), not what was served: a fixed-rate cell is
+# normalized by the solo sweep of the same file size
+HOW_LABELS = frozenset({"phase"})
+
+
 @dataclass
 class CellStats:
     platform: str
@@ -81,71 +87,132 @@ class CellStats:
     aggregated_ratio: float | None = None
     jain: float | None = None
     environments: int = 1
+    dims: Dims = ()  # the sweep point (file size, connections...): never pooled across
+    limit: str | None = None  # which side limited the target's headline (server / client)
+
+    @property
+    def point(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self.dims)
 
 
 def _labels(row: dict[str, Any]) -> dict[str, Any]:
+    labels = row.get("labels")
+    if isinstance(labels, dict):
+        return labels
     try:
         return json.loads(row.get("labels_json") or "{}")
     except ValueError:
         return {}
 
 
-def cell_stats(rows: list[dict[str, Any]], primary: dict[str, str]) -> list[CellStats]:
-    """One CellStats per (platform, test case, scenario) for each test case's primary metric.
+def _dims(labels: dict[str, Any], keys: Iterable[str]) -> Dims:
+    """The sweep point of a sample: its dimension labels that it has (None is absent)."""
+    return tuple(
+        (k, v if isinstance(v, int | float | str) else json.dumps(v, sort_keys=True))
+        for k in sorted(keys)
+        if (v := labels.get(k)) is not None
+    )
 
-    `rows` are `Store.sample_rows`; `primary` maps test case -> primary metric name.
+
+def _what(dims: Dims) -> Dims:
+    """What was served at a point, without how it was driven (for the solo reference)."""
+    return tuple(kv for kv in dims if kv[0] not in HOW_LABELS)
+
+
+# (platform, tc, scenario) -> repetition -> role -> sweep point -> [values]
+Groups = dict[tuple[str, str, str], dict[int, dict[str, dict[Dims, list[float]]]]]
+
+
+def _role_values(by_dims: dict[Dims, list[float]], dims: Dims) -> tuple[Dims, list[float]]:
+    """A role's values at the target's point; a neighbour serving one other point (different:
+    SIZE) is taken at that point."""
+    if dims in by_dims:
+        return dims, by_dims[dims]
+    if len(by_dims) == 1:
+        return next(iter(by_dims.items()))
+    return dims, []
+
+
+def cell_stats(
+    rows: list[dict[str, Any]],
+    primary: dict[str, str],
+    dimensions: dict[str, Iterable[str]] | None = None,
+) -> list[CellStats]:
+    """One CellStats per (platform, test case, scenario, sweep point) for each test case's
+    primary metric; nothing is averaged across sweep points (file sizes).
+
+    `rows` are `Store.sample_rows`; `primary` maps test case -> primary metric name;
+    `dimensions` test case -> the run's dimension label keys (None: no sweep points).
     """
-    # (platform, tc, scenario) -> repetition -> role -> [values]
-    groups: dict[tuple[str, str, str], dict[int, dict[str, list[float]]]] = defaultdict(
-        lambda: defaultdict(lambda: defaultdict(list))
+    groups: Groups = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     )
     env_platform: dict[tuple[str, str, str, str], str] = {}
     meta: dict[tuple[str, str, str], tuple[str, bool]] = {}
-    invalid: dict[tuple[str, str, str], int] = defaultdict(int)
+    invalid: dict[tuple[str, str, str, Dims], int] = defaultdict(int)
+    limits: dict[tuple[str, str, str, Dims], set[str]] = defaultdict(set)
     for r in rows:
         if r["metric"] != primary.get(r["test_case"]) or r["role"] == "client":
             continue
         if r["scenario"] == SOLO_PEAK_SCENARIO:  # a reference, not a co-location scenario
             continue
         key = (r["platform"], r["test_case"], r["scenario"])
+        labels = _labels(r)
+        dims = _dims(labels, (dimensions or {}).get(r["test_case"], ()))
         meta[key] = (r["unit"], bool(r["higher_is_better"]))
+        if r["role"] == "target" and labels.get("limit"):
+            limits[(*key, dims)].add(str(labels["limit"]))
         if not r["valid"]:
             if r["role"] == "target":
-                invalid[key] += 1
+                invalid[(*key, dims)] += 1
             continue
-        groups[key][r["repetition"]][r["role"]].append(float(r["value"]))
-        env_platform[(*key, r["role"])] = _labels(r).get("env_platform", r["platform"])
-    solo_means = {
-        (p, tc): statistics.fmean(v for rep in reps.values() for v in rep.get("target", []))
-        for (p, tc, sc), reps in groups.items()
-        if sc == SOLO and any(rep.get("target") for rep in reps.values())
+        groups[key][r["repetition"]][r["role"]][dims].append(float(r["value"]))
+        env_platform[(*key, r["role"])] = labels.get("env_platform", r["platform"])
+    solo: dict[tuple[str, str, Dims], list[float]] = defaultdict(list)
+    for (p, tc, sc), reps in groups.items():
+        if sc == SOLO:
+            for rep in reps.values():
+                for dims, values in rep.get("target", {}).items():
+                    solo[(p, tc, _what(dims))] += values
+    solo_means = {k: statistics.fmean(v) for k, v in solo.items() if v}
+    points = {
+        (*key, d)
+        for key, reps in groups.items()
+        for rep in reps.values()
+        for d in rep.get("target", {})
     }
     out = []
-    for key in sorted(set(groups) | set(invalid)):
-        platform, tc, scenario = key
-        reps = groups.get(key, {})
-        target = [v for rep in reps.values() for v in rep.get("target", [])]
-        unit, hib = meta[key]
+    for key in sorted(points | set(invalid), key=lambda k: (k[:3], _sort(k[3]))):
+        platform, tc, scenario, dims = key
+        reps = groups.get(key[:3], {})
+        target = [v for rep in reps.values() for v in rep.get("target", {}).get(dims, [])]
+        unit, hib = meta[key[:3]]
         st = CellStats(
             platform, tc, scenario, primary[tc], unit, hib,
             statistics.fmean(target) if target else float("nan"),
-            cov(target), len(target), invalid.get(key, 0),
+            cov(target), len(target), invalid.get(key, 0), dims=dims,
+            limit=", ".join(sorted(limits[key])) or None,
         )  # fmt: skip
-        solo = solo_means.get((platform, tc))
-        if solo and target:
-            st.solo_mean = solo
-            st.normalized = normalized(st.target_mean, solo)
-            st.degradation_pct = degradation_pct(st.target_mean, solo, hib)
+        solo_mean = solo_means.get((platform, tc, _what(dims)))
+        if solo_mean and target:
+            st.solo_mean = solo_mean
+            st.normalized = normalized(st.target_mean, solo_mean)
+            st.degradation_pct = degradation_pct(st.target_mean, solo_mean, hib)
         sums, ratios, fair = [], [], []
         for rep in reps.values():
-            roles = {role: statistics.fmean(v) for role, v in rep.items() if v}
+            roles, peaks = {}, []
+            for role, by_dims in rep.items():
+                at, values = _role_values(by_dims, dims)
+                if values:
+                    roles[role] = statistics.fmean(values)
+                    where = env_platform.get((*key[:3], role), platform)
+                    peaks.append(solo_means.get((where, tc, _what(at))))
             if "target" not in roles:
                 continue
             st.environments = max(st.environments, len(roles))
             sums.append(aggregated(roles.values()))
             if len(roles) > 1:
                 fair.append(jain(list(roles.values())))
-            peaks = [solo_means.get((env_platform.get((*key, r), platform), tc)) for r in roles]
             if all(peaks):
                 ratios.append(aggregated_ratio(list(roles.values()), peaks))  # type: ignore[arg-type]
         st.aggregated = statistics.fmean(sums) if sums else None
@@ -153,6 +220,10 @@ def cell_stats(rows: list[dict[str, Any]], primary: dict[str, str]) -> list[Cell
         st.jain = statistics.fmean(fair) if fair else None
         out.append(st)
     return out
+
+
+def _sort(dims: Dims) -> tuple:
+    return tuple((k, (0, v) if isinstance(v, int | float) else (1, str(v))) for k, v in dims)
 
 
 def interference_matrix(stats: list[CellStats]) -> dict[str, dict[str, float]]:
