@@ -92,6 +92,9 @@ def colocation_section(data) -> Section | None:
         mrows = [[v] + [_fmt(matrix[v].get(a), ".1f") for a in aggressors] for v in matrix]
         parts.append("<h3>Interference matrix: target degradation % (victim × aggressor)</h3>")
         parts.append(str(html.scroll(str(html.table(["victim platform", *aggressors], mrows)))))
+    shared = lockstep_note(data)
+    if shared:
+        parts.append(f"<p class='note'>{html.h(shared)}</p>")
     starts = figures.startup_charts(data)
     if starts:
         parts.append(
@@ -104,5 +107,27 @@ def colocation_section(data) -> Section | None:
         parts.extend(sweeps)
     parts.append(figures.env_metrics_table(data))
     md_headers = ["platform", "scenario", *shown, "target", "degr. %", "agg. ratio", "Jain"]
-    md = html.md_table(md_headers, md_rows)
+    md = html.md_table(md_headers, md_rows) + (f"\n{shared}\n" if shared else "")
     return Section("Co-location and interference", html.Raw("\n".join(parts)), markdown=md)
+
+
+def lockstep_note(data) -> str:
+    """How many steps of the lockstep cells had a window every environment did not share
+    (those steps alone are invalid), per platform, scenario and role."""
+    total: dict[str, int] = {}
+    unshared: dict[str, int] = {}
+    for r in data.samples:
+        lab = r["labels"]
+        if r["metric"] != "reply_rate" or "step" not in lab or not lab.get("lockstep"):
+            continue
+        who = f"{r['platform']} · {r['scenario']} · {r['role']}"
+        total[who] = total.get(who, 0) + 1
+        if "not shared" in (r.get("invalid_reason") or ""):
+            unshared[who] = unshared.get(who, 0) + 1
+    if not total:
+        return ""
+    counts = "; ".join(f"{who} {unshared.get(who, 0)}/{n}" for who, n in total.items())
+    return (
+        "Lockstep steps whose window was not shared by every environment (invalid, the other "
+        f"steps stand): {sum(unshared.values())} of {sum(total.values())} ({counts})."
+    )
