@@ -118,3 +118,21 @@ def test_cell_stats_never_pool_file_sizes():
     assert diff.aggregated_ratio == pytest.approx(10000 / 14336 + 2550 / 5101)
     assert diff.environments == 2
     assert len(stats) == 6
+
+
+def test_limit_names_the_side_that_limited_each_headline():
+    def head(cell, value):
+        row = _sized("solo", "target", 1, value, 1)
+        row |= {"cell_id": cell, "cell_labels": json.dumps({"platform": {"cpu_quota_us": 50000}})}
+        return row
+
+    def client(cell, pct):
+        row = _sized("solo", "client", 1, pct, 1)
+        return row | {"cell_id": cell, "metric": "client_cpu_pct"}
+
+    rows = [head("a", 5000), client("a", 60.0)]
+    (st,) = c.cell_stats(rows, {"web": "req_per_s"}, {"web": {"file_size_kb"}})
+    assert st.limit == "server (CPU budget 0.5); client ≤ 60 % CPU"
+    rows = [head("b", 9000), client("b", 95.0)]
+    (st,) = c.cell_stats(rows, {"web": "req_per_s"}, {"web": {"file_size_kb"}})
+    assert st.limit == "client (95 % CPU)"

@@ -150,7 +150,7 @@ def cell_stats(
     env_platform: dict[tuple[str, str, str, str], str] = {}
     meta: dict[tuple[str, str, str], tuple[str, bool]] = {}
     invalid: dict[tuple[str, str, str, Dims], int] = defaultdict(int)
-    limits: dict[tuple[str, str, str, Dims], set[str]] = defaultdict(set)
+    limits = _limits(rows, primary, dimensions or {})
     for r in rows:
         if r["metric"] != primary.get(r["test_case"]) or r["role"] == "client":
             continue
@@ -160,8 +160,6 @@ def cell_stats(
         labels = _labels(r)
         dims = _dims(labels, (dimensions or {}).get(r["test_case"], ()))
         meta[key] = (r["unit"], bool(r["higher_is_better"]))
-        if r["role"] == "target" and labels.get("limit"):
-            limits[(*key, dims)].add(str(labels["limit"]))
         if not r["valid"]:
             if r["role"] == "target":
                 invalid[(*key, dims)] += 1
@@ -191,7 +189,7 @@ def cell_stats(
             platform, tc, scenario, primary[tc], unit, hib,
             statistics.fmean(target) if target else float("nan"),
             cov(target), len(target), invalid.get(key, 0), dims=dims,
-            limit=", ".join(sorted(limits[key])) or None,
+            limit=limits.get(key),
         )  # fmt: skip
         solo_mean = solo_means.get((platform, tc, _what(dims)))
         if solo_mean and target:
@@ -219,6 +217,62 @@ def cell_stats(
         st.aggregated_ratio = statistics.fmean(ratios) if ratios else None
         st.jain = statistics.fmean(fair) if fair else None
         out.append(st)
+    return out
+
+
+CLIENT_SATURATED_PCT = 90.0  # as serving/loadgen.py judges a load generator
+
+
+def _budget(row: dict[str, Any]) -> float | None:
+    """The server's CPU budget (CPUs) from the cell's platform labels, if it had a quota."""
+    try:
+        plat = json.loads(row.get("cell_labels") or "{}").get("platform") or {}
+    except ValueError:
+        return None
+    quota = plat.get("cpu_quota_us")
+    return quota / (plat.get("cpu_period_us") or 100_000) if quota else None
+
+
+def _limits(
+    rows: list[dict[str, Any]], primary: dict[str, str], dimensions: dict[str, Iterable[str]]
+) -> dict[tuple[str, str, str, Dims], str]:
+    """Which side limited each target headline: the load generator (its CPU past 90 % at the
+    headline's step) or the server (with its CPU budget where it had one), over repetitions."""
+    heads: dict[tuple[str, Any], tuple[tuple[str, str, str, Dims], Any]] = {}
+    budgets: dict[str, float | None] = {}
+    for r in rows:
+        if r["metric"] == primary.get(r["test_case"]) and r["role"] == "target":
+            lab = _labels(r)
+            key = (r["platform"], r["test_case"], r["scenario"])
+            dims = _dims(lab, dimensions.get(r["test_case"], ()))
+            heads[(r.get("cell_id") or r["repetition"], lab.get("file_size_kb"))] = (
+                (*key, dims),
+                lab.get("peak_step"),
+            )
+            budgets[r.get("cell_id") or r["repetition"]] = _budget(r)
+    sides: dict[tuple[str, str, str, Dims], list[tuple[float, float | None]]] = defaultdict(list)
+    for r in rows:
+        lab = _labels(r)
+        if r["metric"] != "client_cpu_pct" or lab.get("client_of", "target") != "target":
+            continue
+        cell = r.get("cell_id") or r["repetition"]
+        head = heads.get((cell, lab.get("file_size_kb")))
+        if head is None or lab.get("step") != head[1] or lab.get("phase") == "probe":
+            continue
+        sides[head[0]].append((float(r["value"]), budgets.get(cell)))
+    out = {}
+    for key, found in sides.items():
+        client = [pct for pct, _b in found if pct > CLIENT_SATURATED_PCT]
+        budget = next((b for _p, b in found if b), None)
+        server = "server" + (f" (CPU budget {budget:g})" if budget else "")
+        if not client:
+            out[key] = f"{server}; client ≤ {max(p for p, _b in found):.0f} % CPU"
+        elif len(client) == len(found):
+            out[key] = f"client ({max(client):.0f} % CPU)"
+        else:
+            out[key] = (
+                f"client in {len(client)}/{len(found)} ({max(client):.0f} % CPU), else {server}"
+            )
     return out
 
 
