@@ -220,9 +220,6 @@ def cell_stats(
     return out
 
 
-CLIENT_SATURATED_PCT = 90.0  # as serving/loadgen.py judges a load generator
-
-
 def _budget(row: dict[str, Any]) -> float | None:
     """The server's CPU budget (CPUs) from the cell's platform labels, if it had a quota."""
     try:
@@ -233,46 +230,58 @@ def _budget(row: dict[str, Any]) -> float | None:
     return quota / (plat.get("cpu_period_us") or 100_000) if quota else None
 
 
+def _client_limited(row: dict[str, Any]) -> bool:
+    """The workload's own verdict (each tool judges its load generator its own way: wrk by
+    its CPU, httperf by its send rate, sockets and schedule, since it busy-polls)."""
+    why = row.get("invalid_reason") or str(_labels(row).get("invalid") or "")
+    return not row["valid"] and ("load generator" in why or "client" in why)
+
+
 def _limits(
     rows: list[dict[str, Any]], primary: dict[str, str], dimensions: dict[str, Iterable[str]]
 ) -> dict[tuple[str, str, str, Dims], str]:
-    """Which side limited each target headline: the load generator (its CPU past 90 % at the
-    headline's step) or the server (with its CPU budget where it had one), over repetitions."""
-    heads: dict[tuple[str, Any], tuple[tuple[str, str, str, Dims], Any]] = {}
-    budgets: dict[str, float | None] = {}
+    """Which side limited each target headline, over repetitions: the load generator (the
+    headline invalid by the tool's own client verdict) or the server (with its CPU budget
+    where it had one); the client's CPU at the headline's step is given as context."""
+    heads: dict[tuple[Any, Any], tuple[tuple[str, str, str, Dims], Any, bool]] = {}
     for r in rows:
         if r["metric"] == primary.get(r["test_case"]) and r["role"] == "target":
             lab = _labels(r)
             key = (r["platform"], r["test_case"], r["scenario"])
             dims = _dims(lab, dimensions.get(r["test_case"], ()))
-            heads[(r.get("cell_id") or r["repetition"], lab.get("file_size_kb"))] = (
+            cell = r.get("cell_id") or r["repetition"]
+            heads[(cell, lab.get("file_size_kb"))] = (
                 (*key, dims),
                 lab.get("peak_step"),
+                _client_limited(r),
             )
-            budgets[r.get("cell_id") or r["repetition"]] = _budget(r)
-    sides: dict[tuple[str, str, str, Dims], list[tuple[float, float | None]]] = defaultdict(list)
+    budgets = {r.get("cell_id") or r["repetition"]: b for r in rows if (b := _budget(r))}
+    client_pct: dict[tuple[Any, Any], float] = {}
     for r in rows:
         lab = _labels(r)
         if r["metric"] != "client_cpu_pct" or lab.get("client_of", "target") != "target":
             continue
-        cell = r.get("cell_id") or r["repetition"]
-        head = heads.get((cell, lab.get("file_size_kb")))
-        if head is None or lab.get("step") != head[1] or lab.get("phase") == "probe":
-            continue
-        sides[head[0]].append((float(r["value"]), budgets.get(cell)))
+        at = (r.get("cell_id") or r["repetition"], lab.get("file_size_kb"))
+        head = heads.get(at)
+        if head is not None and lab.get("step") == head[1] and lab.get("phase") != "probe":
+            client_pct[at] = float(r["value"])
+    sides: dict[tuple[str, str, str, Dims], list[tuple[bool, float | None, float | None]]]
+    sides = defaultdict(list)
+    for at, (key, _step, client) in heads.items():
+        sides[key].append((client, client_pct.get(at), budgets.get(at[0])))
     out = {}
     for key, found in sides.items():
-        client = [pct for pct, _b in found if pct > CLIENT_SATURATED_PCT]
-        budget = next((b for _p, b in found if b), None)
+        pcts = [p for _c, p, _b in found if p is not None]
+        cpu = f"client at ≤ {max(pcts):.0f} % CPU" if pcts else ""
+        budget = next((b for _c, _p, b in found if b), None)
         server = "server" + (f" (CPU budget {budget:g})" if budget else "")
-        if not client:
-            out[key] = f"{server}; client ≤ {max(p for p, _b in found):.0f} % CPU"
-        elif len(client) == len(found):
-            out[key] = f"client ({max(client):.0f} % CPU)"
+        n = sum(1 for c, _p, _b in found if c)
+        if n == 0:
+            out[key] = server + (f"; {cpu}" if cpu else "")
+        elif n == len(found):
+            out[key] = "client" + (f" ({cpu})" if cpu else "")
         else:
-            out[key] = (
-                f"client in {len(client)}/{len(found)} ({max(client):.0f} % CPU), else {server}"
-            )
+            out[key] = f"client in {n}/{len(found)}, else {server}"
     return out
 
 
