@@ -79,3 +79,63 @@ def test_cell_stats_and_matrix():
     m = c.interference_matrix(list(stats.values()))
     assert m["native"]["web | heterogeneous:vm"] == pytest.approx(20.0)
     assert "web | solo" not in m["native"]
+
+
+def _sized(scenario, role, rep, value, size, env_platform=None, **labels):
+    row = _row("container", scenario, role, rep, value, env_platform=env_platform)
+    row["labels_json"] = json.dumps(
+        json.loads(row["labels_json"]) | labels | {"file_size_kb": size}
+    )
+    return row
+
+
+def test_cell_stats_never_pool_file_sizes():
+    # issue 12: a solo "9718" was the mean of 14,336 (1 KB) and 5,101 (50 KB)
+    rows = [
+        _sized("solo", "target", 1, 14336, 1),
+        _sized("solo", "target", 1, 5101, 50),
+        _sized("identical", "target", 1, 7000, 1),
+        _sized("identical", "neighbour-1", 1, 7100, 1),
+        _sized("identical", "target", 1, 2500, 50),
+        _sized("identical", "neighbour-1", 1, 2600, 50),
+        # a fixed-rate point is normalized by the solo sweep of the same size
+        _sized("many:2", "target", 1, 1400, 1, phase="fixed-rate"),
+        # different:50 -> the neighbour serves 50 KB beside a 1 KB target
+        _sized("different:50", "target", 1, 10000, 1),
+        _sized("different:50", "neighbour-1", 1, 2550, 50),
+    ]
+    dims = {"web": {"file_size_kb", "phase", "step"}}
+    stats = {(s.scenario, s.point): s for s in c.cell_stats(rows, {"web": "req_per_s"}, dims)}
+    assert stats[("solo", "file_size_kb=1")].target_mean == 14336
+    assert stats[("solo", "file_size_kb=50")].target_mean == 5101
+    assert stats[("solo", "file_size_kb=1")].target_cov is None  # one value, nothing mixed
+    big = stats[("identical", "file_size_kb=50")]
+    assert big.normalized == pytest.approx(2500 / 5101)
+    assert big.aggregated_ratio == pytest.approx(5100 / 5101)
+    fixed = stats[("many:2", "file_size_kb=1, phase=fixed-rate")]
+    assert fixed.solo_mean == 14336
+    diff = stats[("different:50", "file_size_kb=1")]
+    assert diff.aggregated_ratio == pytest.approx(10000 / 14336 + 2550 / 5101)
+    assert diff.environments == 2
+    assert len(stats) == 6
+
+
+def test_limit_names_the_side_that_limited_each_headline():
+    def head(cell, value):
+        row = _sized("solo", "target", 1, value, 1)
+        row |= {"cell_id": cell, "cell_labels": json.dumps({"platform": {"cpu_quota_us": 50000}})}
+        return row
+
+    def client(cell, pct):
+        row = _sized("solo", "client", 1, pct, 1)
+        return row | {"cell_id": cell, "metric": "client_cpu_pct"}
+
+    rows = [head("a", 5000), client("a", 60.0)]
+    (st,) = c.cell_stats(rows, {"web": "req_per_s"}, {"web": {"file_size_kb"}})
+    assert st.limit == "server (CPU budget 0.5); client at ≤ 60 % CPU"
+    # the tool's own verdict decides (httperf busy-polls: its CPU alone says nothing)
+    rows = [head("b", 9000) | {"valid": 0, "invalid_reason": "load generator CPU saturated"}]
+    (st,) = c.cell_stats(
+        rows + [client("b", 95.0)], {"web": "req_per_s"}, {"web": {"file_size_kb"}}
+    )
+    assert st.limit == "client (client at ≤ 95 % CPU)"

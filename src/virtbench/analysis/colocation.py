@@ -62,6 +62,12 @@ def cov(values: Sequence[float]) -> float | None:
     return summarize(values).cv
 
 
+Dims = tuple[tuple[str, Any], ...]
+# how a point was driven (a sweep, a fixed rate), not what was served: a fixed-rate cell is
+# normalized by the solo sweep of the same file size
+HOW_LABELS = frozenset({"phase"})
+
+
 @dataclass
 class CellStats:
     platform: str
@@ -81,71 +87,130 @@ class CellStats:
     aggregated_ratio: float | None = None
     jain: float | None = None
     environments: int = 1
+    dims: Dims = ()  # the sweep point (file size, connections...): never pooled across
+    limit: str | None = None  # which side limited the target's headline (server / client)
+
+    @property
+    def point(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self.dims)
 
 
 def _labels(row: dict[str, Any]) -> dict[str, Any]:
+    labels = row.get("labels")
+    if isinstance(labels, dict):
+        return labels
     try:
         return json.loads(row.get("labels_json") or "{}")
     except ValueError:
         return {}
 
 
-def cell_stats(rows: list[dict[str, Any]], primary: dict[str, str]) -> list[CellStats]:
-    """One CellStats per (platform, test case, scenario) for each test case's primary metric.
+def _dims(labels: dict[str, Any], keys: Iterable[str]) -> Dims:
+    """The sweep point of a sample: its dimension labels that it has (None is absent)."""
+    return tuple(
+        (k, v if isinstance(v, int | float | str) else json.dumps(v, sort_keys=True))
+        for k in sorted(keys)
+        if (v := labels.get(k)) is not None
+    )
 
-    `rows` are `Store.sample_rows`; `primary` maps test case -> primary metric name.
+
+def _what(dims: Dims) -> Dims:
+    """What was served at a point, without how it was driven (for the solo reference)."""
+    return tuple(kv for kv in dims if kv[0] not in HOW_LABELS)
+
+
+# (platform, tc, scenario) -> repetition -> role -> sweep point -> [values]
+Groups = dict[tuple[str, str, str], dict[int, dict[str, dict[Dims, list[float]]]]]
+
+
+def _role_values(by_dims: dict[Dims, list[float]], dims: Dims) -> tuple[Dims, list[float]]:
+    """A role's values at the target's point; a neighbour serving one other point (different:
+    SIZE) is taken at that point."""
+    if dims in by_dims:
+        return dims, by_dims[dims]
+    if len(by_dims) == 1:
+        return next(iter(by_dims.items()))
+    return dims, []
+
+
+def cell_stats(
+    rows: list[dict[str, Any]],
+    primary: dict[str, str],
+    dimensions: dict[str, Iterable[str]] | None = None,
+) -> list[CellStats]:
+    """One CellStats per (platform, test case, scenario, sweep point) for each test case's
+    primary metric; nothing is averaged across sweep points (file sizes).
+
+    `rows` are `Store.sample_rows`; `primary` maps test case -> primary metric name;
+    `dimensions` test case -> the run's dimension label keys (None: no sweep points).
     """
-    # (platform, tc, scenario) -> repetition -> role -> [values]
-    groups: dict[tuple[str, str, str], dict[int, dict[str, list[float]]]] = defaultdict(
-        lambda: defaultdict(lambda: defaultdict(list))
+    groups: Groups = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     )
     env_platform: dict[tuple[str, str, str, str], str] = {}
     meta: dict[tuple[str, str, str], tuple[str, bool]] = {}
-    invalid: dict[tuple[str, str, str], int] = defaultdict(int)
+    invalid: dict[tuple[str, str, str, Dims], int] = defaultdict(int)
+    limits = _limits(rows, primary, dimensions or {})
     for r in rows:
         if r["metric"] != primary.get(r["test_case"]) or r["role"] == "client":
             continue
         if r["scenario"] == SOLO_PEAK_SCENARIO:  # a reference, not a co-location scenario
             continue
         key = (r["platform"], r["test_case"], r["scenario"])
+        labels = _labels(r)
+        dims = _dims(labels, (dimensions or {}).get(r["test_case"], ()))
         meta[key] = (r["unit"], bool(r["higher_is_better"]))
         if not r["valid"]:
             if r["role"] == "target":
-                invalid[key] += 1
+                invalid[(*key, dims)] += 1
             continue
-        groups[key][r["repetition"]][r["role"]].append(float(r["value"]))
-        env_platform[(*key, r["role"])] = _labels(r).get("env_platform", r["platform"])
-    solo_means = {
-        (p, tc): statistics.fmean(v for rep in reps.values() for v in rep.get("target", []))
-        for (p, tc, sc), reps in groups.items()
-        if sc == SOLO and any(rep.get("target") for rep in reps.values())
+        groups[key][r["repetition"]][r["role"]][dims].append(float(r["value"]))
+        env_platform[(*key, r["role"])] = labels.get("env_platform", r["platform"])
+    solo: dict[tuple[str, str, Dims], list[float]] = defaultdict(list)
+    for (p, tc, sc), reps in groups.items():
+        if sc == SOLO:
+            for rep in reps.values():
+                for dims, values in rep.get("target", {}).items():
+                    solo[(p, tc, _what(dims))] += values
+    solo_means = {k: statistics.fmean(v) for k, v in solo.items() if v}
+    points = {
+        (*key, d)
+        for key, reps in groups.items()
+        for rep in reps.values()
+        for d in rep.get("target", {})
     }
     out = []
-    for key in sorted(set(groups) | set(invalid)):
-        platform, tc, scenario = key
-        reps = groups.get(key, {})
-        target = [v for rep in reps.values() for v in rep.get("target", [])]
-        unit, hib = meta[key]
+    for key in sorted(points | set(invalid), key=lambda k: (k[:3], _sort(k[3]))):
+        platform, tc, scenario, dims = key
+        reps = groups.get(key[:3], {})
+        target = [v for rep in reps.values() for v in rep.get("target", {}).get(dims, [])]
+        unit, hib = meta[key[:3]]
         st = CellStats(
             platform, tc, scenario, primary[tc], unit, hib,
             statistics.fmean(target) if target else float("nan"),
-            cov(target), len(target), invalid.get(key, 0),
+            cov(target), len(target), invalid.get(key, 0), dims=dims,
+            limit=limits.get(key),
         )  # fmt: skip
-        solo = solo_means.get((platform, tc))
-        if solo and target:
-            st.solo_mean = solo
-            st.normalized = normalized(st.target_mean, solo)
-            st.degradation_pct = degradation_pct(st.target_mean, solo, hib)
+        solo_mean = solo_means.get((platform, tc, _what(dims)))
+        if solo_mean and target:
+            st.solo_mean = solo_mean
+            st.normalized = normalized(st.target_mean, solo_mean)
+            st.degradation_pct = degradation_pct(st.target_mean, solo_mean, hib)
         sums, ratios, fair = [], [], []
         for rep in reps.values():
-            roles = {role: statistics.fmean(v) for role, v in rep.items() if v}
+            roles, peaks = {}, []
+            for role, by_dims in rep.items():
+                at, values = _role_values(by_dims, dims)
+                if values:
+                    roles[role] = statistics.fmean(values)
+                    where = env_platform.get((*key[:3], role), platform)
+                    peaks.append(solo_means.get((where, tc, _what(at))))
             if "target" not in roles:
                 continue
             st.environments = max(st.environments, len(roles))
             sums.append(aggregated(roles.values()))
             if len(roles) > 1:
                 fair.append(jain(list(roles.values())))
-            peaks = [solo_means.get((env_platform.get((*key, r), platform), tc)) for r in roles]
             if all(peaks):
                 ratios.append(aggregated_ratio(list(roles.values()), peaks))  # type: ignore[arg-type]
         st.aggregated = statistics.fmean(sums) if sums else None
@@ -153,6 +218,75 @@ def cell_stats(rows: list[dict[str, Any]], primary: dict[str, str]) -> list[Cell
         st.jain = statistics.fmean(fair) if fair else None
         out.append(st)
     return out
+
+
+def _budget(row: dict[str, Any]) -> float | None:
+    """The server's CPU budget (CPUs) from the cell's platform labels, if it had a quota."""
+    try:
+        plat = json.loads(row.get("cell_labels") or "{}").get("platform") or {}
+    except ValueError:
+        return None
+    quota = plat.get("cpu_quota_us")
+    return quota / (plat.get("cpu_period_us") or 100_000) if quota else None
+
+
+def _client_limited(row: dict[str, Any]) -> bool:
+    """The workload's own verdict (each tool judges its load generator its own way: wrk by
+    its CPU, httperf by its send rate, sockets and schedule, since it busy-polls)."""
+    why = row.get("invalid_reason") or str(_labels(row).get("invalid") or "")
+    return not row["valid"] and ("load generator" in why or "client" in why)
+
+
+def _limits(
+    rows: list[dict[str, Any]], primary: dict[str, str], dimensions: dict[str, Iterable[str]]
+) -> dict[tuple[str, str, str, Dims], str]:
+    """Which side limited each target headline, over repetitions: the load generator (the
+    headline invalid by the tool's own client verdict) or the server (with its CPU budget
+    where it had one); the client's CPU at the headline's step is given as context."""
+    heads: dict[tuple[Any, Any], tuple[tuple[str, str, str, Dims], Any, bool]] = {}
+    for r in rows:
+        if r["metric"] == primary.get(r["test_case"]) and r["role"] == "target":
+            lab = _labels(r)
+            key = (r["platform"], r["test_case"], r["scenario"])
+            dims = _dims(lab, dimensions.get(r["test_case"], ()))
+            cell = r.get("cell_id") or r["repetition"]
+            heads[(cell, lab.get("file_size_kb"))] = (
+                (*key, dims),
+                lab.get("peak_step"),
+                _client_limited(r),
+            )
+    budgets = {r.get("cell_id") or r["repetition"]: b for r in rows if (b := _budget(r))}
+    client_pct: dict[tuple[Any, Any], float] = {}
+    for r in rows:
+        lab = _labels(r)
+        if r["metric"] != "client_cpu_pct" or lab.get("client_of", "target") != "target":
+            continue
+        at = (r.get("cell_id") or r["repetition"], lab.get("file_size_kb"))
+        head = heads.get(at)
+        if head is not None and lab.get("step") == head[1] and lab.get("phase") != "probe":
+            client_pct[at] = float(r["value"])
+    sides: dict[tuple[str, str, str, Dims], list[tuple[bool, float | None, float | None]]]
+    sides = defaultdict(list)
+    for at, (key, _step, client) in heads.items():
+        sides[key].append((client, client_pct.get(at), budgets.get(at[0])))
+    out = {}
+    for key, found in sides.items():
+        pcts = [p for _c, p, _b in found if p is not None]
+        cpu = f"client at ≤ {max(pcts):.0f} % CPU" if pcts else ""
+        budget = next((b for _c, _p, b in found if b), None)
+        server = "server" + (f" (CPU budget {budget:g})" if budget else "")
+        n = sum(1 for c, _p, _b in found if c)
+        if n == 0:
+            out[key] = server + (f"; {cpu}" if cpu else "")
+        elif n == len(found):
+            out[key] = "client" + (f" ({cpu})" if cpu else "")
+        else:
+            out[key] = f"client in {n}/{len(found)}, else {server}"
+    return out
+
+
+def _sort(dims: Dims) -> tuple:
+    return tuple((k, (0, v) if isinstance(v, int | float) else (1, str(v))) for k, v in dims)
 
 
 def interference_matrix(stats: list[CellStats]) -> dict[str, dict[str, float]]:

@@ -174,9 +174,15 @@ def build(rows: list[dict[str, Any]], description: RunDescription) -> list[Group
     for row in rows:
         labels = _labels(row)
         tkey = (row["test_case"], row["role"], row["metric"])
+        # a sample without a dimension label is not at a point "None" of it: it is left out
+        # of the key (a sweep's headline has no phase, a fixed-rate one phase=fixed-rate)
         dims = tuple(
             sorted(
-                ((k, _scalar(labels.get(k))) for k in dims_of.get(tkey, ())),
+                (
+                    (k, _scalar(labels[k]))
+                    for k in dims_of.get(tkey, ())
+                    if labels.get(k) is not None
+                ),
                 key=lambda kv: kv[0],
             )
         )

@@ -8,6 +8,9 @@ VALID steps and the offered rate where it was reached (seed 000 Fig. 5, seed 003
 
 from __future__ import annotations
 
+import contextlib
+import threading
+import time
 from dataclasses import dataclass
 
 from ..errors import VirtbenchError
@@ -95,3 +98,93 @@ def peak(steps: list[StepResult]) -> StepResult | None:
     """The step with the highest throughput among valid steps (None if none is valid)."""
     valid = [s for s in steps if not s.invalid]
     return max(valid, key=lambda s: s.throughput) if valid else None
+
+
+def schedule(
+    peak: float, start_fraction: float, step_fraction: float, max_fraction: float
+) -> list[float]:
+    """Lockstep rates: the same fractions of each environment's own solo peak (seed 000: 10 %,
+    20 % ... 100 % of full load), so co-located environments share every step's intensity."""
+    return [
+        round(r, 1)
+        for r in capacity_plan(peak, start_fraction, step_fraction, max_fraction).rates()
+    ]
+
+
+class Lockstep:
+    """Co-located environments sweeping together: every step starts behind a barrier for all
+    of them and ends behind another, so the n-th step of each is measured while every other
+    one is at its n-th step. A party's step is shared when each other party's window of that
+    step covered `min_share` of it, or left at most `slack_s` uncovered."""
+
+    def __init__(
+        self, parties: list[str], min_share: float, slack_s: float, timeout_s: float
+    ) -> None:
+        self.names = list(parties)
+        self.min_share, self.slack_s = min_share, slack_s
+        self._begin = threading.Barrier(len(parties), timeout=timeout_s)
+        self._end = threading.Barrier(len(parties), timeout=timeout_s)
+        # n-th step -> party -> [start, end] (monotonic; end 0 while it runs)
+        self.windows: dict[int, dict[str, list[float]]] = {}
+        self._lock = threading.Lock()
+
+    def party(self, name: str) -> LockstepParty:
+        return LockstepParty(self, name)
+
+    def abort(self) -> None:
+        """A party stopped (done or failed): nobody waits for it; its later steps are
+        missing, so the others' are unshared."""
+        self._begin.abort()
+        self._end.abort()
+
+    def mark(self, n: int, name: str, at: int, t: float | None = None) -> None:
+        with self._lock:
+            w = self.windows.setdefault(n, {}).setdefault(name, [0.0, 0.0])
+            w[at] = time.monotonic() if t is None else t
+
+    def verdict(self, n: int, name: str) -> str | None:
+        """Why the party's n-th step was not shared by every other party (None: it was)."""
+        with self._lock:
+            step = {k: list(v) for k, v in self.windows.get(n, {}).items()}
+        own = step.get(name)
+        if own is None or not own[1]:
+            return "step window not recorded"
+        span = max(own[1] - own[0], 1e-9)
+        why = []
+        for other in self.names:
+            w = step.get(other)
+            if other == name:
+                continue
+            covered = 0.0
+            if w is not None and w[1]:
+                covered = max(0.0, min(own[1], w[1]) - max(own[0], w[0]))
+            share = min(1.0, covered / span)
+            if share < self.min_share and span - covered > self.slack_s:
+                if w is None or not w[1]:
+                    why.append(f"{other} stopped before it")
+                else:
+                    why.append(f"{other} ran it for {share:.0%} of this one's {span:.1f} s")
+        return ("step window not shared: " + "; ".join(why)) if why else None
+
+
+class LockstepParty:
+    """One environment's view of a Lockstep: begin() and end() around each of its steps."""
+
+    def __init__(self, lockstep: Lockstep, name: str) -> None:
+        self.lockstep, self.name = lockstep, name
+        self.n = 0  # steps begun so far
+
+    def begin(self) -> None:
+        with contextlib.suppress(threading.BrokenBarrierError):
+            self.lockstep._begin.wait()
+        self.lockstep.mark(self.n, self.name, 0)
+
+    def end(self) -> str | None:
+        """Wait for every party to end this step; why it was not shared (None: it was)."""
+        n, self.n = self.n, self.n + 1
+        self.lockstep.mark(n, self.name, 1)
+        # broken: a party stopped (or a released party's abort came first); the windows
+        # recorded so far decide, a missing one counts as not there
+        with contextlib.suppress(threading.BrokenBarrierError):
+            self.lockstep._end.wait()
+        return self.lockstep.verdict(n, self.name)

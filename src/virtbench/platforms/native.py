@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import cleanup
+from .. import cleanup, parsing
 from ..cgroups import Cgroup
 from ..errors import PlatformError
 from ..parsing import ParseError
@@ -31,12 +31,26 @@ STATE_DIR = Path("/run/virtbench/native")
 @dataclass(frozen=True)
 class NativeOptions(PlatformOptions):
     workdir: str  # host directory under which the instance's workdir is made
+    cpu_quota_us: int | None  # a fixed CPU budget on its vb- cgroup (e.g. a server's)
+    cpu_period_us: int | None
 
-    schema = {"workdir": ("/var/tmp", None, "directory on the host filesystem for disk tests")}
+    schema = {
+        "workdir": ("/var/tmp", None, "directory on the host filesystem for disk tests"),
+        "cpu_quota_us": (
+            None,
+            None,
+            "CFS quota of its cgroup per period in µs (50000 = half a CPU)",
+        ),
+        "cpu_period_us": (None, None, "CFS period in µs (default 100000)"),
+    }
 
     @classmethod
     def read(cls, r: OptionReader) -> dict[str, Any]:
-        return {"workdir": r.get("workdir", _absolute_path)}
+        return {
+            "workdir": r.get("workdir", _absolute_path),
+            "cpu_quota_us": r.get("cpu_quota_us", lambda v: parsing.integer(v, 1000, 10**9)),
+            "cpu_period_us": r.get("cpu_period_us", lambda v: parsing.integer(v, 1000, 10**6)),
+        }
 
 
 def _absolute_path(value: Any) -> str:
@@ -72,15 +86,27 @@ class NativePlatform(Platform):
         With RT group scheduling (cgroup v1, CONFIG_RT_GROUP_SCHED) a new cpu group has no
         real-time budget, so SCHED_FIFO probes would fail in it: native processes then stay in
         the root cpu group (keeping the host's budget), and the empty cpu group is removed so
-        it does not inflate the virtbench parent's weight against them."""
+        it does not inflate the virtbench parent's weight against them.
+
+        A `cpu_quota_us` budget (a server given less CPU than its load generator on a small
+        host) needs the cpu group, so it is kept then, and failing to set it fails provision."""
+        quota = self.opts.cpu_quota_us
         if os.geteuid() != 0:
+            if quota is not None:
+                raise PlatformError(f"{self.name}: cpu_quota_us needs root (a cgroup quota)")
             return None
         try:
-            cg = Cgroup.create(self.instance)
-        except (PlatformError, OSError):
+            cg = Cgroup.create(
+                self.instance,
+                cpu_quota_us=quota,
+                cpu_period_us=self.opts.cpu_period_us or (100_000 if quota else None),
+            )
+        except (PlatformError, OSError) as exc:
+            if quota is not None:
+                raise PlatformError(f"{self.name}: cannot set cpu_quota_us: {exc}") from exc
             return None
         cpu_dir = cg.paths().get("cpu")
-        if cpu_dir and Path(cpu_dir, "cpu.rt_runtime_us").exists():
+        if quota is None and cpu_dir and Path(cpu_dir, "cpu.rt_runtime_us").exists():
             cg.drop_controller("cpu")
         return cg
 

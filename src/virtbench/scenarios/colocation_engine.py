@@ -19,6 +19,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..drivers.sweep import Lockstep
 from ..errors import VirtbenchError, WorkloadError
 from ..metrics.sampler import Sampler, Window
 from ..platforms.base import Platform, PlatformSpec
@@ -27,12 +28,15 @@ from . import weights as weights_mod
 from .base import ScenarioEnv
 from .neighbours import NeighbourPlan, Neighbours, idle
 from .peaks import Peak
-from .rates import apply_load
+from .rates import apply_load, apply_schedule, schedule_param
 
 MIN_COVERAGE = 0.95  # busy environments must overlap this much of each other's run...
 # ...or miss at most this long: starting a command in a VM goes through its guest agent
 # (start + status polling, ~0.1-0.3 s under TCG), which alone is 5 % of a 3 s run
 COVERAGE_SLACK_S = 0.5
+# longest wait at a lockstep barrier for a co-located environment (a TCG guest writing nginx's
+# files before its first step, a step whose late requests run into httperf's timeout)
+LOCKSTEP_TIMEOUT_S = 300.0
 
 
 @dataclass
@@ -57,6 +61,7 @@ class _Env:
     startup_s: float | None = None
     overlap: float | None = None  # share of the target's run this busy neighbour overlapped
     peak: Peak | None = None  # the solo peak its load=PCT rate was worked out from
+    peaks: dict[str, Peak] = field(default_factory=dict)  # by size: its schedule's 100 %
 
 
 def _ctx_for(
@@ -70,10 +75,21 @@ def _ctx_for(
     return replace(env.ctx, params=params, series=record)
 
 
-def _params(env: ScenarioEnv, e: _Env) -> dict[str, Any]:
+def _params(env: ScenarioEnv, e: _Env, lockstep: bool) -> dict[str, Any]:
     params = dict(env.ctx.params) | e.plan.params
+    if lockstep and e.plan.load_pct is None:  # a shared schedule of its own solo peak's shares
+        params, e.peaks = apply_schedule(env, e.platform, params)  # type: ignore[arg-type]
+        return params
     params, e.peak = apply_load(env, e.platform, params, e.plan.load_pct)  # type: ignore[arg-type]
     return params
+
+
+def _lockstep(env: ScenarioEnv, busy: list[_Env]) -> Lockstep | None:
+    """Busy environments of a workload that has steps go through them together."""
+    if len(busy) < 2 or schedule_param(type(env.workload)) is None:
+        return None
+    roles = [e.plan.role for e in busy]
+    return Lockstep(roles, MIN_COVERAGE, COVERAGE_SLACK_S, LOCKSTEP_TIMEOUT_S)
 
 
 def _label(samples: list[Sample], e: _Env, extra: dict[str, Any]) -> list[Sample]:
@@ -88,9 +104,15 @@ def _label(samples: list[Sample], e: _Env, extra: dict[str, Any]) -> list[Sample
 
 
 def _run_workload(
-    env: ScenarioEnv, e: _Env, params: dict[str, Any], gate: threading.Barrier
+    env: ScenarioEnv,
+    e: _Env,
+    params: dict[str, Any],
+    gate: threading.Barrier,
+    lockstep: Lockstep | None,
 ) -> None:
     ctx = _ctx_for(env, params, e.plan.role, e.marks)
+    if lockstep is not None:
+        ctx = replace(ctx, lockstep=lockstep.party(e.plan.role))
     with contextlib.suppress(threading.BrokenBarrierError):
         gate.wait(timeout=60)
     t0 = time.monotonic()
@@ -102,6 +124,8 @@ def _run_workload(
         e.error = f"internal error: {exc!r}"
     finally:
         e.window = (t0, time.monotonic())
+        if lockstep is not None:  # the others stop waiting for its steps
+            lockstep.abort()
 
 
 def _coverage(target: tuple[float, float], other: tuple[float, float]) -> float:
@@ -170,16 +194,19 @@ def run(
         active = [e for e in envs if e.plan.start_after_s is None]
         late = [e for e in envs if e.plan.start_after_s is not None]
         target = next(e for e in envs if e.plan.role == "target")
-        params = {e.plan.role: _params(env, e) for e in active}
+        busy = [e for e in active if e.plan.activity == "workload"]
+        lockstep = _lockstep(env, busy)
+        params = {e.plan.role: _params(env, e, lockstep is not None) for e in active}
         # idle neighbours start their sleeping process (they are part of the scene), then
         # every busy environment at once behind a barrier so all measure the same window
-        # with the same duration
+        # with the same duration; with steps, each step starts and ends together as well
         group.start_commands()
-        busy = [e for e in active if e.plan.activity == "workload"]
         gate = threading.Barrier(len(busy))
         threads = [
             threading.Thread(
-                target=_run_workload, args=(env, e, params[e.plan.role], gate), daemon=True
+                target=_run_workload,
+                args=(env, e, params[e.plan.role], gate, lockstep),
+                daemon=True,
             )
             for e in busy
         ]
@@ -198,7 +225,11 @@ def run(
         dead = group.exited()
         for e in envs:  # an idle neighbour whose process died was not there all along
             e.error = e.error or dead.get(e.plan.role)
-        return _collect(envs, target, window, labels | weight_notes, params, env.sampler.t0)
+        if lockstep is not None:  # each step was judged on its own window (its labels)
+            labels = labels | {"lockstep": True}
+        return _collect(
+            envs, target, window, labels | weight_notes, params, env.sampler.t0, lockstep
+        )
 
 
 def _neighbour_plans(plans: list[EnvPlan]) -> list[NeighbourPlan]:
@@ -258,7 +289,9 @@ class _Storm:
         )
 
 
-def _collect(envs, target, window: Window, labels, params, t0: float) -> list[Sample]:
+def _collect(
+    envs, target, window: Window, labels, params, t0: float, lockstep: Lockstep | None = None
+) -> list[Sample]:
     out: list[Sample] = []
     problems = []
     for e in envs:
@@ -271,6 +304,7 @@ def _collect(envs, target, window: Window, labels, params, t0: float) -> list[Sa
             and e.window
             and target.window
             and not e.error
+            and lockstep is None  # steps in lockstep: each one's window judged on its own
         ):
             cov, gap = _overlap(target, e)
             e.overlap = cov
@@ -287,6 +321,9 @@ def _collect(envs, target, window: Window, labels, params, t0: float) -> list[Sa
             extra["solo_peak"] = e.peak.value
             if e.peak.cell_id is not None:
                 extra["peak_cell_id"] = e.peak.cell_id
+        if e.peaks:  # a schedule's 100 % per served size
+            extra["solo_peak"] = {size: p.value for size, p in e.peaks.items()}
+            extra["peak_cell_id"] = {size: p.cell_id for size, p in e.peaks.items()}
         if e.overlap is not None:
             extra["overlap"] = round(e.overlap, 3)
         out.extend(_label(e.samples, e, extra))

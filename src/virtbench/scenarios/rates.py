@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..drivers import sweep
 from ..errors import VirtbenchError
 from ..platforms.base import Platform
 from ..workloads.base import Workload
@@ -50,8 +51,47 @@ def apply_load(
             "solo peaks, but one offered rate applies to all; use one file size "
             f"(e.g. suites.{w.suite}.{size} = [1]) in campaigns with load=PCT or many:N"
         )
-    unlimited = params | {rate: w.params[rate].default}
-    peak = env.solo_peaks.get(platform, env.workload, unlimited, env.ctx)
+    peak = env.solo_peaks.get(platform, env.workload, _unlimited(w, params), env.ctx)
     value = max(1.0, peak.value * load_pct / 100.0)
     default = w.params[rate].default
     return params | {rate: int(value) if isinstance(default, int) else value}, peak
+
+
+def _unlimited(w: type[Workload], params: dict[str, Any]) -> dict[str, Any]:
+    """The params of the solo run whose peak is the 100 % of load=PCT and of a schedule."""
+    out = dict(params)
+    if rate_param(w):
+        out[w.rate_param] = w.params[w.rate_param].default  # type: ignore[index]
+    if w.schedule_param:
+        out.pop(w.schedule_param, None)
+    return out
+
+
+def schedule_param(w: type[Workload]) -> str | None:
+    """The run parameter that holds a lockstep schedule (set by the scenarios, never by a
+    campaign), if the workload can step together with others."""
+    return w.schedule_param
+
+
+def apply_schedule(
+    env: ScenarioEnv, platform: Platform, params: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Peak]]:
+    """`params` with a lockstep schedule: for each served size, the sweep's fractions
+    (start_fraction, step_fraction, max_fraction) of this environment's solo peak at that
+    size (each size measured solo on its own: one peak per size, never a pooled one); and
+    those peaks by size."""
+    w = type(env.workload)
+    size = size_param(w)
+    sizes = params.get(size) if size else None
+    sizes = sizes if isinstance(sizes, list) else [sizes]
+    base = _unlimited(w, params)
+    fractions = [float(params[k]) for k in ("start_fraction", "step_fraction", "max_fraction")]
+    table, peaks = {}, {}
+    for s in dict.fromkeys(sizes):
+        one = base | (
+            {size: [s] if isinstance(w.params[size].default, list) else s} if size else {}
+        )
+        peak = env.solo_peaks.get(platform, env.workload, one, env.ctx)
+        table[str(s)] = sweep.schedule(peak.value, *fractions)
+        peaks[str(s)] = peak
+    return params | {w.schedule_param: table}, peaks  # type: ignore[dict-item]

@@ -16,6 +16,7 @@ from ..platforms.base import check  # judges an ExecResult, so it lives beside i
 from ..results import Metric, Sample
 
 if TYPE_CHECKING:
+    from ..drivers.sweep import LockstepParty
     from ..platforms.base import ExecResult, Platform
 
 
@@ -41,6 +42,9 @@ class RunContext:
     # record a time series point: (metric, t_seconds_since_cell_start, value, unit, role)
     series: Callable[[str, float, float, str, str], None] = lambda *a: None
     log: Callable[[str], None] = lambda msg: None
+    # co-located environments stepping together (scenarios/colocation_engine.py): a workload
+    # with steps calls begin(k) / end(k) around step k; None when it runs alone
+    lockstep: LockstepParty | None = None
 
 
 class Workload(abc.ABC):
@@ -61,6 +65,9 @@ class Workload(abc.ABC):
     # share of the solo peak) and the one that sets its served file size(s); None: it has none
     rate_param: ClassVar[str | None] = None
     size_param: ClassVar[str | None] = None
+    # the parameter holding a lockstep schedule (offered rates per step, per served size) that
+    # the pair scenarios set from each environment's solo peak; None: it cannot step together
+    schedule_param: ClassVar[str | None] = None
 
     @classmethod
     def metric(cls, name: str) -> Metric:

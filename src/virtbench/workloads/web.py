@@ -157,6 +157,9 @@ class HttperfSweep(_NginxWorkload):
     )
     host_tools = ("httperf", "wrk")
     rate_param = "rate"
+    # set by the co-location pair scenarios only (not a campaign parameter): file size (KB,
+    # as text) -> offered req/s of each step, shares of this environment's solo peak
+    schedule_param = "schedule"
     metrics = (
         Metric("peak_throughput", "req/s", True, primary=True),
         Metric("peak_offered_rate", "req/s", True),
@@ -238,10 +241,13 @@ class HttperfSweep(_NginxWorkload):
         samples: list[Sample] = []
         t0 = time.monotonic()
         rate = float(ctx.params.get("rate", 0) or 0)
+        schedule = ctx.params.get("schedule") or {}
         with self.nginx(platform, ctx, sizes) as served:
             for size in sizes:
                 state = SweepState(served, size, ctx, samples, t0, nofile)
-                if rate > 0:
+                if schedule:
+                    self.lockstep_one(state, schedule[str(size)])
+                elif rate > 0:
                     self.fixed_one(state, rate)
                 else:
                     self.sweep_one(state)
@@ -257,6 +263,16 @@ class HttperfSweep(_NginxWorkload):
         step = self.step(st, 0, rate, duration, "fixed-rate")
         self.check_alive(st.served, self.what(st), st.samples)
         st.samples += self.headline([step], st.size, "fixed-rate", phase="fixed-rate")
+
+    def lockstep_one(self, st: SweepState, rates: list[float]) -> None:
+        """Lockstep mode: every step of the shared schedule, none skipped (the co-located
+        environments wait for each other at every step, and the fall after the peak is part
+        of the curve); a step whose window was not shared is invalid, and counted."""
+        steps = []
+        for i, rate in enumerate(rates):
+            steps.append(self.step(st, i, rate))
+            self.check_alive(st.served, self.what(st), st.samples)
+        st.samples += self.headline(steps, st.size, "schedule")
 
     def plan(self, ctx: RunContext, capacity: float | None) -> sweep.Plan:
         p = ctx.params
@@ -322,10 +338,17 @@ class HttperfSweep(_NginxWorkload):
         duration = float(st.ctx.params["step_duration"]) if duration is None else duration
         slots = client_slots(st.ctx, int(st.ctx.params.get("clients", 0)))
         load = httperf.split_load(rate / st.calls, duration, len(slots))
-        par = self.offer(st, rate, load, slots[: len(load.shares)], duration)
+        gate = st.ctx.lockstep
+        if gate:  # every co-located environment starts this step now
+            gate.begin()
+        try:
+            par = self.offer(st, rate, load, slots[: len(load.shares)], duration)
+        finally:
+            unshared = gate.end() if gate else None
         parts = [httperf.parse(run.result.stdout) for run in par.runs]
         r = httperf.combine(parts)
         invalid = self.verdict(parts, load.rates, par, r, load.conn_rate)
+        invalid = "; ".join(w for w in (invalid, unshared) if w) or None
         labels = self.step_labels(st, index, rate, len(parts), r, invalid, phase)
         values = self.step_values(r, rate)
         self.record(st, labels, values, r, par)

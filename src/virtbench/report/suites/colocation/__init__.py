@@ -11,6 +11,7 @@ Reads only the store's sample rows, through analysis/colocation.py.
 from __future__ import annotations
 
 from ....analysis import colocation as coloc
+from ....store.description import DIMENSION
 from ... import html, svg
 from ...sections import Section, register_section
 from . import figures
@@ -27,15 +28,22 @@ def _fmt(v: float | None, spec: str = ".3g") -> str:
 def colocation_section(data) -> Section | None:
     if not any(KIND_LABEL in s["labels"] for s in data.samples):
         return None
-    stats = coloc.cell_stats(data.samples, data.description.primary_metrics())
+    primary = data.description.primary_metrics()
+    dims = {tc: data.description.labels_of(DIMENSION, tc) for tc in primary}
+    stats = coloc.cell_stats(data.samples, primary, dims)
     if not stats:
         return None
+    # the sweep point (file size...) of each row: never pooled, so always named
+    points = any(st.dims for st in stats)
+    limits = any(st.limit for st in stats)
     rows, md_rows = [], []
     for st in stats:
         row = [
             st.platform,
             st.test_case,
             st.scenario,
+            *([st.point or "–"] if points else []),
+            *([st.limit or "–"] if limits else []),
             f"{st.target_mean:.4g} {st.unit}" if st.n else "– (no valid sample)",
             _fmt(st.target_cov, ".1%"),
             _fmt(st.normalized),
@@ -47,11 +55,14 @@ def colocation_section(data) -> Section | None:
             f"{st.n}" + (f" (+{st.invalid} invalid)" if st.invalid else ""),
         ]
         rows.append(row)
-        md_rows.append([row[0], row[2], row[3], row[6], row[9], row[10]])
+        extra = len(row) - 12  # the point and limit columns, where shown
+        md_rows.append([*row[0:1], *row[2 : 3 + extra], *(row[i + extra] for i in (3, 6, 9, 10))])
+    shown = ["point"] * points + ["limit"] * limits
     headers = [
         "platform",
         "test case",
         "scenario",
+        *shown,
         "target mean",
         "CoV",
         "vs solo",
@@ -65,7 +76,8 @@ def colocation_section(data) -> Section | None:
     bars = {}
     for st in stats:
         if st.normalized is not None:
-            bars[(st.scenario, st.platform)] = svg.Bar(st.normalized, None, None)
+            what = st.scenario + (f" [{st.point}]" if st.point else "")
+            bars[(what, st.platform)] = svg.Bar(st.normalized, None, None)
     parts = []
     if bars:
         scenarios = list(dict.fromkeys(k[0] for k in bars))
@@ -80,6 +92,9 @@ def colocation_section(data) -> Section | None:
         mrows = [[v] + [_fmt(matrix[v].get(a), ".1f") for a in aggressors] for v in matrix]
         parts.append("<h3>Interference matrix: target degradation % (victim × aggressor)</h3>")
         parts.append(str(html.scroll(str(html.table(["victim platform", *aggressors], mrows)))))
+    shared = lockstep_note(data)
+    if shared:
+        parts.append(f"<p class='note'>{html.h(shared)}</p>")
     starts = figures.startup_charts(data)
     if starts:
         parts.append(
@@ -91,5 +106,28 @@ def colocation_section(data) -> Section | None:
         parts.append("<h3>Sweeps beside neighbours: each environment and the aggregate</h3>")
         parts.extend(sweeps)
     parts.append(figures.env_metrics_table(data))
-    md = html.md_table(["platform", "scenario", "target", "degr. %", "agg. ratio", "Jain"], md_rows)
+    md_headers = ["platform", "scenario", *shown, "target", "degr. %", "agg. ratio", "Jain"]
+    md = html.md_table(md_headers, md_rows) + (f"\n{shared}\n" if shared else "")
     return Section("Co-location and interference", html.Raw("\n".join(parts)), markdown=md)
+
+
+def lockstep_note(data) -> str:
+    """How many steps of the lockstep cells had a window every environment did not share
+    (those steps alone are invalid), per platform, scenario and role."""
+    total: dict[str, int] = {}
+    unshared: dict[str, int] = {}
+    for r in data.samples:
+        lab = r["labels"]
+        if r["metric"] != "reply_rate" or "step" not in lab or not lab.get("lockstep"):
+            continue
+        who = f"{r['platform']} · {r['scenario']} · {r['role']}"
+        total[who] = total.get(who, 0) + 1
+        if "not shared" in (r.get("invalid_reason") or ""):
+            unshared[who] = unshared.get(who, 0) + 1
+    if not total:
+        return ""
+    counts = "; ".join(f"{who} {unshared.get(who, 0)}/{n}" for who, n in total.items())
+    return (
+        "Lockstep steps whose window was not shared by every environment (invalid, the other "
+        f"steps stand): {sum(unshared.values())} of {sum(total.values())} ({counts})."
+    )
