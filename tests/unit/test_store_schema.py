@@ -115,7 +115,9 @@ def test_new_run_stores_its_description(tmp_path):
 
 def test_new_runs_are_described_as_v1_code_grouped_them():
     """Today's declarations (on the workload classes) say what v1's globals said."""
-    every = list(registry.load_all())
+    # the test cases v1 knew (test cases added since have no v1 declaration to match)
+    v1_known = set(v1_description.describe(registry.load_all()).primary_metrics())
+    every = [tc for tc in registry.load_all() if tc in v1_known]
     now, then = describe(every), v1_description.describe(every)
     assert now.metrics == then.metrics
     assert now.suites == then.suites
