@@ -157,6 +157,11 @@ def seed004(groups: list[Group], scoring: Scoring = _v1_scoring) -> list[Seed004
         scores, totals = seed004_scores(means, hib, halves)
         for cfg, t in totals.items():  # name missing tests readably
             t.missing = [labels[test] for test in means if cfg not in means[test]]
+        excluded = _excluded(groups, suite)
+        for _t, cfg in excluded:  # all its samples invalid: shown, with nothing to sum
+            if cfg not in configs:
+                configs.append(cfg)
+                totals[cfg] = Seed004Total(0.0, None, 0, [labels[t] for t in means])
         raw = {(t, c): v for t, pc in means.items() for c, v in pc.items()}
         top = {t: max((v, c) for c, v in pc.items()) for t, pc in means.items()}
         result.append(
@@ -170,7 +175,7 @@ def seed004(groups: list[Group], scoring: Scoring = _v1_scoring) -> list[Seed004
                 totals,
                 raw,
                 {t: (v, c) for t, (v, c) in top.items() if v > 0},
-                _excluded(groups, suite),
+                excluded,
             )
         )
     return result

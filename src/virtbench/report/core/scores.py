@@ -33,6 +33,10 @@ def _geo_suite(g: GeoMean) -> str:
     return g.suite + (" (start-up cost, beside all)" if g.beside else "")
 
 
+def _chart_suite(g: GeoMean) -> str:
+    return g.suite + (" (not in all)" if g.beside else "")
+
+
 def _geo_ci(g: GeoMean) -> str:
     if g.low is not None:
         return f"[{fmt.ratio(g.low)}–{fmt.ratio(g.high)}]"
@@ -74,12 +78,12 @@ def geo_html(data: ReportData) -> str:
             rows,
         )
     )
-    suites = list(dict.fromkeys(g.suite for g in data.geomeans))
+    suites = list(dict.fromkeys(_chart_suite(g) for g in data.geomeans))
     cfgs = list(dict.fromkeys((g.platform, g.scenario) for g in data.geomeans))
     multi = len({s for _, s in cfgs}) > 1
     names = {c: c[0] + (f" · {c[1]}" if multi else "") for c in cfgs}
     bars = {
-        (g.suite, names[(g.platform, g.scenario)]): Bar(g.value, g.low, g.high)
+        (_chart_suite(g), names[(g.platform, g.scenario)]): Bar(g.value, g.low, g.high)
         for g in data.geomeans
     }
     series = [(names[c], data.colour(c[0])) for c in cfgs]
@@ -93,7 +97,7 @@ def _score_cell(s: Seed004Suite, t, c) -> Td:
     text = "–" if v is None else f"{v:.2f}" + (f" ({fmt.num(raw)})" if raw else "")
     if bad:
         text = ("invalid" if v is None else text) + f" ⚠ {len(bad)} excluded"
-        return Td(text, "num bad", "left out as invalid: " + "; ".join(dict.fromkeys(bad)))
+        return Td(text, "num bad", "left out as invalid: " + _reasons(bad))
     return Td(text, "num")
 
 
@@ -139,14 +143,20 @@ def _excluded_html(s: Seed004Suite) -> str:
         return ""
     multi = len({c[1] for c in s.configs}) > 1
     items = "".join(
-        f"<li>{h(_cfg_name(c, multi))} · {h(s.labels.get(t, str(t[0])))}: {len(reasons)}"
-        f" samples — {h('; '.join(dict.fromkeys(reasons)))}</li>"
+        f"<li>{h(_cfg_name(c, multi))} · {h(_test_name(t))}: {len(reasons)}"
+        f" samples — {h(_reasons(reasons))}</li>"
         for (t, c), reasons in s.excluded.items()
     )
     return Raw(
         f'<p class="note">{h(s.suite)}: invalid samples left out of this score (not in any'
         f' mean, never a maximum):</p><ul class="note">{items}</ul>'
     )
+
+
+def _reasons(reasons: list[str]) -> str:
+    """The first reason in full; the others usually differ only in the figure they quote."""
+    rest = len(set(reasons)) - 1
+    return reasons[0] + (f" (+{rest} more like it)" if rest else "")
 
 
 def _unscored(data: ReportData) -> list[str]:
