@@ -64,6 +64,7 @@ class _Fio(Workload):
     }
 
     time_based: ClassVar[bool] = True  # fio --time_based: I/O for `runtime` seconds
+    fresh_file: ClassVar[bool] = False  # remove the file before each direct mode
 
     @property
     def phase(self) -> Phase:
@@ -86,20 +87,28 @@ class _Fio(Workload):
         )
         return job.argv(direct)
 
+    def jobs(self) -> tuple[Phase, ...]:
+        """The fio jobs of one direct mode, in order."""
+        return (self.phase,)
+
     def run(self, platform: Platform, ctx: RunContext) -> list[Sample]:
         modes = _direct_modes(ctx.params["direct"], self.name)
         end = None if ctx.timeout is None else time.monotonic() + ctx.timeout
         scratch = f"{platform.workdir.rstrip('/')}/{NAME_PREFIX}fio-{secrets.token_hex(3)}"
+        path = f"{scratch}/fio.dat"
         check(platform.exec(["mkdir", "-p", scratch], timeout=30), f"mkdir {scratch}")
         try:
             fs = _fs_type(platform, scratch)
+            honoured = platform.supports_direct_io() and fs not in MEMORY_FILESYSTEMS
             samples: list[Sample] = []
             for direct in modes:
-                left = None if end is None else max(1.0, end - time.monotonic())
-                argv = self.argv(ctx, f"{scratch}/fio.dat", direct)
-                result = platform.exec(argv, cpus=ctx.cpus, timeout=left)
-                honoured = platform.supports_direct_io() and fs not in MEMORY_FILESYSTEMS
-                samples += self.parse_run(result, ctx, direct, fs, honoured)
+                if self.fresh_file:  # the first job writes a new file, not the last mode's
+                    check(platform.exec(["rm", "-f", "--", path], timeout=60), f"rm {path}")
+                for phase in self.jobs():
+                    left = None if end is None else max(1.0, end - time.monotonic())
+                    argv = self.argv(ctx, path, direct, phase)
+                    result = platform.exec(argv, cpus=ctx.cpus, timeout=left)
+                    samples += self.parse_run(result, ctx, direct, fs, honoured, phase)
             return samples
         finally:
             # the test file can be large: always delete it
@@ -226,6 +235,7 @@ class FioIozone(_Fio):
     rw, bs, op = "write", "1M", "write"  # the first phase; run() walks them all
     metrics = _metrics("bandwidth_mib_s")  # IOzone reports every phase in KB/s
     time_based = False
+    fresh_file = True
     params = _Fio.params | {
         "runtime": Param(10, "at most this many seconds per phase", min=1, max=3600),
         # IOzone's read()/write() are synchronous, one request at a time
@@ -233,24 +243,5 @@ class FioIozone(_Fio):
         "iodepth": Param(1, "fio --iodepth (libaio, io_uring)", min=1, max=4096),
     }
 
-    def run(self, platform: Platform, ctx: RunContext) -> list[Sample]:
-        modes = _direct_modes(ctx.params["direct"], self.name)
-        end = None if ctx.timeout is None else time.monotonic() + ctx.timeout
-        scratch = f"{platform.workdir.rstrip('/')}/{NAME_PREFIX}fio-{secrets.token_hex(3)}"
-        path = f"{scratch}/fio.dat"
-        check(platform.exec(["mkdir", "-p", scratch], timeout=30), f"mkdir {scratch}")
-        try:
-            fs = _fs_type(platform, scratch)
-            honoured = platform.supports_direct_io() and fs not in MEMORY_FILESYSTEMS
-            samples: list[Sample] = []
-            for direct in modes:
-                # "write" is the first write of a new file: no file left by the last mode
-                check(platform.exec(["rm", "-f", "--", path], timeout=60), f"rm {path}")
-                for phase in IOZONE_PHASES:
-                    left = None if end is None else max(1.0, end - time.monotonic())
-                    argv = self.argv(ctx, path, direct, phase)
-                    result = platform.exec(argv, cpus=ctx.cpus, timeout=left)
-                    samples += self.parse_run(result, ctx, direct, fs, honoured, phase)
-            return samples
-        finally:
-            platform.exec(["rm", "-rf", "--", scratch], timeout=120)
+    def jobs(self) -> tuple[Phase, ...]:
+        return IOZONE_PHASES
