@@ -214,7 +214,7 @@ def test_iozone_runs_the_phases_in_order_on_one_file_per_direct_mode():
     assert "--rw=randwrite" in fio_runs[11] and "--direct=1" in fio_runs[11]
     # IOzone's timing: one pass over the file, synchronous I/O, not a time-based loop
     assert all("--time_based" not in a and "--ioengine=psync" in a for a in fio_runs)
-    assert all("--iodepth=1" in a for a in fio_runs)
+    assert all("--iodepth=1" in a and "--invalidate=0" in a for a in fio_runs)
     # a new file for each mode's first write: removed before it
     rm_before = [i for i, a in enumerate(log) if a[:2] == ["rm", "-f"]]
     assert len(rm_before) == 2 and log[rm_before[1] + 1] == fio_runs[6]
@@ -230,3 +230,4 @@ def test_single_job_cases_stay_time_based():
     w = FioSeqRead()
     argv = w.argv(ctx(w), "/x/fio.dat", 1)
     assert "--time_based" in argv and "--rw=read" in argv
+    assert not any(a.startswith("--invalidate") for a in argv)

@@ -27,6 +27,7 @@ class Job:
     iodepth: int
     runtime: int
     time_based: bool = True
+    invalidate: bool = True  # fio drops the file's page cache before the job (its default)
 
     def argv(self, direct: int) -> list[str]:
         """The job with O_DIRECT (1) or buffered (0), its JSON report on stdout."""
@@ -42,6 +43,7 @@ class Job:
             f"--iodepth={self.iodepth}",
             f"--runtime={self.runtime}",
             *(["--time_based"] if self.time_based else []),
+            *([] if self.invalidate else ["--invalidate=0"]),
             "--output-format=json",
         ]
 
