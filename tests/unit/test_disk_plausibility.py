@@ -150,3 +150,14 @@ def test_startup_is_beside_the_workload_geomean(store):
     # start-up is ~5x slower, cpu equal, disk about equal: "all" shows no start-up in it
     assert 0.9 < crun_all.value < 1.1
     assert geo[("lifecycle", "crun-overlay")].value < 0.3
+
+
+def test_report_says_when_no_native_figure_could_check(store):
+    store.conn.execute(
+        "DELETE FROM samples WHERE cell_id IN (SELECT cell_id FROM cells"
+        " WHERE platform = 'native' AND test_case = 'fio-seq-read')"
+    )
+    store.conn.commit()
+    html, md = build.render(store, RUN)
+    assert "were not checked against the host" in html
+    assert "fio-seq-read were not checked" in md

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...analysis import plausibility
 from ...analysis.scores import GeoMean, Seed004Suite
 from .. import fmt
 from ..data import ReportData
@@ -163,6 +164,16 @@ def _unscored(data: ReportData) -> list[str]:
     return [x for x in data.suites if not data.description.scoring_of(x).seed004]
 
 
+def _unchecked(data: ReportData) -> str:
+    tcs = plausibility.unchecked(data.samples, data.description)
+    if not tcs:
+        return ""
+    return (
+        f" O_DIRECT figures of {', '.join(tcs)} were not checked against the host's device:"
+        " no native platform measured them in this run (add one to check them)."
+    )
+
+
 def _test_name(t) -> str:
     tc, _metric, dims = t
     return tc + (f" [{fmt.dims(dims)}]" if dims else "")
@@ -194,7 +205,8 @@ def _md_seed_notes(data: ReportData) -> list[str]:
     unscored = _unscored(data)
     if unscored:
         lines.append(f"- no total for {', '.join(unscored)}: seed 004 does not score such a suite")
-    return lines
+    unchecked = _unchecked(data)
+    return lines + ([f"-{unchecked}"] if unchecked else [])
 
 
 def _md_suite(data: ReportData, g: GeoMean) -> str:
@@ -232,6 +244,7 @@ def scores_section(data: ReportData) -> Section | None:
             if unscored
             else ""
         )
+        skipped += _unchecked(data)
         body += Raw(f'<h3>Seed 004 scores</h3><p class="note">{SEED_NOTE}{h(skipped)}</p>')
         body += Raw("".join(seed_html(s) for s in data.seed004))
         cfgs = list(dict.fromkeys(c for s in data.seed004 for c in s.configs))
