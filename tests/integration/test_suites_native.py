@@ -30,6 +30,7 @@ TINY = {
     "fio-seq-write": {"size_mib": 16, "runtime": 1},
     "fio-rand-read": {"size_mib": 16, "runtime": 1},
     "fio-rand-write": {"size_mib": 16, "runtime": 1},
+    "fio-iozone": {"size_mib": 16, "runtime": 1},
 }
 
 
@@ -64,7 +65,11 @@ def test_runs_once_on_native(native, name):
     if name == "sysbench-memory-sweep":
         points = {(s.labels["op"], s.labels["block_size_bytes"]) for s in samples}
         assert points == {("read", 4096), ("read", 4 << 20), ("write", 4096), ("write", 4 << 20)}
-    if name.startswith("fio-"):
+    if name == "fio-iozone":  # six phases x two modes x four metrics
+        phases = [s.labels["phase"] for s in samples if s.metric == "bandwidth_mib_s"]
+        assert phases == ["write", "rewrite", "read", "reread", "random-read", "random-write"] * 2
+        assert len(samples) == 48 and not any(s.labels.get("invalid") for s in samples)
+    elif name.startswith("fio-"):
         assert sorted({s.labels["direct"] for s in samples}) == [0, 1]
         assert len(samples) == 8
         direct = [s for s in samples if s.labels["direct"] == 1]

@@ -12,11 +12,15 @@ from virtbench.errors import CampaignError, WorkloadError
 from virtbench.platforms.base import ExecResult
 from virtbench.workloads.base import RunContext
 from virtbench.workloads.disk import (
+    IOZONE_PHASES,
+    FioIozone,
     FioRandRead,
     FioRandWrite,
     FioSeqRead,
     FioSeqWrite,
 )
+
+from .fakes import FakePlatform as _Fake
 
 DATA = Path(__file__).parent.parent / "data" / "fio"
 
@@ -180,3 +184,50 @@ def test_campaign_validates_direct():
         loader.parse(base + "direct=1\n", "t.toml")
     with pytest.raises(CampaignError, match="ioengine.*allowed: libaio, psync, io_uring"):
         loader.parse(base + "ioengine='posixaio'\n", "t.toml")
+
+
+class _FioHost(_Fake):
+    """Answers fio with a captured JSON (read or write section), everything else with 0."""
+
+    def exec(self, argv, *, cpus=None, timeout=None, env=None):
+        self.log.append(argv)
+        if argv[0] == "fio":
+            rw = next(a for a in argv if a.startswith("--rw=")).split("=")[1]
+            name = "seq-read-direct1.json" if "read" in rw else "seq-write-direct0.json"
+            return ok(read(name))
+        return ExecResult(argv, 0, "ext2/ext3\n" if argv[0] == "stat" else "", "", 0.0)
+
+
+def test_iozone_runs_the_phases_in_order_on_one_file_per_direct_mode():
+    log: list[list[str]] = []
+    w = FioIozone()
+    samples = w.run(_FioHost("native", log), ctx(w, direct=[0, 1]))
+    fio_runs = [a for a in log if a[0] == "fio"]
+    phases = [p.name for p in IOZONE_PHASES]
+    assert phases == ["write", "rewrite", "read", "reread", "random-read", "random-write"]
+    assert len(fio_runs) == 12
+    assert [a for a in fio_runs[0] if a.startswith(("--rw", "--bs", "--direct"))] == [
+        "--rw=write",
+        "--bs=1M",
+        "--direct=0",
+    ]
+    assert "--rw=randwrite" in fio_runs[11] and "--direct=1" in fio_runs[11]
+    # IOzone's timing: one pass over the file, synchronous I/O, not a time-based loop
+    assert all("--time_based" not in a and "--ioengine=psync" in a for a in fio_runs)
+    assert all("--iodepth=1" in a and "--invalidate=0" in a for a in fio_runs)
+    # a new file for each mode's first write: removed before it
+    rm_before = [i for i, a in enumerate(log) if a[:2] == ["rm", "-f"]]
+    assert len(rm_before) == 2 and log[rm_before[1] + 1] == fio_runs[6]
+    bw = [s for s in samples if s.metric == "bandwidth_mib_s"]
+    assert [(s.labels["direct"], s.labels["phase"]) for s in bw] == [
+        (d, p) for d in (0, 1) for p in phases
+    ]
+    assert "rw" not in bw[0].labels and bw[4].labels["bs"] == "4k"
+    assert w.primary().name == "bandwidth_mib_s" and "phase" in w.dimension_labels
+
+
+def test_single_job_cases_stay_time_based():
+    w = FioSeqRead()
+    argv = w.argv(ctx(w), "/x/fio.dat", 1)
+    assert "--time_based" in argv and "--rw=read" in argv
+    assert not any(a.startswith("--invalidate") for a in argv)

@@ -125,3 +125,13 @@ def test_bad_options_name_key_value_and_range(key, value, needle):
     with pytest.raises(PlatformError, match="allowed") as exc:
         options.validate("vm1", opts(**{key: value}))
     assert needle in str(exc.value) and "vm1" in str(exc.value)
+
+
+@pytest.mark.parametrize("mode", ["none", "directsync", "writeback"])
+def test_disk_cache_mode_reaches_the_drive(mode):
+    (drive,) = _after(qemu.argv(cfg(disk_cache=mode)), "-drive")
+    assert f"cache={mode}" in drive.split(",")
+
+
+def test_disk_cache_defaults_to_none():
+    assert options.validate("vm", {}).disk_cache == "none"

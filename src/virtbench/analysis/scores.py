@@ -10,26 +10,37 @@ buffered and O_DIRECT results counts as two tests (as PTS's "Dbench1..4" do in t
 Its ± is an approximation: each test's CI half width divided by the same max, summed in
 quadrature (the max is treated as a constant).
 
+Only suites seed 004 scores get a total (the run's description says which: run_suites.seed004);
+invalid samples never enter a mean, so never a maximum, and each suite lists what it left out.
+
 Geometric mean: for each non-baseline platform and scenario, the geometric mean of the
 oriented ratios to the baseline (> 1 = better), weighted so that every test case counts
 once in its suite (a 20-point block-size sweep does not outweigh one single-number test)
-and every suite once overall. Its 95% CI propagates each ratio's log-space variance
-(delta method, Welch-Satterthwaite df), i.e. it reflects measurement noise, not the
-spread between test cases; that spread is shown as the min..max of the ratios.
+and every workload suite once in "all". A suite that measures a cost of creating the
+isolation (start-up: run_suites.workload = 0) gets its own row beside "all", never in it.
+Its 95% CI propagates each ratio's log-space variance (delta method, Welch-Satterthwaite
+df), i.e. it reflects measurement noise, not the spread between test cases; that spread is
+shown as the min..max of the ratios.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Hashable
+from collections.abc import Callable, Collection, Hashable
 from dataclasses import dataclass, field
 
 from ..results import SOLO_PEAK_SCENARIO
+from ..store.description import SuiteScoring
 from .groups import Group, GroupKey
 from .normalize import Comparison
 from .stats import CONFIDENCE, t_critical, welch_df
 
 Config = tuple[str, str]  # (platform, scenario)
+Scoring = Callable[[str], SuiteScoring]  # suite -> its flags (RunDescription.scoring_of)
+
+
+def _v1_scoring(_suite: str) -> SuiteScoring:
+    return SuiteScoring()
 
 
 def _scored(groups: list[Group], unscored: Collection[str] = ()) -> list[Group]:
@@ -65,6 +76,9 @@ class Seed004Suite:
     test_scores: dict[tuple[Hashable, Config], float]
     totals: dict[Config, Seed004Total]
     means: dict[tuple[Hashable, Config], float] = field(default_factory=dict)  # raw t
+    maxima: dict[Hashable, tuple[float, Config]] = field(default_factory=dict)  # max t, where
+    # (test, config) -> reasons of the invalid samples left out of its mean
+    excluded: dict[tuple[Hashable, Config], list[str]] = field(default_factory=dict)
 
 
 def seed004_scores(
@@ -109,12 +123,27 @@ def test_label(key: GroupKey) -> str:
     return key.test_case + (f" [{key.dims_text}]" if key.dims else "")
 
 
-def seed004(groups: list[Group], unscored: Collection[str] = ()) -> list[Seed004Suite]:
-    """Seed 004 scores for every suite of a run (test cases in `unscored` left out: the run
-    description says which, RunDescription.unscored)."""
+def _excluded(groups: list[Group], suite: str) -> dict[tuple[Hashable, Config], list[str]]:
+    return {
+        (g.key.test, (g.key.platform, g.key.scenario)): [i.reason for i in g.invalid]
+        for g in groups
+        if g.key.suite == suite
+        and g.primary
+        and g.key.role == "target"
+        and g.invalid
+        and g.key.scenario != SOLO_PEAK_SCENARIO
+    }
+
+
+def seed004(
+    groups: list[Group], scoring: Scoring = _v1_scoring, unscored: Collection[str] = ()
+) -> list[Seed004Suite]:
+    """Seed 004 scores for every suite of a run that seed 004 scores (test cases in
+    `unscored` left out: RunDescription.unscored)."""
     suites: dict[str, list[Group]] = {}
     for g in _scored(groups, unscored):
-        suites.setdefault(g.key.suite, []).append(g)
+        if scoring(g.key.suite).seed004:
+            suites.setdefault(g.key.suite, []).append(g)
     result = []
     for suite, gs in suites.items():
         means: dict[Hashable, dict[Hashable, float]] = {}
@@ -132,8 +161,27 @@ def seed004(groups: list[Group], unscored: Collection[str] = ()) -> list[Seed004
         scores, totals = seed004_scores(means, hib, halves)
         for cfg, t in totals.items():  # name missing tests readably
             t.missing = [labels[test] for test in means if cfg not in means[test]]
+        excluded = _excluded(groups, suite)
+        for _t, cfg in excluded:  # all its samples invalid: shown, with nothing to sum
+            if cfg not in configs:
+                configs.append(cfg)
+                totals[cfg] = Seed004Total(0.0, None, 0, [labels[t] for t in means])
         raw = {(t, c): v for t, pc in means.items() for c, v in pc.items()}
-        result.append(Seed004Suite(suite, list(means), labels, hib, configs, scores, totals, raw))
+        top = {t: max((v, c) for c, v in pc.items()) for t, pc in means.items()}
+        result.append(
+            Seed004Suite(
+                suite,
+                list(means),
+                labels,
+                hib,
+                configs,
+                scores,
+                totals,
+                raw,
+                {t: (v, c) for t, (v, c) in top.items() if v > 0},
+                excluded,
+            )
+        )
     return result
 
 
@@ -153,6 +201,8 @@ class GeoMean:
     ratio_max: float | None
     note: str = ""  # why there is no CI, if there is none
     missing: list[str] = field(default_factory=list)  # baseline test cases without a ratio
+    contains: list[str] = field(default_factory=list)  # "all": the suites it is over
+    beside: bool = False  # a cost suite (start-up): shown beside "all", not inside it
 
     @property
     def overhead_pct(self) -> float | None:
@@ -190,9 +240,11 @@ def geomeans(
     groups: list[Group],
     comparisons: dict[GroupKey, Comparison],
     baseline: str | None,
+    scoring: Scoring = _v1_scoring,
     unscored: Collection[str] = (),
 ) -> list[GeoMean]:
-    """Per suite and overall ("all"), for every non-baseline (platform, scenario).
+    """Per suite and over the workload suites ("all"), for every non-baseline (platform,
+    scenario); cost suites are marked `beside`.
 
     Test cases the baseline measured but this platform has no valid ratio for (failed cells,
     all samples invalid) are listed in `missing`: the mean is over the others only."""
@@ -218,16 +270,22 @@ def geomeans(
     for (platform, scenario), suites in by_cfg.items():
         overall: list[tuple[float, Comparison]] = []
         all_missing: list[str] = []
-        usable = [s for s, comps in suites.items() if comps]
+        workload = [s for s in suites if scoring(s).workload]
+        usable = [s for s in workload if suites[s]]
         for suite, comps in suites.items():
             have = {c.key.test_case for c in comps}
             missing = sorted(expected.get((suite, scenario), set()) - have)
-            all_missing += missing
             weighted = _weights(comps)
-            overall += [(w / len(usable), c) for w, c in weighted]
-            out.append(_geo(suite, platform, scenario, weighted, missing))
-        if len(suites) > 1:
-            out.append(_geo("all", platform, scenario, overall, all_missing))
+            geo = _geo(suite, platform, scenario, weighted, missing)
+            geo.beside = suite not in workload
+            out.append(geo)
+            if suite in workload:
+                all_missing += missing
+                overall += [(w / len(usable), c) for w, c in weighted]
+        if len(workload) > 1:
+            geo = _geo("all", platform, scenario, overall, all_missing)
+            geo.contains = workload
+            out.append(geo)
     return out
 
 

@@ -15,7 +15,8 @@ EINVAL = 22
 
 @dataclass(frozen=True)
 class Job:
-    """One fio job on the file `path`: `runtime` seconds of `rw` I/O in `bs` blocks."""
+    """One fio job on the file `path`: `runtime` seconds of `rw` I/O in `bs` blocks, or (not
+    time_based) one pass over the file's `size_mib`, stopped after `runtime` seconds at most."""
 
     name: str
     path: str
@@ -25,6 +26,8 @@ class Job:
     ioengine: str
     iodepth: int
     runtime: int
+    time_based: bool = True
+    invalidate: bool = True  # fio drops the file's page cache before the job (its default)
 
     def argv(self, direct: int) -> list[str]:
         """The job with O_DIRECT (1) or buffered (0), its JSON report on stdout."""
@@ -39,7 +42,8 @@ class Job:
             f"--ioengine={self.ioengine}",
             f"--iodepth={self.iodepth}",
             f"--runtime={self.runtime}",
-            "--time_based",
+            *(["--time_based"] if self.time_based else []),
+            *([] if self.invalidate else ["--invalidate=0"]),
             "--output-format=json",
         ]
 

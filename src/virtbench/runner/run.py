@@ -42,7 +42,7 @@ from ..store.db import Store
 from ..tools import require
 from ..workloads import registry as workload_registry
 from ..workloads.base import RunContext
-from . import describe, locks, states
+from . import describe, locks, states, validate
 from .cell import Outcome, cell_id, measure, spec_json
 from .peaks import StoredPeaks
 
@@ -251,10 +251,25 @@ class Runner:
             try:
                 if status != "finished":  # the cell in flight when it stopped
                     self.store.settle_cells(run_id, "running", states.INTERRUPTED)
+                self._validate(run_id)
                 self.store.set_run_status(run_id, status)
             except VirtbenchError as exc:
                 self.console.print(f"[red]could not record run status:[/] {escape(str(exc))}")
         return run_id
+
+    def _validate(self, run_id: str) -> None:
+        """Cross-sample checks, written to the store before any report reads the run."""
+        try:
+            flagged = validate.flag_implausible(self.store, run_id)
+        except VirtbenchError as exc:
+            self.console.print(f"[red]could not check the samples:[/] {escape(str(exc))}")
+            return
+        if flagged:
+            reasons = sorted(set(flagged.values()))
+            self.console.print(
+                f"[yellow]{len(flagged)} samples flagged invalid[/]: {escape(reasons[0])}"
+                + (f" (+{len(reasons) - 1} more reasons)" if len(reasons) > 1 else "")
+            )
 
     def _run_cells(
         self, run_id: str, campaign: Campaign, all_cells: list[Cell], todo: list[Cell]

@@ -240,13 +240,29 @@ class Store:
                 (status, error, time.time(), cell_id),
             )
 
+    def invalidate(self, reasons: dict[int, str]) -> None:
+        """Flag stored samples invalid (valid = 0, the reason also as their `invalid` label,
+        as a workload would have set it) in one transaction; a cross-sample rule's verdict."""
+        with self.tx() as c:
+            for sample_id, reason in reasons.items():
+                row = c.execute(
+                    "SELECT labels_json FROM samples WHERE sample_id = ?", (sample_id,)
+                ).fetchone()
+                labels = json.loads((row[0] if row else None) or "{}")
+                labels["invalid"] = reason
+                c.execute(
+                    "UPDATE samples SET valid = 0, invalid_reason = ?, labels_json = ?"
+                    " WHERE sample_id = ?",
+                    (reason, json.dumps(labels, default=str), sample_id),
+                )
+
     # --- reading ----------------------------------------------------------------------
     def sample_rows(self, run_id: str) -> list[dict[str, Any]]:
         """Every sample of a run joined with its cell: the rows of the export contract."""
         cur = self.conn.execute(
             "SELECT s.run_id, s.cell_id, c.platform, c.suite, c.test_case, c.scenario, s.role,"
             " c.repetition, s.metric, s.value, s.unit, s.higher_is_better, s.valid,"
-            " s.invalid_reason, s.labels_json, c.labels_json AS cell_labels"
+            " s.invalid_reason, s.labels_json, c.labels_json AS cell_labels, s.sample_id"
             " FROM samples s JOIN cells c ON c.cell_id = s.cell_id"
             " WHERE s.run_id = ? ORDER BY c.seq, s.sample_id",
             (run_id,),

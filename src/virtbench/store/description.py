@@ -65,10 +65,23 @@ class LabelRole:
 
 
 @dataclass(frozen=True)
+class SuiteScoring:
+    """How a suite enters the scores (run_suites.workload / seed004; NULL in runs stored
+    before schema v3, which read as both true: what the code of then did)."""
+
+    workload: bool = True  # a slowdown of the workload: inside the geomean "all"
+    seed004: bool = True  # a suite seed 004 scores (Table 2): it gets a total score
+
+
+@dataclass(frozen=True)
 class RunDescription:
     metrics: tuple[MetricInfo, ...] = ()
     labels: tuple[LabelRole, ...] = ()
     suites: dict[str, str] = field(default_factory=dict)  # suite -> one-line description
+    scoring: dict[str, SuiteScoring] = field(default_factory=dict)  # suite -> its flags
+
+    def scoring_of(self, suite: str) -> SuiteScoring:
+        return self.scoring.get(suite, SuiteScoring())
 
     def primary_metrics(self) -> dict[str, str]:
         """test case -> its primary metric."""
@@ -112,6 +125,12 @@ def insert(conn: Any, run_id: str, d: RunDescription) -> None:
         "INSERT INTO run_suites (run_id, suite, description) VALUES (?,?,?)",
         [(run_id, s, text) for s, text in d.suites.items()],
     )
+    flags = [(int(f.workload), int(f.seed004), run_id, s) for s, f in d.scoring.items()]
+    if flags:  # none in the frozen v1 descriptions (written before the v3 columns exist)
+        conn.executemany(
+            "UPDATE run_suites SET workload = ?, seed004 = ? WHERE run_id = ? AND suite = ?",
+            flags,
+        )
 
 
 def select(conn: Any, run_id: str) -> RunDescription:
@@ -126,12 +145,19 @@ def select(conn: Any, run_id: str) -> RunDescription:
         (run_id,),
     ).fetchall()
     suites = conn.execute(
-        "SELECT suite, description FROM run_suites WHERE run_id = ? ORDER BY suite", (run_id,)
+        "SELECT suite, description, workload, seed004 FROM run_suites WHERE run_id = ?"
+        " ORDER BY suite",
+        (run_id,),
     ).fetchall()
     return RunDescription(
         tuple(MetricInfo(s, tc, m, u, bool(h), bool(p)) for s, tc, m, u, h, p in metrics),
         tuple(LabelRole(*r) for r in labels),
-        dict(suites),
+        {s: text for s, text, _w, _s in suites},
+        {
+            s: SuiteScoring(bool(w), bool(sd))
+            for s, _t, w, sd in suites
+            if w is not None and sd is not None
+        },
     )
 
 

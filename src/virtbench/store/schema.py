@@ -9,6 +9,9 @@ end, never edit an old one.
     v1  runs, cells, samples, series
     v2  run_metrics, run_labels, run_suites: every run describes its samples (description.py);
         runs stored at v1 get the description v1 code implied (v1_description.py)
+    v3  run_suites.workload, run_suites.seed004: how each suite enters the scores (inside the
+        geomean "all" or beside it; scored by seed 004 or not); NULL for older runs, read as
+        "both", which is what the code that stored them did
 """
 
 from __future__ import annotations
@@ -92,7 +95,13 @@ def _v1_to_v2(conn: sqlite3.Connection) -> None:
         description.insert(conn, run_id, v1_description.describe(tc for (tc,) in cases))
 
 
-MIGRATIONS: tuple[Step, ...] = (_v1_to_v2,)  # MIGRATIONS[i] upgrades version i+1 to i+2
+def _v2_to_v3(conn: sqlite3.Connection) -> None:
+    """Suites say how they are scored; older runs keep NULL (= the v2 behaviour)."""
+    conn.execute("ALTER TABLE run_suites ADD COLUMN workload INTEGER")
+    conn.execute("ALTER TABLE run_suites ADD COLUMN seed004 INTEGER")
+
+
+MIGRATIONS: tuple[Step, ...] = (_v1_to_v2, _v2_to_v3)  # MIGRATIONS[i] upgrades version i+1 to i+2
 CURRENT = len(MIGRATIONS) + 1
 
 

@@ -1,5 +1,7 @@
 """Disk suite: fio sequential (1 MiB) and random (4 KiB) reads and writes, buffered and O_DIRECT,
-on a file in the platform's workdir (seed 002's IOzone runs, seed 004's disk suite).
+on a file in the platform's workdir (seed 002's IOzone runs, seed 004's disk suite); and
+fio-iozone, IOzone's phase sequence (write, rewrite, read, reread, random read, random write)
+as fio jobs on one file, each phase labelled `phase`.
 
 O_DIRECT that the workdir cannot honour is recorded, never silently replaced by buffered I/O:
 an EINVAL from fio gives samples flagged invalid, and a filesystem that accepts O_DIRECT but
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from ..drivers import fio
@@ -31,6 +33,16 @@ _METRICS = (
 )
 
 
+@dataclass(frozen=True)
+class Phase:
+    """One fio job of a test case: its --rw, --bs and the JSON section holding its figures."""
+
+    rw: str
+    bs: str
+    op: str  # "read" or "write"
+    name: str | None = None  # IOzone's phase name; None: a single-job test case
+
+
 def _metrics(primary: str) -> tuple[Metric, ...]:
     """The four fio figures with `primary` as the test case's headline."""
     return tuple(replace(m, primary=m.name == primary) for m in _METRICS)
@@ -39,7 +51,7 @@ def _metrics(primary: str) -> tuple[Metric, ...]:
 class _Fio(Workload):
     suite = "disk"
     tools = ("fio",)
-    dimension_labels = ("direct", "rw", "iodepth", "file_size", "file_size_bytes")
+    dimension_labels = ("direct", "rw", "iodepth", "file_size", "file_size_bytes", "phase")
     rw: ClassVar[str]  # fio --rw
     bs: ClassVar[str]  # fio --bs
     op: ClassVar[str]  # "read" or "write": the section of fio's JSON that holds the figures
@@ -51,48 +63,77 @@ class _Fio(Workload):
         "iodepth": Param(16, "fio --iodepth (libaio, io_uring)", min=1, max=4096),
     }
 
-    def argv(self, ctx: RunContext, path: str, direct: int) -> list[str]:
-        p = ctx.params
+    time_based: ClassVar[bool] = True  # fio --time_based: I/O for `runtime` seconds
+    fresh_file: ClassVar[bool] = False  # remove the file before each direct mode
+    keep_cache: ClassVar[bool] = False  # True: fio does not drop the file's page cache first
+
+    @property
+    def phase(self) -> Phase:
+        return Phase(self.rw, self.bs, self.op)
+
+    def argv(
+        self, ctx: RunContext, path: str, direct: int, phase: Phase | None = None
+    ) -> list[str]:
+        p, ph = ctx.params, phase or self.phase
         job = fio.Job(
             name=f"{NAME_PREFIX}{self.name}",
             path=path,
             size_mib=p["size_mib"],
-            rw=self.rw,
-            bs=self.bs,
+            rw=ph.rw,
+            bs=ph.bs,
             ioengine=p["ioengine"],
             iodepth=p["iodepth"],
             runtime=p["runtime"],
+            time_based=self.time_based,
+            invalidate=not self.keep_cache,
         )
         return job.argv(direct)
+
+    def jobs(self) -> tuple[Phase, ...]:
+        """The fio jobs of one direct mode, in order."""
+        return (self.phase,)
 
     def run(self, platform: Platform, ctx: RunContext) -> list[Sample]:
         modes = _direct_modes(ctx.params["direct"], self.name)
         end = None if ctx.timeout is None else time.monotonic() + ctx.timeout
         scratch = f"{platform.workdir.rstrip('/')}/{NAME_PREFIX}fio-{secrets.token_hex(3)}"
+        path = f"{scratch}/fio.dat"
         check(platform.exec(["mkdir", "-p", scratch], timeout=30), f"mkdir {scratch}")
         try:
             fs = _fs_type(platform, scratch)
+            honoured = platform.supports_direct_io() and fs not in MEMORY_FILESYSTEMS
             samples: list[Sample] = []
             for direct in modes:
-                left = None if end is None else max(1.0, end - time.monotonic())
-                argv = self.argv(ctx, f"{scratch}/fio.dat", direct)
-                result = platform.exec(argv, cpus=ctx.cpus, timeout=left)
-                honoured = platform.supports_direct_io() and fs not in MEMORY_FILESYSTEMS
-                samples += self.parse_run(result, ctx, direct, fs, honoured)
+                if self.fresh_file:  # the first job writes a new file, not the last mode's
+                    check(platform.exec(["rm", "-f", "--", path], timeout=60), f"rm {path}")
+                for phase in self.jobs():
+                    left = None if end is None else max(1.0, end - time.monotonic())
+                    argv = self.argv(ctx, path, direct, phase)
+                    result = platform.exec(argv, cpus=ctx.cpus, timeout=left)
+                    samples += self.parse_run(result, ctx, direct, fs, honoured, phase)
             return samples
         finally:
             # the test file can be large: always delete it
             platform.exec(["rm", "-rf", "--", scratch], timeout=120)
 
     def parse_run(
-        self, result: ExecResult, ctx: RunContext, direct: int, fs: str, honoured: bool
+        self,
+        result: ExecResult,
+        ctx: RunContext,
+        direct: int,
+        fs: str,
+        honoured: bool,
+        phase: Phase | None = None,
     ) -> list[Sample]:
         """Samples of one fio run (one direct mode); O_DIRECT problems flag, never drop."""
-        what = f"{self.name} direct={direct}"
+        ph = phase or self.phase
+        what = f"{self.name} direct={direct}" + (f" phase={ph.name}" if ph.name else "")
+        # a phase names its I/O pattern: rw would only repeat it
+        pattern = {"phase": ph.name} if ph.name else {"rw": ph.rw}
         labels: dict[str, Any] = {
             "direct": direct,
-            "rw": self.rw,
-            "bs": self.bs,
+            **pattern,
+            "bs": ph.bs,
             "iodepth": ctx.params["iodepth"],
             "ioengine": ctx.params["ioengine"],
             "size_mib": ctx.params["size_mib"],
@@ -107,7 +148,7 @@ class _Fio(Workload):
             return [self._flagged(m.name, 0.0, labels, reason) for m in self.metrics]
         if result.returncode != 0:
             check(result, what)
-        figures = fio.parse(result, self.op, what)
+        figures = fio.parse(result, ph.op, what)
         samples = []
         for m in self.metrics:
             value = figures[m.name]
@@ -170,3 +211,42 @@ class FioRandWrite(_Fio):
     description = "fio random write, 4 KiB blocks, buffered and O_DIRECT"
     rw, bs, op = "randwrite", "4k", "write"
     metrics = _metrics("iops")
+
+
+# IOzone's phases in its order: a first write of a new file, the same file written again,
+# read, read again, then random reads and writes (4 KiB, IOzone's -i 2); each a pass over the
+# file, as IOzone times them (buffered phases after a write are served from the page cache,
+# as IOzone's are when the file fits in memory: seed 004's IOzone1 read 8 GB/s).
+IOZONE_PHASES = (
+    Phase("write", "1M", "write", "write"),
+    Phase("write", "1M", "write", "rewrite"),
+    Phase("read", "1M", "read", "read"),
+    Phase("read", "1M", "read", "reread"),
+    Phase("randread", "4k", "read", "random-read"),
+    Phase("randwrite", "4k", "write", "random-write"),
+)
+
+
+@register
+class FioIozone(_Fio):
+    name = "fio-iozone"
+    description = (
+        "IOzone's sequence as fio jobs: write, rewrite, read, reread, random read, random write,"
+        " buffered and O_DIRECT (seed 002, 004)"
+    )
+    rw, bs, op = "write", "1M", "write"  # the first phase; run() walks them all
+    metrics = _metrics("bandwidth_mib_s")  # IOzone reports every phase in KB/s
+    time_based = False
+    fresh_file = True
+    # IOzone never drops the cache: its reread (and buffered read after a write) measures the
+    # page cache, as the paper's IOzone1 (8 GB/s) did; fio would drop it before every job
+    keep_cache = True
+    params = _Fio.params | {
+        "runtime": Param(10, "at most this many seconds per phase", min=1, max=3600),
+        # IOzone's read()/write() are synchronous, one request at a time
+        "ioengine": Param("psync", "fio --ioengine", choices=("libaio", "psync", "io_uring")),
+        "iodepth": Param(1, "fio --iodepth (libaio, io_uring)", min=1, max=4096),
+    }
+
+    def jobs(self) -> tuple[Phase, ...]:
+        return IOZONE_PHASES

@@ -20,7 +20,12 @@ SCHEMA: Schema = {
     "net": ("virtio", qemu.NETS, "NIC model: paravirtual virtio-net or emulated e1000"),
     "network": ("auto", network.MODES, "tap on the virtbench bridge, + NAT, or QEMU user mode"),
     "disk": ("virtio-blk", qemu.DISKS, "root disk: paravirtual virtio-blk or emulated SATA/IDE"),
-    "disk_cache": ("none", qemu.DISK_CACHES, "QEMU cache mode of the root disk"),
+    "disk_cache": (
+        "none",
+        qemu.DISK_CACHES,
+        "QEMU cache mode of the root disk; none/directsync: guest O_DIRECT reaches the host "
+        "device, writeback: the host page cache serves it (disk figures flagged implausible)",
+    ),
     "disk_gb": (4, None, "root disk size in GiB (free space for disk tests)"),
     "vcpu_pin": (None, None, "host CPUs for the vCPU threads (list); a cell's cpus override"),
     "cpu_weight": (None, None, "cgroup CPU weight of the QEMU process (cpu.shares scale)"),

@@ -104,6 +104,8 @@ class VmPlatform(Platform):
             "rootfs_key": files.rootfs_key,
             "qemu_version": tools.version("qemu-system-x86_64"),
             "boot_s": round(self.machine.timings["boot_s"], 3),
+            # the cache mode in effect, default included: whether guest O_DIRECT reaches a disk
+            "disk_cache": o.disk_cache,
         }
         if self.net.fallback_reason:
             self.facts["network_fallback"] = self.net.fallback_reason

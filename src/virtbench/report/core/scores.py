@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...analysis import plausibility
 from ...analysis.scores import GeoMean, Seed004Suite
 from .. import fmt
 from ..data import ReportData
@@ -12,14 +13,29 @@ from ..svg import Bar, bar_chart
 GEO_NOTE = (
     "Geometric mean of the ratios to the baseline (primary metric of each test case, target "
     "role; &gt; 1 = better than the baseline). Every test case weighs the same within its "
-    "suite, every suite the same in <b>all</b>. The 95% CI reflects measurement noise "
+    "suite, every workload suite the same in <b>all</b> (its row names the suites it is "
+    "over). A suite that measures a cost of creating the isolation (start-up, boot) is shown "
+    "<i>beside</i> <b>all</b>, never inside it: it is not a slowdown of the workload. "
+    "The 95% CI reflects measurement noise "
     "(delta method in log space, Student t); the range shows the spread between test cases."
 )
 SEED_NOTE = (
     "Seed 004 §3.6: test score = mean / max of that test over all configurations "
-    "(platform · scenario); total = Σ test scores, lower-is-better (LIB) tests subtracted. "
-    "Raw means in brackets. ± is approximate (CI half widths / max, in quadrature)."
+    "(platform · scenario); total = Σ test scores of HIB tests − Σ test scores of LIB tests. "
+    "The <b>max</b> column holds each test's maximum and where it was measured; hover a total "
+    "for its terms. Raw means in brackets. ± is approximate (CI half widths / max, in "
+    "quadrature). Invalid samples never enter a mean, so never a maximum or a total."
 )
+
+
+def _geo_suite(g: GeoMean) -> str:
+    if g.suite == "all" and g.contains:
+        return "all: " + ", ".join(g.contains)
+    return g.suite + (" (start-up cost, beside all)" if g.beside else "")
+
+
+def _chart_suite(g: GeoMean) -> str:
+    return g.suite + (" (not in all)" if g.beside else "")
 
 
 def _geo_ci(g: GeoMean) -> str:
@@ -34,7 +50,7 @@ def geo_html(data: ReportData) -> str:
         cls = "good" if g.low and g.low > 1 else "worse" if g.high and g.high < 1 else ""
         rows.append(
             [
-                Td(g.suite, "" if g.suite != "all" else "base"),
+                Td(_geo_suite(g), "" if g.suite != "all" else "base"),
                 g.scenario,
                 g.platform,
                 Td(fmt.ratio(g.value), f"num {cls}"),
@@ -63,12 +79,12 @@ def geo_html(data: ReportData) -> str:
             rows,
         )
     )
-    suites = list(dict.fromkeys(g.suite for g in data.geomeans))
+    suites = list(dict.fromkeys(_chart_suite(g) for g in data.geomeans))
     cfgs = list(dict.fromkeys((g.platform, g.scenario) for g in data.geomeans))
     multi = len({s for _, s in cfgs}) > 1
     names = {c: c[0] + (f" · {c[1]}" if multi else "") for c in cfgs}
     bars = {
-        (g.suite, names[(g.platform, g.scenario)]): Bar(g.value, g.low, g.high)
+        (_chart_suite(g), names[(g.platform, g.scenario)]): Bar(g.value, g.low, g.high)
         for g in data.geomeans
     }
     series = [(names[c], data.colour(c[0])) for c in cfgs]
@@ -76,28 +92,91 @@ def geo_html(data: ReportData) -> str:
     return out + Raw(bar_chart(title, suites, series, bars, "ratio"))
 
 
+def _score_cell(s: Seed004Suite, t, c) -> Td:
+    v, raw = s.test_scores.get((t, c)), s.means.get((t, c))
+    bad = s.excluded.get((t, c), [])
+    text = "–" if v is None else f"{v:.2f}" + (f" ({fmt.num(raw)})" if raw else "")
+    if bad:
+        text = ("invalid" if v is None else text) + f" ⚠ {len(bad)} excluded"
+        return Td(text, "num bad", "left out as invalid: " + _reasons(bad))
+    return Td(text, "num")
+
+
+def _terms(s: Seed004Suite, c) -> str:
+    """The total's formula with its numbers: +HIB scores, −LIB scores."""
+    terms = [
+        ("+" if s.hib[t] else "−") + f"{s.test_scores[(t, c)]:.2f}"
+        for t in s.tests
+        if (t, c) in s.test_scores
+    ]
+    return " ".join(terms) + f" = {s.totals[c].total:.2f}"
+
+
+def _cfg_name(c, multi: bool) -> str:
+    return c[0] + (f" · {c[1]}" if multi else "")
+
+
 def seed_html(s: Seed004Suite) -> str:
     multi = len({c[1] for c in s.configs}) > 1
-    head = ["test", "order", *[c[0] + (f" · {c[1]}" if multi else "") for c in s.configs]]
+    head = ["test", "order", "max (where)", *[_cfg_name(c, multi) for c in s.configs]]
     rows = []
     for t in s.tests:
-        cells = []
-        for c in s.configs:
-            v = s.test_scores.get((t, c))
-            raw = s.means.get((t, c))
-            text = "–" if v is None else f"{v:.2f}" + (f" ({fmt.num(raw)})" if raw else "")
-            cells.append(Td(text, "num"))
         tc, _metric, dims = t  # type: ignore[misc]
         label = tc + (f" [{fmt.dims(dims)}]" if dims else "")
-        rows.append([label, "HIB" if s.hib[t] else "LIB", *cells])
+        top = s.maxima.get(t)
+        where = f"{fmt.num(top[0])} ({_cfg_name(top[1], multi)})" if top else "–"
+        cells = [_score_cell(s, t, c) for c in s.configs]
+        rows.append([label, "HIB" if s.hib[t] else "LIB", Td(where, "num"), *cells])
     total = []
     for c in s.configs:
         tt = s.totals[c]
         text = f"{tt.total:.2f}" + (f" ± {tt.ci_half:.2f}" if tt.ci_half is not None else "")
         text += f" (missing {len(tt.missing)})" if tt.missing else ""
-        total.append(Td(text, "num bad" if tt.missing else "num", "; ".join(tt.missing)))
-    rows.append([Raw("<b>total score</b>"), "", *total])
-    return Raw(f"<h3>{h(s.suite)}</h3>") + scroll(table(head, rows))
+        title = _terms(s, c) + (" | missing: " + "; ".join(tt.missing) if tt.missing else "")
+        total.append(Td(text, "num bad" if tt.missing else "num", title))
+    n_hib = sum(1 for t in s.tests if s.hib[t])
+    rows.append([Raw("<b>total score</b>"), f"{n_hib} HIB, {len(s.tests) - n_hib} LIB", "", *total])
+    return Raw(f"<h3>{h(s.suite)}</h3>") + scroll(table(head, rows)) + _excluded_html(s)
+
+
+def _excluded_html(s: Seed004Suite) -> str:
+    if not s.excluded:
+        return ""
+    multi = len({c[1] for c in s.configs}) > 1
+    items = "".join(
+        f"<li>{h(_cfg_name(c, multi))} · {h(_test_name(t))}: {len(reasons)}"
+        f" samples — {h(_reasons(reasons))}</li>"
+        for (t, c), reasons in s.excluded.items()
+    )
+    return Raw(
+        f'<p class="note">{h(s.suite)}: invalid samples left out of this score (not in any'
+        f' mean, never a maximum):</p><ul class="note">{items}</ul>'
+    )
+
+
+def _reasons(reasons: list[str]) -> str:
+    """The first reason in full; the others usually differ only in the figure they quote."""
+    rest = len(set(reasons)) - 1
+    return reasons[0] + (f" (+{rest} more like it)" if rest else "")
+
+
+def _unscored(data: ReportData) -> list[str]:
+    return [x for x in data.suites if not data.description.scoring_of(x).seed004]
+
+
+def _unchecked(data: ReportData) -> str:
+    tcs = plausibility.unchecked(data.samples, data.description)
+    if not tcs:
+        return ""
+    return (
+        f" O_DIRECT figures of {', '.join(tcs)} were not checked against the host's device:"
+        " no native platform measured them in this run (add one to check them)."
+    )
+
+
+def _test_name(t) -> str:
+    tc, _metric, dims = t
+    return tc + (f" [{fmt.dims(dims)}]" if dims else "")
 
 
 def _md_total(s: Seed004Suite, c) -> str:
@@ -105,6 +184,33 @@ def _md_total(s: Seed004Suite, c) -> str:
     if t is None:
         return "–"
     return f"{t.total:.2f}" + (f" (missing {', '.join(t.missing)})" if t.missing else "")
+
+
+def _md_seed_notes(data: ReportData) -> list[str]:
+    """How each total is formed, what it left out and which suites get none. Runs stored
+    before suites carried their scoring flags print as they always did."""
+    if not data.description.scoring:
+        return []
+    lines = ["", "total = Σ HIB test scores − Σ LIB test scores; test score = mean / max:"]
+    for s in data.seed004:
+        n_hib = sum(1 for t in s.tests if s.hib[t])
+        maxima = "; ".join(
+            f"{_test_name(t)} {fmt.num(v)} ({p} · {sc})" for t, (v, (p, sc)) in s.maxima.items()
+        )
+        lines.append(f"- {s.suite}: {n_hib} HIB + {len(s.tests) - n_hib} LIB tests; max: {maxima}")
+        lines += [
+            f"  - left out as invalid: {c[0]} · {c[1]} · {_test_name(t)}: {len(r)} samples ({r[0]})"
+            for (t, c), r in s.excluded.items()
+        ]
+    unscored = _unscored(data)
+    if unscored:
+        lines.append(f"- no total for {', '.join(unscored)}: seed 004 does not score such a suite")
+    unchecked = _unchecked(data)
+    return lines + ([f"-{unchecked}"] if unchecked else [])
+
+
+def _md_suite(data: ReportData, g: GeoMean) -> str:
+    return _geo_suite(g) if data.description.scoring else g.suite
 
 
 @register_section(60, "scores")
@@ -119,7 +225,7 @@ def scores_section(data: ReportData) -> Section | None:
                 ["suite", "platform · scenario", "geomean ratio [95% CI]", "overhead", "missing"],
                 [
                     [
-                        g.suite,
+                        _md_suite(data, g),
                         f"{g.platform} · {g.scenario}",
                         f"{fmt.ratio(g.value)} {_geo_ci(g)}",
                         fmt.signed_pct(g.overhead_pct),
@@ -132,7 +238,14 @@ def scores_section(data: ReportData) -> Section | None:
     elif not data.baseline:
         body += Raw('<p class="note">No baseline platform in the campaign: no ratios.</p>')
     if data.seed004:
-        body += Raw(f'<h3>Seed 004 scores</h3><p class="note">{SEED_NOTE}</p>')
+        unscored = _unscored(data)
+        skipped = (
+            f" No total for {', '.join(unscored)}: seed 004 does not score such a suite."
+            if unscored
+            else ""
+        )
+        skipped += _unchecked(data)
+        body += Raw(f'<h3>Seed 004 scores</h3><p class="note">{SEED_NOTE}{h(skipped)}</p>')
         body += Raw("".join(seed_html(s) for s in data.seed004))
         cfgs = list(dict.fromkeys(c for s in data.seed004 for c in s.configs))
         md.append("\nseed 004 total scores (Σ test scores, LIB subtracted):\n")
@@ -142,4 +255,5 @@ def scores_section(data: ReportData) -> Section | None:
                 [[s.suite, *[_md_total(s, c) for c in cfgs]] for s in data.seed004],
             )
         )
+        md += _md_seed_notes(data)
     return Section("Scores", body, "\n".join(md))
