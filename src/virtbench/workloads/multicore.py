@@ -22,6 +22,8 @@ from .registry import register
 STALL_S = 10  # these tools compute from start to end
 MAX_THREADS = 1024
 EFFICIENCY = Metric("efficiency", "ratio", True)
+DURATION = Param(3, "seconds per thread count", min=1, max=3600)
+MAX_PRIME = Param(20000, "sysbench --cpu-max-prime", min=100, max=10_000_000)
 
 
 def default_threads(cpus: int) -> list[int]:
@@ -97,18 +99,17 @@ def _run(platform: Platform, ctx: RunContext, argv: list[str], what: str, left) 
     return result.stdout
 
 
+class _Sysbench(_Multicore):
+    tools = ("sysbench",)
+
+
 @register
-class MulticoreSysbenchCpu(_Multicore):
+class MulticoreSysbenchCpu(_Sysbench):
     name = "multicore-sysbench-cpu"
     description = "sysbench cpu prime search at 1..N threads: events/s and scaling efficiency"
-    tools = ("sysbench",)
     rate_metric = "events_per_s"
     metrics = (Metric("events_per_s", "events/s", True, primary=True), EFFICIENCY)
-    params = {
-        **_Multicore.params,
-        "duration": Param(3, "seconds per thread count", min=1, max=3600),
-        "max_prime": Param(20000, "sysbench --cpu-max-prime", min=100, max=10_000_000),
-    }
+    params = {**_Multicore.params, "duration": DURATION, "max_prime": MAX_PRIME}
 
     def point(self, platform, ctx, threads, left):
         p = ctx.params
@@ -118,19 +119,18 @@ class MulticoreSysbenchCpu(_Multicore):
 
 
 @register
-class MulticoreSysbenchCpuTime(_Multicore):
+class MulticoreSysbenchCpuTime(_Sysbench):
     name = "multicore-sysbench-cpu-time"
     description = (
         "time to finish a fixed sysbench cpu job (`events` prime searches) shared by 1..N"
         " threads: lower is better, like seed 004's pts/multicore build and encode times"
     )
-    tools = ("sysbench",)
     rate_metric = "elapsed_s"
     metrics = (Metric("elapsed_s", "s", False, primary=True), EFFICIENCY)
     params = {
         **_Multicore.params,
         "events": Param(2000, "prime searches in the job", min=10, max=100_000_000),
-        "max_prime": Param(20000, "sysbench --cpu-max-prime", min=100, max=10_000_000),
+        "max_prime": MAX_PRIME,
     }
 
     def point(self, platform, ctx, threads, left):
@@ -151,10 +151,7 @@ class MulticoreStressNgMatrixprod(_Multicore):
     tools = ("stress-ng",)
     rate_metric = "bogo_ops_per_s"
     metrics = (Metric("bogo_ops_per_s", "bogo-ops/s", True, primary=True), EFFICIENCY)
-    params = {
-        **_Multicore.params,
-        "duration": Param(3, "seconds per worker count", min=1, max=3600),
-    }
+    params = {**_Multicore.params, "duration": DURATION}
 
     def point(self, platform, ctx, threads, left):
         workdir = _scratch_dir(platform, "stress-ng")
@@ -175,20 +172,19 @@ class MulticoreStressNgMatrixprod(_Multicore):
 
 
 @register
-class MulticoreSysbenchMemory(_Multicore):
+class MulticoreSysbenchMemory(_Sysbench):
     name = "multicore-sysbench-memory"
     description = (
         "sysbench memory bandwidth at 1..N threads, blocks past the caches: MiB/s and scaling"
         " efficiency (the memory bus saturates before the CPUs do)"
     )
-    tools = ("sysbench",)
     rate_metric = "bandwidth_mib_s"
     metrics = (Metric("bandwidth_mib_s", "MiB/s", True, primary=True), EFFICIENCY)
     params = {
         **_Multicore.params,
         "block_kib": Param(16384, "block per thread, KiB (past the caches)", min=1, max=4194304),
         "op": Param("read", "sysbench --memory-oper", choices=("read", "write")),
-        "duration": Param(3, "seconds per thread count", min=1, max=3600),
+        "duration": DURATION,
     }
 
     def point(self, platform, ctx, threads, left):
