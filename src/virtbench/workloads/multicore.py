@@ -138,7 +138,7 @@ class MulticoreSysbenchCpuTime(_Sysbench):
         argv = sysbench.cpu_events_argv(threads, p["events"], p["max_prime"])
         text = _run(platform, ctx, argv, f"{self.name} {threads} threads", left)
         seconds, done = sysbench.parse_total_time(text, self.name)
-        s = self.sample("elapsed_s", seconds, threads=threads, events=done)
+        s = self.sample("elapsed_s", seconds, threads=threads, events=p["events"])
         if done < p["events"]:
             s.labels["invalid"] = f"only {done} of {p['events']} events done"
         return [s]
@@ -164,7 +164,9 @@ class MulticoreStressNgMatrixprod(_Multicore):
             m = stress_ng.parse_rates(_read_file(platform, report, what), "cpu", what)
         finally:
             _remove(platform, workdir)
-        labels: dict[str, Any] = {"threads": threads, "bogo_ops": m.get("bogo-ops")}
+        # only labels that are the same at every point: a varying one (the bogo-op count)
+        # would split the curve into one group per point
+        labels: dict[str, Any] = {"threads": threads}
         invalid = stress_ng.too_few_ops(m)
         if invalid:
             labels["invalid"] = invalid

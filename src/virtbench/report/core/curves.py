@@ -44,6 +44,7 @@ ORDER = CurveDim(
     "LINPACK (HPL) GFLOPS against the matrix order, as seed 002's Fig. 4: mean of the valid "
     "repetitions, whiskers: 95% CI. Small orders are dominated by overheads; the curve "
     "flattens once the BLAS kernels are saturated.",
+    log_x=False,
 )
 THREADS = CurveDim(
     "threads",
@@ -92,12 +93,31 @@ def curve_section(data: ReportData, dim: CurveDim) -> Section | None:
 
 
 def _axes(title: str, lines: list[Line]) -> list[tuple[str, list[Line]]]:
-    """One chart for all lines, or one per line when their scales differ tenfold or more."""
-    peaks = [max(p[1] for p in ln.points) for ln in lines if ln.points]
-    positive = [v for v in peaks if v > 0]
-    if len(lines) < 2 or not positive or max(positive) < OWN_AXIS_RATIO * min(positive):
+    """One chart for all lines, or one per scale group when their peaks span a tenfold or more
+    (a TCG guest and a container in it apart from native and its containers)."""
+    drawn = [ln for ln in lines if ln.points]
+    peak = {ln.name: max(p[1] for p in ln.points) for ln in drawn}
+    if len(drawn) < 2 or any(v <= 0 for v in peak.values()):
         return [(title, lines)]
-    return [(f"{title} · {ln.name} (own axis)", [ln]) for ln in lines if ln.points]
+    groups = _scale_groups(sorted(drawn, key=lambda ln: peak[ln.name]), peak)
+    if len(groups) < 2:
+        return [(title, lines)]
+    order = {ln.name: i for i, ln in enumerate(lines)}
+    out = []
+    for g in sorted(groups, key=lambda g: -peak[g[-1].name]):  # the fastest group first
+        g.sort(key=lambda ln: order[ln.name])
+        names = ", ".join(ln.name for ln in g)
+        out.append((f"{title} · {names} (own axis: 10x apart)", g))
+    return out
+
+
+def _scale_groups(ordered: list[Line], peak: dict[str, float]) -> list[list[Line]]:
+    """Lines sorted by peak, split at the widest gap until no group spans a tenfold."""
+    if len(ordered) < 2 or peak[ordered[-1].name] < OWN_AXIS_RATIO * peak[ordered[0].name]:
+        return [ordered]
+    gaps = [peak[b.name] / peak[a.name] for a, b in zip(ordered, ordered[1:], strict=False)]
+    cut = gaps.index(max(gaps)) + 1
+    return _scale_groups(ordered[:cut], peak) + _scale_groups(ordered[cut:], peak)
 
 
 @register_section(50, "block-size-curves")
