@@ -1,14 +1,14 @@
-"""The results store: SQLite in WAL mode, the one source of truth for reports and exports.
+"""The results store, the one source of truth for reports and exports: a SQLite file (WAL
+mode; the default, in the results directory) or a PostgreSQL database many hosts share.
 
-SQL is kept to the portable subset (no SQLite-only functions in queries, JSON kept as TEXT)
-so a PostgreSQL backend can be added behind the same class later. The schema is versioned
-and migrated on open (schema.py); every run carries its description (description.py).
+SQL is kept to the portable subset (no dialect-only functions in queries, JSON kept as TEXT);
+backend.py is where the two dialects differ. The schema is versioned and migrated on open
+(schema.py); every run carries its description (description.py).
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -18,8 +18,9 @@ from typing import Any
 
 from ..errors import VirtbenchError
 from ..results import Sample
+from . import backend, schema
 from . import description as description_mod
-from . import schema
+from .backend import Db
 from .description import RunDescription
 
 DB_NAME = "virtbench.db"
@@ -48,16 +49,25 @@ class CellRow:
 
 
 class Store:
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
+    def __init__(self, location: str | Path) -> None:
+        """A SQLite file path, or a postgresql:// URL."""
+        shown = backend.redact(str(location)) if backend.is_url(location) else location
+        self.path: Path | str = shown if backend.is_url(location) else Path(location)
+        self.shared = backend.is_url(location)  # many hosts write to it at once
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False)
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute("PRAGMA synchronous=NORMAL")
-            schema.upgrade(self.conn, str(self.path))
-        except (OSError, sqlite3.Error) as exc:
+            if not self.shared:
+                Path(location).parent.mkdir(parents=True, exist_ok=True)
+            self.conn: Db = backend.connect(location)
+        except OSError as exc:
             raise VirtbenchError(f"cannot open results store {self.path}: {exc}") from exc
+        try:
+            schema.upgrade(self.conn)
+        except self.conn.errors as exc:
+            self.conn.close()
+            raise VirtbenchError(f"cannot open results store {self.path}: {exc}") from exc
+        except BaseException:
+            self.conn.close()
+            raise
 
     @classmethod
     def in_dir(cls, results_dir: Path) -> Store:
@@ -76,13 +86,10 @@ class Store:
         self.conn.close()
 
     @contextmanager
-    def tx(self) -> Iterator[sqlite3.Connection]:
+    def tx(self) -> Iterator[Db]:
         """One transaction: committed as a whole or not at all."""
-        try:
-            with self.conn:
-                yield self.conn
-        except sqlite3.OperationalError as exc:
-            raise VirtbenchError(f"results store {self.path}: {exc}") from exc
+        with self.conn.transaction() as c:
+            yield c
 
     # --- runs -------------------------------------------------------------------------
     def create_run(
@@ -263,6 +270,35 @@ class Store:
         )
         cols = [d[0] for d in cur.description]
         return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+
+    # --- whole rows, for import and the run fallback ----------------------------------------
+    def run_tables(self) -> list[str]:
+        """Tables holding rows of a run, parents first (cells before what refers to them)."""
+        tables = sorted(t for t in self.conn.tables() if "run_id" in self.conn.columns(t))
+        first = [t for t in ("runs", "cells") if t in tables]
+        return first + [t for t in tables if t not in first]
+
+    def rows(self, table: str, run_id: str, cell_id: str | None = None) -> list[dict[str, Any]]:
+        """A run's (or one cell's) rows of `table`, in the order they were stored."""
+        where, params = "run_id = ?", [run_id]
+        if cell_id is not None:
+            where, params = where + " AND cell_id = ?", [*params, cell_id]
+        key = schema.IDENTITY.get(table)
+        order = f" ORDER BY {key}" if key else ""
+        cur = self.conn.execute(f"SELECT * FROM {table} WHERE {where}{order}", params)
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+
+    @staticmethod
+    def insert_rows(c: Db, table: str, rows: list[dict[str, Any]]) -> None:
+        """Insert whole rows (inside the caller's transaction); this store numbers them."""
+        if not rows:
+            return
+        cols = [k for k in rows[0] if k != schema.IDENTITY.get(table)]
+        c.executemany(
+            f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+            [tuple(r[k] for k in cols) for r in rows],
+        )
 
     # --- stale states (issue 16): statuses in the existing columns, no schema change ------
     def settle_cells(self, run_id: str, from_status: str, to_status: str) -> int:
