@@ -24,6 +24,7 @@ from .backend import Db
 from .description import RunDescription
 
 DB_NAME = "virtbench.db"
+STORE_ENV = "VIRTBENCH_STORE"  # the --store default (a URL or a SQLite file)
 
 
 @dataclass
@@ -318,3 +319,17 @@ class Store:
             " UNION SELECT DISTINCT run_id FROM cells WHERE status = 'running'"
         ).fetchall()
         return [r[0] for r in rows]
+
+
+def open_store(store: str | None, results_dir: Path, *, create: bool = False) -> Store:
+    """The store named by --store (a postgresql:// URL, a SQLite file, or a directory holding
+    virtbench.db), else RESULTS_DIR/virtbench.db. A SQLite store must exist unless `create`."""
+    if store and backend.is_url(store):
+        return Store(store)
+    path = Path(store) if store else Path(results_dir) / DB_NAME
+    if path.is_dir():
+        path = path / DB_NAME
+    if not create and not path.exists():
+        hint = "check --store" if store else "run a campaign first or pass --results-dir/--store"
+        raise VirtbenchError(f"no results store at {path}; {hint}")
+    return Store(path)
