@@ -13,7 +13,9 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-BIN = Path("/usr/lib/postgresql/15/bin")
+# the newest installed server (Debian 12: 15)
+BIN = max(Path("/usr/lib/postgresql").glob("*/bin"), default=Path("/usr/lib/postgresql/15/bin"),
+          key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0)  # fmt: skip
 USER = "postgres"
 
 
@@ -68,7 +70,8 @@ class Cluster:
 
 
 @contextlib.contextmanager
-def cluster() -> Iterator[Cluster]:
+def cluster(fsync: bool = False) -> Iterator[Cluster]:
+    """fsync off for tests (nothing to keep); on for the bench, as a real server has it."""
     root = Path(tempfile.mkdtemp(prefix="vb-pg-"))
     shutil.chown(root, USER)
     c = Cluster(root)
@@ -80,7 +83,7 @@ def cluster() -> Iterator[Cluster]:
         conf = (
             "listen_addresses = ''\n"  # the unix socket only: nothing on the network
             f"unix_socket_directories = '{root}'\n"
-            "fsync = off\n"
+            f"fsync = {'on' if fsync else 'off'}\n"
             "max_connections = 50\n"
         )
         with open(c.data / "postgresql.conf", "a") as fh:

@@ -147,8 +147,17 @@ class PostgresDb(Db):
         self.errors = (psycopg.Error,)
         self.url, self.where = url, redact(url)
         try:
-            # autocommit: a read holds no transaction open between a run's cells
-            self.conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
+            # autocommit: a read holds no transaction open between a run's cells; keepalives:
+            # a server that vanishes without a reset is noticed in ~30 s, not hours
+            self.conn = psycopg.connect(
+                url,
+                autocommit=True,
+                connect_timeout=10,
+                keepalives=1,
+                keepalives_idle=15,
+                keepalives_interval=5,
+                keepalives_count=3,
+            )
         except psycopg.OperationalError as exc:
             raise StoreUnavailable(
                 f"cannot connect to results store {self.where}: {self._why(exc)}"
