@@ -77,7 +77,7 @@ def test_store_env_var_and_missing_file(tmp_path, monkeypatch):
     out = CliRunner().invoke(cli, ["results", "--list", "--results-dir", str(tmp_path / "none")])
     assert out.exit_code == 0, out.output
     assert len(out.output.splitlines()) == len(RUNS)
-    with pytest.raises(VirtbenchError, match="no results store at .*missing.db; check --store"):
+    with pytest.raises(VirtbenchError, match="no results store at .*missing.db; check the path"):
         open_store(str(tmp_path / "missing.db"), tmp_path)
 
 

@@ -248,10 +248,15 @@ class Store:
                 (status, error, time.time(), cell_id),
             )
 
+    def _dicts(self, sql: str, params: Any = ()) -> list[dict[str, Any]]:
+        cur = self.conn.execute(sql, params)
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+
     # --- reading ----------------------------------------------------------------------
     def sample_rows(self, run_id: str) -> list[dict[str, Any]]:
         """Every sample of a run joined with its cell: the rows of the export contract."""
-        cur = self.conn.execute(
+        return self._dicts(
             "SELECT s.run_id, s.cell_id, c.platform, c.suite, c.test_case, c.scenario, s.role,"
             " c.repetition, s.metric, s.value, s.unit, s.higher_is_better, s.valid,"
             " s.invalid_reason, s.labels_json, c.labels_json AS cell_labels"
@@ -259,18 +264,14 @@ class Store:
             " WHERE s.run_id = ? ORDER BY c.seq, s.sample_id",
             (run_id,),
         )
-        cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
 
     def series_rows(self, run_id: str) -> list[dict[str, Any]]:
-        cur = self.conn.execute(
+        return self._dicts(
             "SELECT p.cell_id, c.platform, c.suite, c.test_case, c.scenario, c.repetition,"
             " p.role, p.metric, p.t, p.value, p.unit FROM series p"
             " JOIN cells c ON c.cell_id = p.cell_id WHERE p.run_id = ? ORDER BY p.point_id",
             (run_id,),
         )
-        cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
 
     # --- whole rows, for import and the run fallback ----------------------------------------
     def run_tables(self) -> list[str]:
@@ -286,9 +287,7 @@ class Store:
             where, params = where + " AND cell_id = ?", [*params, cell_id]
         key = schema.IDENTITY.get(table)
         order = f" ORDER BY {key}" if key else ""
-        cur = self.conn.execute(f"SELECT * FROM {table} WHERE {where}{order}", params)
-        cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+        return self._dicts(f"SELECT * FROM {table} WHERE {where}{order}", params)
 
     @staticmethod
     def insert_rows(c: Db, table: str, rows: list[dict[str, Any]]) -> None:
@@ -330,6 +329,6 @@ def open_store(store: str | None, results_dir: Path, *, create: bool = False) ->
     if path.is_dir():
         path = path / DB_NAME
     if not create and not path.exists():
-        hint = "check --store" if store else "run a campaign first or pass --results-dir/--store"
+        hint = "check the path" if store else "run a campaign first or pass --results-dir/--store"
         raise VirtbenchError(f"no results store at {path}; {hint}")
     return Store(path)

@@ -78,4 +78,6 @@ class FallbackStore:
             f" from then on are in {path}. Nothing measured is lost. When the store is back:"
             f" virtbench import {path} --store '{self.primary.path}'"
         )
+        if "***" in str(self.primary.path):
+            self.note += " (your password in place of ***)"
         self.warn(f"{exc}. The run goes on; its cells are kept in {path}")
