@@ -3,6 +3,7 @@ between SQLite files, and the run's fallback when a shared store goes away."""
 
 from __future__ import annotations
 
+import platform
 import shutil
 import socket
 from pathlib import Path
@@ -13,6 +14,7 @@ from click.testing import CliRunner
 from virtbench.cli import cli
 from virtbench.errors import VirtbenchError
 from virtbench.results import Sample
+from virtbench.runner import states
 from virtbench.store import backend, importer
 from virtbench.store.backend import StoreUnavailable
 from virtbench.store.db import DB_NAME, Store, open_store
@@ -108,7 +110,6 @@ class _Going(Store):
     """A 'shared' store (SQLite underneath) that goes away after `left` cell commits."""
 
     left = 2
-    shared = True
 
     def finish_cell(self, *args, **kwargs):
         if _Going.left == 0:
@@ -144,3 +145,15 @@ def test_run_goes_on_locally_and_import_completes_it(tmp_path):
     assert [c.status for c in shared.cells(RUN)] == ["ok"] * 4
     assert [r["value"] for r in shared.sample_rows(RUN)] == [0.0, 1.0, 2.0, 3.0]
     assert shared.run(RUN)["status"] == "finished"
+
+
+def test_other_hosts_running_runs_are_not_judged_lost_here(tmp_path):
+    st = Store(tmp_path / DB_NAME)
+    st.shared = True  # as a PostgreSQL store is
+    for run_id, host in ((RUN, "elsewhere"), (RUN[:-4] + "0000", platform.node())):
+        st.create_run(run_id, "r", "", "", None, {"hostname": host}, {}, "0",
+                      description=RunDescription())  # fmt: skip
+    states.settle_lost(st, tmp_path)
+    assert st.run(RUN)["status"] == "running"  # its runner's lock is on the other host
+    assert st.run(RUN[:-4] + "0000")["status"] == states.LOST
+    assert "is running on elsewhere (shared store)" in states.incomplete(st, tmp_path, RUN)

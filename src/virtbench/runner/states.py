@@ -53,6 +53,9 @@ def incomplete(store: Store, results_dir: Path, run_id: str) -> str | None:
     if status == "finished" and done == len(cells):
         return None
     progress = f"{done} of {len(cells)} cells finished"
+    if status == "running" and _elsewhere(store, run_id):
+        host = json.loads(run.get("host_json") or "{}").get("hostname", "another host")
+        return f"run {run_id} is running on {host} (shared store): {progress} so far"
     if status == "running":
         pid = run_holder(results_dir, run_id)
         return f"run {run_id} is still running (pid {pid}): {progress} so far"
