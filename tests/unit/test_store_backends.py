@@ -98,6 +98,7 @@ def test_import_golden_into_sqlite_is_idempotent_and_byte_identical(tmp_path):
             out = runner.invoke(cli, args)
             assert out.output == (GOLDEN / f"{run_id}.{fmt}").read_text()
     assert (GOLDEN / DB_NAME).read_bytes() == before  # migrated in a copy, not in place
+    assert not list(GOLDEN.glob("*.db-*"))  # not even SQLite's -shm beside it
 
 
 def test_import_refuses_the_store_itself(tmp_path):

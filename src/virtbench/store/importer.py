@@ -1,16 +1,16 @@
 """`virtbench import`: copy runs from SQLite results files (hosts that ran offline, a run's
 fallback file) into a store, typically the shared PostgreSQL one.
 
-The file is read through a private copy, upgraded there by the migrations, so the file itself
-is left as it was (and may be read-only). Each run is copied in one transaction. Importing is
-idempotent: a run already in the store is skipped, except that cells finished in the file and
-not in the store (a run whose store went away mid-run kept them in its fallback file) are
-added, so importing the same file again adds nothing.
+The file is read through a private copy (with its WAL), upgraded there by the migrations,
+so the file itself is left as it was (and may be read-only). Each run is copied in one
+transaction. Importing is idempotent: a run already in the store is skipped, except that
+cells finished in the file and not in the store (a run whose store went away mid-run kept
+them in its fallback file) are added, so importing the same file again adds nothing.
 """
 
 from __future__ import annotations
 
-import sqlite3
+import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,28 +42,32 @@ class Imported:
 
 
 def _private_copy(path: Path, into: Path) -> Path:
-    """A consistent copy of a SQLite store (its WAL included), never writing to `path`."""
+    """A copy of a SQLite store and its write-ahead log, so that nothing (not even SQLite's
+    -shm file) is written beside `path`. For files at rest: not a store a run still writes."""
     if path.is_dir():
         path = path / DB_NAME
     if not path.is_file():
         raise VirtbenchError(f"import: no results file at {path}")
     copy = into / DB_NAME
     try:
-        src, dst = sqlite3.connect(f"file:{path}?mode=ro", uri=True), sqlite3.connect(copy)
-        try:
-            src.backup(dst)
-        finally:
-            src.close()
-            dst.close()
-    except sqlite3.Error as exc:
-        raise VirtbenchError(f"import: {path} is not a virtbench results file: {exc}") from exc
+        shutil.copyfile(path, copy)
+        wal = path.with_name(path.name + "-wal")
+        if wal.is_file():  # committed cells not yet checkpointed into the file
+            shutil.copyfile(wal, copy.with_name(copy.name + "-wal"))
+    except OSError as exc:
+        raise VirtbenchError(f"import: cannot read {path}: {exc.strerror or exc}") from exc
     return copy
 
 
 def import_file(path: Path, dst: Store, log: Callable[[str], None]) -> list[Imported]:
     """Copy every run of the SQLite file at `path` into `dst`; one line per run to `log`."""
     with tempfile.TemporaryDirectory(prefix="vb-import-") as tmp:
-        src = Store(_private_copy(Path(path), Path(tmp)))
+        copy = _private_copy(Path(path), Path(tmp))
+        try:
+            src = Store(copy)
+        except VirtbenchError as exc:
+            why = exc.__cause__ or exc
+            raise VirtbenchError(f"import: {path} is not a virtbench results file: {why}") from exc
         try:
             done = []
             for run in src.runs():
