@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from .. import setup_host, tools
+from .. import cachedir, setup_host, tools
 from ..errors import VirtbenchError
 
 
@@ -77,12 +77,7 @@ HARNESS = "VbScimark"
 
 
 def cache_root() -> Path:
-    override = os.environ.get("VIRTBENCH_JAVA_DIR")
-    if override:
-        return Path(override)
-    if os.geteuid() == 0:
-        return Path("/var/lib/virtbench/java")
-    return Path.home() / ".cache" / "virtbench" / "java"
+    return cachedir.cache_root("java", "VIRTBENCH_JAVA_DIR")
 
 
 def _digest(path: Path, algo: str) -> str:

@@ -10,7 +10,6 @@ VIRTBENCH_WASM_DIR); the hash covers the source, the compiler version and the fl
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import subprocess
 import tempfile
@@ -18,7 +17,7 @@ from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
-from .. import setup_host, tools
+from .. import cachedir, setup_host, tools
 from ..errors import VirtbenchError
 
 SOURCE = "scimark.c"
@@ -32,12 +31,7 @@ TARGETS = {
 
 
 def cache_root() -> Path:
-    override = os.environ.get("VIRTBENCH_WASM_DIR")
-    if override:
-        return Path(override)
-    if os.geteuid() == 0:
-        return Path("/var/lib/virtbench/wasm")
-    return Path.home() / ".cache" / "virtbench" / "wasm"
+    return cachedir.cache_root("wasm", "VIRTBENCH_WASM_DIR")
 
 
 def _source() -> bytes:

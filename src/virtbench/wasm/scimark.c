@@ -2,7 +2,7 @@
  * public-domain ANSI C version, built from this one source both as a native static binary and
  * as a WASI module, so native, container, VM and Wasm run the same code.
  *
- * usage: vb-scimark ITERATIONS MIN_TIME [-large]
+ * usage: vb-scimark ITERATIONS [-large] MIN_TIME (as SciMark's own [-large] [MIN_TIME])
  * Each iteration prints SciMark's own report lines (Mflops; "Composite Score" is their mean),
  * framed by "vb-iteration N start_ms=... end_ms=..." lines timed from main(): the first
  * iteration and the later ones can be told apart, as for the JVM harness.
@@ -325,13 +325,13 @@ static double measure_lu(int N, double min_time, Random *r) {
 
 int main(int argc, char **argv) {
     double start = now_s();
-    if (argc < 3 || (argc == 4 && strcmp(argv[3], "-large") != 0) || argc > 4) {
-        fprintf(stderr, "usage: %s ITERATIONS MIN_TIME [-large]\n", argv[0]);
+    int large = argc == 4 && strcmp(argv[2], "-large") == 0;
+    if (argc != 3 && !large) {
+        fprintf(stderr, "usage: %s ITERATIONS [-large] MIN_TIME\n", argv[0]);
         return 2;
     }
     int iterations = atoi(argv[1]);
-    double min_time = atof(argv[2]);
-    int large = argc == 4;
+    double min_time = atof(argv[argc - 1]);
     /* SciMark 2.0's sizes: the default fits in cache, -large does not */
     int fft_n = large ? 1048576 : 1024, sor_n = large ? 1000 : 100;
     int sparse_n = large ? 100000 : 1000, sparse_nz = large ? 1000000 : 5000;

@@ -16,6 +16,7 @@ from pathlib import Path
 from ..drivers import jmh, jvm, scimark
 from ..java import cache
 from ..platforms.base import Platform
+from . import scimark_report
 from .base import Metric, Param, RunContext, Sample, Workload, check
 from .cpu import _Deadline, _read_file, _remove, _scratch_dir
 from .registry import register
@@ -49,26 +50,11 @@ class Scimark(Workload):
     )
     tools = ("java",)
     metrics = (
-        Metric("composite_mflops", "Mflops", True, primary=True),
-        Metric("fft_mflops", "Mflops", True),
-        Metric("sor_mflops", "Mflops", True),
-        Metric("montecarlo_mflops", "Mflops", True),
-        Metric("sparse_mflops", "Mflops", True),
-        Metric("lu_mflops", "Mflops", True),
-        Metric("composite_first_mflops", "Mflops", True),
+        *scimark_report.METRICS,
         Metric("jvm_startup_ms", "ms", False),
         Metric("first_result_s", "s", False),
     )
-    params = {
-        "iterations": Param(3, "SciMark runs in one JVM (the first is warm-up)", min=2, max=100),
-        "min_time": Param(
-            0.5, "SciMark's minimum seconds per kernel measurement", min=0.01, max=60
-        ),
-        "size": Param(
-            "small", "SciMark's problem sizes (large: out of cache)", choices=("small", "large")
-        ),
-        **JVM_PARAMS,
-    }
+    params = {**scimark_report.PARAMS, **JVM_PARAMS}
 
     def run(self, platform: Platform, ctx: RunContext) -> list[Sample]:
         deadline = _Deadline(ctx.timeout)
@@ -77,10 +63,8 @@ class Scimark(Workload):
         workdir = _scratch_dir(platform, "scimark")
         try:
             jar, _cls = _put(platform, host_files, workdir)
-            p = ctx.params
-            sizes = ["-large"] if p["size"] == "large" else []
             argv = ["java", *flags, "-cp", f"{jar}:{workdir}", cache.HARNESS]
-            argv += [str(p["iterations"]), *sizes, str(p["min_time"])]
+            argv += scimark_report.args(ctx.params)
             result = platform.exec(argv, cpus=ctx.cpus, timeout=deadline.left())
             check(result, self.name)
         finally:
@@ -90,30 +74,19 @@ class Scimark(Workload):
     def parse_output(self, text: str, labels: dict[str, str]) -> list[Sample]:
         report = scimark.parse(text, self.name)
         info = report.info
-        common = {
-            **labels,
-            "iterations": len(report.iterations),
-            "sizes": ",".join(f"{k}={v}" for k, v in report.sizes.items()),
+        jvm_view = {
             "vm": info.get("vm"),
             "gc_names": info.get("gc"),
             "jit_compiler": info.get("jit"),
             "max_heap_mib": info.get("max_heap_mib"),
             "jvm_cpus": info.get("cpus"),
         }
-        steady = report.steady()
-        samples = [self.sample(f, v, **common) for f, v in steady.items()]
-        first = report.first()["composite_mflops"]
-        samples.append(self.sample("composite_first_mflops", first, **common))
+        extra = {}
         if "startup_ms" in info:
-            samples.append(self.sample("jvm_startup_ms", float(info["startup_ms"]), **common))
-        end = report.iterations[0].end_ms
-        if end is not None:
-            samples.append(self.sample("first_result_s", end / 1000.0, **common))
-        invalid = scimark.invalid_reason(steady)
-        if invalid:
-            for s in samples:
-                s.labels["invalid"] = invalid
-        return samples
+            extra["jvm_startup_ms"] = float(info["startup_ms"])
+        if report.iterations[0].end_ms is not None:
+            extra["first_result_s"] = report.iterations[0].end_ms / 1000.0
+        return scimark_report.samples(self, report, {**labels, **jvm_view}, extra)
 
 
 # JMH samples worth running as a multi-threaded JVM workload (benchmark, its @Param values)
@@ -142,7 +115,6 @@ class JmhThreads(Workload):
         " throughput in ops/s: the median of the measured iterations, and the first warm-up"
         " iteration (JIT warm-up) as its own figure"
     )
-    tools = ("java",)
     metrics = (
         Metric("ops_per_s", "ops/s", True, primary=True),
         Metric("first_warmup_ops_per_s", "ops/s", True),
@@ -155,6 +127,7 @@ class JmhThreads(Workload):
         "iteration_s": Param(1, "seconds per JMH iteration", min=1, max=600),
         **JVM_PARAMS,
     }
+    tools = ("java",)
 
     def run(self, platform: Platform, ctx: RunContext) -> list[Sample]:
         deadline = _Deadline(ctx.timeout)

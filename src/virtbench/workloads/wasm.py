@@ -15,29 +15,16 @@ from ..drivers import scimark
 from ..errors import WorkloadError
 from ..platforms.base import Platform
 from ..wasm import build
-from .base import Metric, Param, RunContext, Sample, Workload, check
+from . import scimark_report
+from .base import Metric, RunContext, Sample, Workload, check
 from .cpu import _Deadline, _remove, _scratch_dir
 from .registry import register
 
 
 class _Kernels(Workload):
     suite = "wasm"
-    metrics = (
-        Metric("composite_mflops", "Mflops", True, primary=True),
-        Metric("fft_mflops", "Mflops", True),
-        Metric("sor_mflops", "Mflops", True),
-        Metric("montecarlo_mflops", "Mflops", True),
-        Metric("sparse_mflops", "Mflops", True),
-        Metric("lu_mflops", "Mflops", True),
-        Metric("composite_first_mflops", "Mflops", True),
-    )
-    params = {
-        "iterations": Param(3, "runs of the five kernels (the first is warm-up)", min=2, max=100),
-        "min_time": Param(0.5, "minimum seconds per kernel measurement", min=0.01, max=60),
-        "size": Param(
-            "small", "SciMark's problem sizes (large: out of cache)", choices=("small", "large")
-        ),
-    }
+    metrics = scimark_report.METRICS
+    params = scimark_report.PARAMS
     runtime: str  # label: how the kernels run
 
     def prefix(self, platform: Platform, path: str) -> list[str]:
@@ -52,10 +39,7 @@ class _Kernels(Workload):
         workdir = _scratch_dir(platform, "scimark-c")
         try:
             path = platform.put_file(str(host_file), f"{workdir}/{self.file()}", 0o755)
-            p = ctx.params
-            argv = [*self.prefix(platform, path), str(p["iterations"]), str(p["min_time"])]
-            if p["size"] == "large":
-                argv.append("-large")
+            argv = [*self.prefix(platform, path), *scimark_report.args(ctx.params)]
             result = platform.exec(argv, cpus=ctx.cpus, timeout=deadline.left())
             check(result, self.name)
         finally:
@@ -64,25 +48,11 @@ class _Kernels(Workload):
 
     def parse_output(self, text: str) -> list[Sample]:
         report = scimark.parse(text, self.name)
-        common = {
-            "runtime": self.runtime,
-            "iterations": len(report.iterations),
-            "sizes": ",".join(f"{k}={v}" for k, v in report.sizes.items()),
-            **{f"wasm_{k}": v for k, v in report.info.items()},
-        }
-        steady = report.steady()
-        samples = [self.sample(f, v, **common) for f, v in steady.items()]
-        first = report.first()["composite_mflops"]
-        samples.append(self.sample("composite_first_mflops", first, **common))
-        samples += self.startup(report, common)
-        invalid = scimark.invalid_reason(steady)
-        if invalid:
-            for s in samples:
-                s.labels["invalid"] = invalid
-        return samples
+        labels = {"runtime": self.runtime, **{f"wasm_{k}": v for k, v in report.info.items()}}
+        return scimark_report.samples(self, report, labels, self.startup(report))
 
-    def startup(self, report: scimark.ScimarkReport, labels: dict) -> list[Sample]:
-        return []
+    def startup(self, report: scimark.ScimarkReport) -> dict[str, float]:
+        return {}
 
 
 @register
@@ -128,9 +98,8 @@ class ScimarkWasm(_Kernels):
             )
         return [sys.executable, "-m", "virtbench.wasm.run", path]
 
-    def startup(self, report, labels):
+    def startup(self, report):
         info = report.info
         if "compile_ms" not in info:
-            return []
-        ms = float(info["compile_ms"]) + float(info.get("instantiate_ms", 0))
-        return [self.sample("startup_ms", ms, **labels)]
+            return {}
+        return {"startup_ms": float(info["compile_ms"]) + float(info.get("instantiate_ms", 0))}
