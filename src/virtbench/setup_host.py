@@ -18,6 +18,8 @@ EXTRA_PACKAGES.append("linux-image-amd64")
 EXTRA_PACKAGES.append("libc6-dev")
 # guest kernels compressed with zstd are unpacked with it for direct boot
 EXTRA_PACKAGES.append("zstd")
+# clang's WASI target: the C library and the compiler builtins for wasm32
+EXTRA_PACKAGES += ["wasi-libc", "libclang-rt-14-dev-wasm32"]
 
 STEPS: list[tuple[str, Callable[[Callable[[str], None]], None]]] = []
 

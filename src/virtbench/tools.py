@@ -52,6 +52,11 @@ TOOLS: dict[str, Tool] = {
         Tool("nft", "nftables", ("--version",), purpose="NAT port publishing"),
         Tool("taskset", "util-linux", ("--version",), purpose="CPU pinning"),
         Tool("cc", "gcc", purpose="builds the latency probes"),
+        # java -version writes to stderr; version() reads both streams
+        Tool("java", "openjdk-17-jre-headless", ("-version",), purpose="JVM of the java suite"),
+        Tool("mvn", "maven", ("-v",), purpose="fetches the java suite's jars at setup"),
+        Tool("clang", "clang", purpose="builds the Wasm kernels and their native twin"),
+        Tool("wasm-ld", "lld", purpose="links the Wasm kernel module"),
     ]
 }
 

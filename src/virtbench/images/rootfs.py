@@ -50,6 +50,7 @@ PACKAGES: list[str] = [
     "crun",
     "ca-certificates",
     "nftables",  # in-guest DNAT for containers inside a VM (container@vm, network = "nat")
+    "openjdk-17-jre-headless",  # the java suite's JVM
 ]
 
 # What is removed after the build to keep the tree small (docs, manuals, locales, caches).

@@ -1,0 +1,105 @@
+"""Wasm suite: SciMark 2.0's kernels in C (wasm/scimark.c) built from one source as a static
+native binary and as a WASI module, so native vs container vs VM vs Wasm is one axis with one
+metric set (the java suite's scimark reports the same figures in the same unit).
+
+`scimark-c` runs the native binary on any platform; `scimark-wasm` runs the module under
+wasmtime, the runtime the `wasmtime` Python package in virtbench's own environment ships, so
+it runs where that environment is: on the host (platform native).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ..drivers import scimark
+from ..errors import WorkloadError
+from ..platforms.base import Platform
+from ..wasm import build
+from . import scimark_report
+from .base import Metric, RunContext, Sample, Workload, check
+from .cpu import _Deadline, _remove, _scratch_dir
+from .registry import register
+
+
+class _Kernels(Workload):
+    suite = "wasm"
+    metrics = scimark_report.METRICS
+    params = scimark_report.PARAMS
+    runtime: str  # label: how the kernels run
+
+    def prefix(self, platform: Platform, path: str) -> list[str]:
+        raise NotImplementedError
+
+    def file(self) -> str:
+        raise NotImplementedError
+
+    def run(self, platform: Platform, ctx: RunContext) -> list[Sample]:
+        deadline = _Deadline(ctx.timeout)
+        host_file = build.build() / self.file()
+        workdir = _scratch_dir(platform, "scimark-c")
+        try:
+            path = platform.put_file(str(host_file), f"{workdir}/{self.file()}", 0o755)
+            argv = [*self.prefix(platform, path), *scimark_report.args(ctx.params)]
+            result = platform.exec(argv, cpus=ctx.cpus, timeout=deadline.left())
+            check(result, self.name)
+        finally:
+            _remove(platform, workdir)
+        return self.parse_output(result.stdout)
+
+    def parse_output(self, text: str) -> list[Sample]:
+        report = scimark.parse(text, self.name)
+        labels = {"runtime": self.runtime, **{f"wasm_{k}": v for k, v in report.info.items()}}
+        return scimark_report.samples(self, report, labels, self.startup(report))
+
+    def startup(self, report: scimark.ScimarkReport) -> dict[str, float]:
+        return {}
+
+
+@register
+class ScimarkC(_Kernels):
+    name = "scimark-c"
+    description = (
+        "SciMark 2.0's kernels in C (clang -O2, static), the native twin of scimark-wasm:"
+        " Mflops, steady state (median after the first run) and the first run"
+    )
+    tools = ("clang",)  # builds it on the host; the static binary needs nothing inside
+    runtime = "native"
+
+    def file(self) -> str:
+        return build.NATIVE
+
+    def prefix(self, platform, path):
+        return [path]
+
+
+@register
+class ScimarkWasm(_Kernels):
+    name = "scimark-wasm"
+    description = (
+        "the same SciMark kernels compiled to WASI (clang -O2 --target=wasm32-wasi) under"
+        " wasmtime (Cranelift): Mflops as scimark-c, and the module's compile time"
+    )
+    tools = ("clang", "wasm-ld")
+    metrics = (*_Kernels.metrics, Metric("startup_ms", "ms", False))
+    runtime = "wasmtime"
+
+    def file(self) -> str:
+        return build.MODULE
+
+    def prefix(self, platform, path):
+        # the runtime lives in virtbench's own Python environment; ask the environment
+        # whether it has it rather than guessing from the platform's kind
+        probe = platform.exec([sys.executable, "-c", "import wasmtime"], timeout=60)
+        if not probe.ok:
+            raise WorkloadError(
+                f"{self.name}: no wasmtime runtime in this environment (it is the wasmtime"
+                f" Python package of virtbench's environment, {sys.executable}, on the host):"
+                " run scimark-wasm on platform native"
+            )
+        return [sys.executable, "-m", "virtbench.wasm.run", path]
+
+    def startup(self, report):
+        info = report.info
+        if "compile_ms" not in info:
+            return {}
+        return {"startup_ms": float(info["compile_ms"]) + float(info.get("instantiate_ms", 0))}
