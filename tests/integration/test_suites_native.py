@@ -24,6 +24,7 @@ TINY = {
     "stress-ng-cpu-int64": {"duration": 1, "workers": 0},
     "stress-ng-qsort": {"duration": 1},
     "hpcc-linpack": {"n": 500},
+    "hpcc-linpack-sweep": {"orders": [200, 400]},
     "mbw": {"array_mib": 16, "iterations": 3},
     "sysbench-memory-sweep": {"block_sizes_kib": [4, 4096], "ops": "both"},
     "fio-seq-read": {"size_mib": 16, "runtime": 1},
@@ -74,6 +75,9 @@ def test_runs_once_on_native(native, name):
         assert len(samples) == 8
         direct = [s for s in samples if s.labels["direct"] == 1]
         assert all(s.labels["direct_honoured"] == (s.labels["fs_type"] != "tmpfs") for s in direct)
+    if name == "hpcc-linpack-sweep":  # one HPL figure per matrix order, in order
+        gflops = [s for s in samples if s.metric == "hpl_gflops"]
+        assert [s.labels["order"] for s in gflops] == [200, 400]
     if name == "hpcc-linpack":
         assert {s.metric for s in samples} == metrics
         assert all(s.labels["n"] == 500 for s in samples)
