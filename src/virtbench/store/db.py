@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import VirtbenchError
 from ..results import Sample
 from . import description as description_mod
-from . import schema
+from . import schema, stops
 from .description import RunDescription
 
 DB_NAME = "virtbench.db"
@@ -282,3 +282,11 @@ class Store:
             " UNION SELECT DISTINCT run_id FROM cells WHERE status = 'running'"
         ).fetchall()
         return [r[0] for r in rows]
+
+    # --- adaptive repetitions (schema v3) ----------------------------------------------
+    def record_stop(self, run_id: str, stop: stops.Stop) -> None:
+        with self.tx() as c:
+            stops.insert(c, run_id, stop)
+
+    def run_stops(self, run_id: str) -> list[stops.Stop]:
+        return stops.select(self.conn, run_id)

@@ -9,6 +9,7 @@ end, never edit an old one.
     v1  runs, cells, samples, series
     v2  run_metrics, run_labels, run_suites: every run describes its samples (description.py);
         runs stored at v1 get the description v1 code implied (v1_description.py)
+    v3  run_stops: why each test case of an adaptive run stopped repeating (stops.py)
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import sqlite3
 from collections.abc import Callable
 
 from ..errors import VirtbenchError
-from . import description, v1_description
+from . import description, stops, v1_description
 
 # Version 1 exactly as it was created; never edit (later versions migrate from it).
 V1 = (
@@ -92,7 +93,13 @@ def _v1_to_v2(conn: sqlite3.Connection) -> None:
         description.insert(conn, run_id, v1_description.describe(tc for (tc,) in cases))
 
 
-MIGRATIONS: tuple[Step, ...] = (_v1_to_v2,)  # MIGRATIONS[i] upgrades version i+1 to i+2
+def _v2_to_v3(conn: sqlite3.Connection) -> None:
+    """Adaptive runs record why each test case stopped; older runs had fixed repetitions."""
+    conn.execute(stops.TABLE)
+
+
+# MIGRATIONS[i] upgrades version i+1 to i+2; append new steps, never reorder
+MIGRATIONS: list[Step] = [_v1_to_v2, _v2_to_v3]
 CURRENT = len(MIGRATIONS) + 1
 
 
