@@ -369,8 +369,8 @@ class Runner:
             cells = expand.extra_round(campaign, reps, first, seed)
             self._add_cells(run_id, cells)
             self.console.print(
-                f"adaptive round: repetition {max(reps.values())} of {len(reps)} test cases,"
-                f" {len(cells)} cells"
+                f"adaptive round: repetition {max(reps.values())} for {len(reps)} test"
+                f" case(s) still going on, {len(cells)} cells"
             )
             self._run_cells(run_id, campaign, cells, cells)
         counts = {r: 0 for r in adaptive.REASONS}
