@@ -36,6 +36,20 @@ store_option = click.option(
 EXIT_STORE_FALLBACK = 5  # run: finished, but the shared store went away; import the fallback
 
 
+class Repetitions(click.ParamType):
+    """1..1000, or "auto" (adaptive repetitions)."""
+
+    name = "repetitions"
+
+    def convert(self, value, param, ctx):
+        if value == "auto" or isinstance(value, int):
+            return value
+        try:
+            return click.IntRange(1, 1000).convert(value, param, ctx)
+        except click.BadParameter:
+            self.fail(f"{value!r} is not an integer 1..1000 or 'auto'", param, ctx)
+
+
 @click.group()
 @click.version_option(__version__, prog_name="virtbench")
 def cli() -> None:
@@ -46,7 +60,13 @@ def cli() -> None:
 @click.argument("campaign", required=False)
 @results_dir_option
 @store_option
-@click.option("--repetitions", type=click.IntRange(1, 1000), help="override campaign repetitions")
+@click.option(
+    "--repetitions",
+    type=Repetitions(),
+    metavar="N|auto",
+    help="override campaign repetitions; auto: repeat until precise (the campaign's"
+    " precision_pct, min/max_repetitions and budget_s, or their defaults)",
+)
 @click.option("--resume", "resume_id", metavar="RUN_ID", help="continue an interrupted run")
 @click.option("--seed", type=click.IntRange(0, 2**31 - 1), help="seed for randomized cell order")
 @click.option("--no-report", is_flag=True, help="do not write the report at the end")
@@ -246,6 +266,8 @@ def results(run_ref, fmt, list_runs, results_dir, store) -> None:
     note = states.incomplete(store, results_dir, run_id)
     if note:
         err_console.print(Text(f"note: {note}"))
+    for stop in store.run_stops(run_id):  # adaptive repetitions: why each test case stopped
+        err_console.print(Text(f"note: {stop.detail}"))
     text = export.to_jsonl(store, run_id) if fmt == "jsonl" else export.to_csv(store, run_id)
     sys.stdout.write(text)
 

@@ -50,7 +50,7 @@ CPU_LISTS = [[], [999], "0", [-1], ["a"], [0.5], [True], {}, 0]
 BAD_CAMPAIGN: dict[str, list[Any]] = {
     "name": [1, [], {}, True, "a\x00b", "\u202eevil"],
     "description": [1, ["x"], "\x1b[31mred"],
-    "repetitions": [0, 1001, -1, 1.5, "3", True, NAN, INF, [], {}],
+    "repetitions": [0, 1001, -1, 1.5, "3", "Auto", "auto ", True, NAN, INF, [], {}],
     "warmup": [-1, 101, "1", 0.5, False],
     "order": ["zigzag", 1, ["random"], {}],
     "seed": [-1, 2**31, "7", 1.0, 2**70],
@@ -59,6 +59,11 @@ BAD_CAMPAIGN: dict[str, list[Any]] = {
     "target_cpus": CPU_LISTS,
     "client_cpus": CPU_LISTS,
     "scenarios": [[], "solo", [1], [[]], [{}], [""], ["solo", 2]],
+    # without repetitions = "auto" any value is refused, naming the key
+    "precision_pct": [0, -1, NAN, INF, "1", True, 1.0],
+    "min_repetitions": [1, 1001, 2.5, "3", 3],
+    "max_repetitions": [1, 1001, 2.5, "30", 30],
+    "budget_s": [0, -1, INF, NAN, "600", 600],
 }
 SCENARIO_JUNK = ["", "nan", "inf", "-1", "1e999", "abc", "0x10", "99999999999999999999"]
 

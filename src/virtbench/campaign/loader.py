@@ -20,7 +20,7 @@ from ..scenarios.base import Scenario
 from ..workloads import registry as workload_registry
 from ..workloads.base import Param
 from . import expand, source
-from .model import Campaign, Settings, TestSelection
+from .model import ADAPTIVE_KEYS, Adaptive, Campaign, Settings, TestSelection
 
 DEFAULT_CAMPAIGN = "quick"
 MAX_CELL_TIMEOUT = 7 * 24 * 3600
@@ -37,7 +37,10 @@ CAMPAIGN_KEYS = {
     "target_cpus",
     "client_cpus",
     "scenarios",
+    *ADAPTIVE_KEYS,
 }
+AUTO = "auto"  # repetitions = "auto": adaptive repetitions (docs/ARCHITECTURE.md)
+MAX_REPETITIONS = 1000
 
 
 def builtin_path(name: str) -> Path:
@@ -199,10 +202,64 @@ def _cpus(file: str, key: str, value: Any) -> list[int] | None:
         raise CampaignError(file, key, "not a CPU of this host", exc.value, available) from None
 
 
+def _number(file: str, key: str, value: Any, hi: float, what: str) -> float:
+    """A finite number > 0 and at most `hi` (`what` says the range in words)."""
+    _typed(file, key, value, (int, float))
+    try:
+        return parsing.number(value, 0, hi, above=True)
+    except ParseError:
+        raise CampaignError(file, key, f"must be > 0 and at most {what}", value) from None
+
+
+def _adaptive(file: str, meta: dict) -> Adaptive | None:
+    """The adaptive plan of `repetitions = "auto"`; its keys mean nothing without it."""
+    given = [k for k in ADAPTIVE_KEYS if k in meta]
+    if meta.get("repetitions") != AUTO:
+        if given:
+            raise CampaignError(
+                file,
+                f"campaign.{given[0]}",
+                'applies only with repetitions = "auto" (adaptive repetitions)',
+                meta[given[0]],
+            )
+        return None
+    a = Adaptive()
+    precision = a.precision_pct
+    if "precision_pct" in meta:
+        precision = _number(file, "campaign.precision_pct", meta["precision_pct"], 100, "100 (%)")
+    lo = a.min_repetitions
+    if "min_repetitions" in meta:
+        lo = _int_range(file, "campaign.min_repetitions", meta["min_repetitions"], 2, 1000)
+    hi = max(a.max_repetitions, lo)
+    if "max_repetitions" in meta:
+        hi = _int_range(file, "campaign.max_repetitions", meta["max_repetitions"], 2, 1000)
+        if hi < lo:
+            raise CampaignError(
+                file, "campaign.max_repetitions", f"must be >= min_repetitions ({lo})", hi
+            )
+    budget = a.budget_s
+    if "budget_s" in meta:
+        budget = _number(
+            file, "campaign.budget_s", meta["budget_s"], MAX_CELL_TIMEOUT, "7 days in seconds"
+        )
+    return Adaptive(precision, lo, hi, budget)
+
+
 def _settings(file: str, meta: dict) -> Settings:
     s = Settings()
-    if "repetitions" in meta:
-        s.repetitions = _int_range(file, "campaign.repetitions", meta["repetitions"], 1, 1000)
+    s.adaptive = _adaptive(file, meta)
+    if s.adaptive is not None:
+        s.repetitions = s.adaptive.min_repetitions
+    elif "repetitions" in meta:
+        value = meta["repetitions"]
+        if isinstance(value, str) and value != AUTO:
+            raise CampaignError(
+                file,
+                "campaign.repetitions",
+                f'must be an integer (1..{MAX_REPETITIONS}) or "{AUTO}"',
+                value,
+            )
+        s.repetitions = _int_range(file, "campaign.repetitions", value, 1, MAX_REPETITIONS)
     if "warmup" in meta:
         s.warmup = _int_range(file, "campaign.warmup", meta["warmup"], 0, 100)
     if "order" in meta:
@@ -214,16 +271,14 @@ def _settings(file: str, meta: dict) -> Settings:
     if "seed" in meta:
         s.seed = _int_range(file, "campaign.seed", meta["seed"], 0, 2**31 - 1)
     if "cell_timeout" in meta:
-        value = _typed(file, "campaign.cell_timeout", meta["cell_timeout"], (int, float))
-        try:  # finite: inf overflows the runner's timers, nan times every cell out at once
-            s.cell_timeout = parsing.number(value, 0, MAX_CELL_TIMEOUT, above=True)
-        except ParseError:
-            raise CampaignError(
-                file,
-                "campaign.cell_timeout",
-                f"must be > 0 and at most {MAX_CELL_TIMEOUT} seconds (7 days)",
-                value,
-            ) from None
+        # finite: inf overflows the runner's timers, nan times every cell out at once
+        s.cell_timeout = _number(
+            file,
+            "campaign.cell_timeout",
+            meta["cell_timeout"],
+            MAX_CELL_TIMEOUT,
+            f"{MAX_CELL_TIMEOUT} seconds (7 days)",
+        )
     if "baseline" in meta:
         s.baseline = _typed(file, "campaign.baseline", meta["baseline"], str)
     s.target_cpus = _cpus(file, "campaign.target_cpus", meta.get("target_cpus"))

@@ -11,9 +11,23 @@ if TYPE_CHECKING:
     from ..scenarios.base import Scenario
 
 
+@dataclass(frozen=True)
+class Adaptive:
+    """`repetitions = "auto"`: rounds are added until every group of a test case's primary
+    metric has a 95% CI half-width within `precision_pct` % of its mean, or a cap is hit."""
+
+    precision_pct: float = 1.0
+    min_repetitions: int = 3  # the rounds always run (the plan's fixed part)
+    max_repetitions: int = 30
+    budget_s: float = 600.0  # measured cell time per test case, over all its platforms
+
+
+ADAPTIVE_KEYS = ("precision_pct", "min_repetitions", "max_repetitions", "budget_s")
+
+
 @dataclass
 class Settings:
-    repetitions: int = 3
+    repetitions: int = 3  # adaptive: the first rounds (min_repetitions)
     warmup: int = 1  # uncounted runs per (platform, test case, scenario) before measuring
     order: str = "sequential"  # or "random": shuffled within each platform, seed recorded
     seed: int | None = None
@@ -21,6 +35,7 @@ class Settings:
     baseline: str | None = None  # platform name the others are normalized against
     target_cpus: list[int] | None = None  # host CPUs the target is pinned to
     client_cpus: list[int] | None = None  # host CPUs for load generators
+    adaptive: Adaptive | None = None  # repetitions = "auto"
 
 
 @dataclass

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from ..errors import WorkloadError
+from .validity import client_limit, first
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _FLOAT = r"([-\d.]+)"
@@ -24,6 +25,13 @@ def client_argv(host: str, port: int, tcp: bool, duration: float, msg_size: int)
     argv = ["sockperf", "ping-pong", *proto, "-i", host, "-p", str(port)]
     argv += ["-t", f"{max(1, round(duration))}", "--mps=max", "--full-rtt"]
     return argv + ["-m", str(msg_size)]
+
+
+def invalid_reason(res: dict[str, float], client_util: float) -> str | None:
+    """The rule of drivers/validity.py (closed loop: the client's CPU; ping-pong waits for
+    each reply, so a saturated client adds its own delay to every round trip), or no reply."""
+    replied = None if res["received"] > 0 else "no reply received"
+    return first(client_limit(client_util), replied)
 
 
 def parse(text: str) -> dict[str, float]:

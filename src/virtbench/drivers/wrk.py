@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..errors import WorkloadError
 from ..naming import NAME_PREFIX
+from .validity import client_limit, first
 
 MARKER = "VIRTBENCH-JSON "
 PERCENTILES = (50, 75, 90, 99, 99.9, 99.99)
@@ -96,6 +97,12 @@ class WrkResult:
     @property
     def kb_per_s(self) -> float:
         return self.bytes / 1024 / self.duration_s if self.duration_s > 0 else 0.0
+
+
+def invalid_reason(r: WrkResult, client_util: float) -> str | None:
+    """The rule of drivers/validity.py (closed loop: the client's CPU), or no request done."""
+    done = None if r.requests else f"no request completed (errors {r.errors})"
+    return first(client_limit(client_util), done)
 
 
 def parse(stdout: str) -> WrkResult:

@@ -31,19 +31,21 @@ from rich.text import Text
 
 from .. import __version__, hostinfo
 from ..campaign import expand, loader
-from ..campaign.model import Campaign, Cell
+from ..campaign.model import Adaptive, Campaign, Cell
 from ..errors import VirtbenchError
 from ..metrics.sampler import Sampler
 from ..platforms import registry as platform_registry
 from ..platforms.base import NAME_PREFIX, Platform, PlatformSpec
+from ..results import SOLO_PEAK_SCENARIO
 from ..scenarios.base import ScenarioEnv
 from ..scenarios.peaks import SoloPeaks
 from ..store.db import open_store
 from ..store.fallback import FallbackStore
+from ..store.stops import Stop
 from ..tools import require
 from ..workloads import registry as workload_registry
 from ..workloads.base import RunContext
-from . import describe, locks, states, validate
+from . import adaptive, describe, locks, states, validate
 from .cell import Outcome, cell_id, measure, spec_json
 from .peaks import StoredPeaks
 
@@ -130,16 +132,21 @@ class Runner:
 
     # --- entry points -------------------------------------------------------------------
     def start(
-        self, campaign: Campaign, repetitions: int | None = None, seed: int | None = None
+        self, campaign: Campaign, repetitions: int | str | None = None, seed: int | None = None
     ) -> str:
+        """`repetitions`: a number, "auto" (adaptive), or None (the campaign's)."""
         seed = seed if seed is not None else campaign.settings.seed
         if seed is None and campaign.settings.order == "random":
             seed = secrets.randbelow(2**31)
+        plan = _adaptive_plan(campaign, repetitions)
+        if plan is not None:
+            repetitions = plan.min_repetitions
+        assert not isinstance(repetitions, str)
         cells = expand.expand(campaign, repetitions, seed)
         self._preflight(campaign, cells)
         run_id = new_run_id()
         with self._held(run_id):  # held before the run exists: never seen running unheld
-            return self._start(run_id, campaign, cells, repetitions, seed)
+            return self._start(run_id, campaign, cells, repetitions, seed, plan)
 
     def _start(
         self,
@@ -148,10 +155,12 @@ class Runner:
         cells: list[Cell],
         repetitions: int | None,
         seed: int | None,
+        plan: Adaptive | None = None,
     ) -> str:
         settings = asdict(campaign.settings) | {
             "repetitions": repetitions or campaign.settings.repetitions,
             "seed": seed,
+            "adaptive": asdict(plan) if plan else None,
         }
         self.store.create_run(
             run_id,
@@ -164,9 +173,19 @@ class Runner:
             __version__,
             description=describe.describe(c.test_case for c in cells),
         )
+        self._add_cells(run_id, cells)
+        self.console.print(
+            f"run [bold]{run_id}[/] campaign [bold]{campaign.name}[/]: {len(cells)} cells"
+            f" (order {campaign.settings.order}, seed {seed}) -> {self.store.path}"
+        )
+        if plan is not None:
+            self.console.print(escape(adaptive.plan_text(plan, len(campaign.tests))))
+        return self._execute(run_id, campaign, cells, cells, plan, seed)
+
+    def _add_cells(self, run_id: str, cells: list[Cell]) -> None:
         self.store.add_cells(
             (
-                f"{run_id}/{c.seq:04d}",
+                cell_id(run_id, c.seq),
                 run_id,
                 c.seq,
                 c.platform.name,
@@ -179,11 +198,6 @@ class Runner:
             )
             for c in cells
         )
-        self.console.print(
-            f"run [bold]{run_id}[/] campaign [bold]{campaign.name}[/]: {len(cells)} cells"
-            f" (order {campaign.settings.order}, seed {seed}) -> {self.store.path}"
-        )
-        return self._execute(run_id, campaign, cells, cells)
 
     def resume(self, run_id: str) -> str:
         run_id = self.store.resolve_run(run_id)
@@ -216,15 +230,26 @@ class Runner:
             )
         campaign = loader.parse(run["campaign_text"], run["campaign_file"])
         settings = json.loads(run["settings_json"])
-        cells = expand.expand(campaign, settings["repetitions"], settings["seed"])
-        done = {r.seq for r in self.store.cells(run_id) if r.status in states.DONE}
+        plan = Adaptive(**settings["adaptive"]) if settings.get("adaptive") else None
+        stored = self.store.cells(run_id)
+        if plan is None:
+            cells = expand.expand(campaign, settings["repetitions"], settings["seed"])
+        else:  # the rounds added so far are in the store only
+            measured = [r for r in stored if r.scenario != SOLO_PEAK_SCENARIO]
+            cells = expand.rebuild(
+                campaign,
+                [(r.seq, r.platform, r.test_case, r.scenario, r.repetition) for r in measured],
+            )
+        done = {r.seq for r in stored if r.status in states.DONE}
         todo = [c for c in cells if c.seq not in done]
         self._preflight(campaign, todo)
         self.console.print(
             f"resuming run [bold]{run_id}[/]: {len(done)} cells done, {len(todo)} to run"
         )
         self.store.set_run_status(run_id, "running")
-        return self._execute(run_id, campaign, cells, todo)
+        if plan is not None:
+            self.console.print(escape(adaptive.plan_text(plan, len(campaign.tests))))
+        return self._execute(run_id, campaign, cells, todo, plan, settings["seed"])
 
     # --- internals ----------------------------------------------------------------------
     def _preflight(self, campaign: Campaign, cells: list[Cell]) -> None:
@@ -237,7 +262,13 @@ class Runner:
                 require(w.tools, needed_by=w.name)
 
     def _execute(
-        self, run_id: str, campaign: Campaign, all_cells: list[Cell], todo: list[Cell]
+        self,
+        run_id: str,
+        campaign: Campaign,
+        all_cells: list[Cell],
+        todo: list[Cell],
+        plan: Adaptive | None = None,
+        seed: int | None = None,
     ) -> str:
         old_term = signal.signal(signal.SIGTERM, _on_sigterm)
         status = "failed"
@@ -245,6 +276,8 @@ class Runner:
         self.peaks = StoredPeaks(self.store, run_id, self._print)
         try:
             self._run_cells(run_id, campaign, all_cells, todo)
+            if plan is not None:
+                self._adapt(run_id, campaign, plan, seed)
             status = "finished"
         except (KeyboardInterrupt, _Interrupted) as exc:
             status = "interrupted"
@@ -336,6 +369,47 @@ class Runner:
                 finally:
                     cm.__exit__(None, None, None)
 
+    def _adapt(self, run_id: str, campaign: Campaign, plan: Adaptive, seed: int | None) -> None:
+        """Rounds after the first ones, until every test case has stopped (and said why)."""
+        stopped = {s.test_case for s in self.store.run_stops(run_id)}
+        active = [t.test_case for t in campaign.tests if t.test_case not in stopped]
+        while active:
+            decisions = adaptive.assess(self.store, run_id, plan, active)
+            for d in decisions:
+                mark = "[green]■[/]" if d.reason == adaptive.PRECISION else "[yellow]■[/]"
+                self.console.print(("· " if not d.stopped else mark + " ") + escape(d.text(plan)))
+                if d.stopped:
+                    assert d.reason is not None
+                    stop = Stop(
+                        d.test_case,
+                        d.reason,
+                        d.repetitions,
+                        d.worst_pct,
+                        d.worst,
+                        d.spent_s,
+                        d.text(plan),
+                    )
+                    self.store.record_stop(run_id, stop)
+            reps = {d.test_case: d.repetitions + 1 for d in decisions if not d.stopped}
+            active = list(reps)
+            if not reps:
+                break
+            first = max((r.seq for r in self.store.cells(run_id)), default=-1) + 1
+            cells = expand.extra_round(campaign, reps, first, seed)
+            self._add_cells(run_id, cells)
+            self.console.print(
+                f"adaptive round: repetition {max(reps.values())} for {len(reps)} test"
+                f" case(s) still going on, {len(cells)} cells"
+            )
+            self._run_cells(run_id, campaign, cells, cells)
+        counts = {r: 0 for r in adaptive.REASONS}
+        for s in self.store.run_stops(run_id):
+            counts[s.reason] = counts.get(s.reason, 0) + 1
+        self.console.print(
+            "adaptive repetitions: "
+            + ", ".join(f"{n} stopped on {r}" for r, n in counts.items() if n)
+        )
+
     def _context(self, cell: Cell, campaign: Campaign) -> RunContext:
         return RunContext(
             params=cell.params,
@@ -422,6 +496,16 @@ class Runner:
         self.console.print(
             f"[green]✓[/] {where}: {head.value:.6g} {head.unit}{flag} ({out.elapsed_s:.1f}s)"
         )
+
+
+def _adaptive_plan(campaign: Campaign, repetitions: int | str | None) -> Adaptive | None:
+    """--repetitions auto asks for the campaign's plan (defaults if it has none); a number
+    overrides an adaptive campaign with fixed repetitions."""
+    if repetitions == loader.AUTO:
+        return campaign.settings.adaptive or Adaptive()
+    if repetitions is None:
+        return campaign.settings.adaptive
+    return None
 
 
 @contextmanager

@@ -12,14 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..drivers.validity import CLIENT_SATURATED
 from ..platforms.base import ExecResult
 from ..platforms.procs import run_host
 
 if TYPE_CHECKING:
     from ..workloads.base import RunContext
 
-# A load generator above this share of its usable CPUs is the bottleneck, not the server.
-CLIENT_SATURATED = 0.90
+__all__ = ["CLIENT_SATURATED"]  # drivers/validity.py holds the rule; re-exported here
 
 
 def raise_nofile() -> int:

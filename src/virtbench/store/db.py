@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import VirtbenchError
 from ..results import Sample
-from . import backend, schema
+from . import backend, schema, stops
 from . import description as description_mod
 from .backend import Db
 from .description import RunDescription
@@ -334,6 +334,14 @@ class Store:
             " UNION SELECT DISTINCT run_id FROM cells WHERE status = 'running'"
         ).fetchall()
         return [r[0] for r in rows]
+
+    # --- adaptive repetitions (schema v4) ----------------------------------------------
+    def record_stop(self, run_id: str, stop: stops.Stop) -> None:
+        with self.tx() as c:
+            stops.insert(c, run_id, stop)
+
+    def run_stops(self, run_id: str) -> list[stops.Stop]:
+        return stops.select(self.conn, run_id)
 
 
 def open_store(store: str | None, results_dir: Path, *, create: bool = False) -> Store:

@@ -14,6 +14,7 @@ end, never edit an old one.
     v3  run_suites.workload, run_suites.seed004: how each suite enters the scores (inside the
         geomean "all" or beside it; scored by seed 004 or not); NULL for older runs, read as
         "both", which is what the code that stored them did
+    v4  run_stops: why each test case of an adaptive run stopped repeating (stops.py)
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..errors import VirtbenchError
-from . import description, v1_description
+from . import description, stops, v1_description
 from .backend import Db
 
 # Version 1 exactly as it was created; never edit (later versions migrate from it).
@@ -106,7 +107,13 @@ def _v2_to_v3(conn: Db) -> None:
     conn.execute("ALTER TABLE run_suites ADD COLUMN seed004 INTEGER")
 
 
-MIGRATIONS: tuple[Step, ...] = (_v1_to_v2, _v2_to_v3)  # MIGRATIONS[i] upgrades version i+1 to i+2
+def _v3_to_v4(conn: Db) -> None:
+    """Adaptive runs record why each test case stopped; older runs had fixed repetitions."""
+    conn.execute(stops.TABLE)
+
+
+# MIGRATIONS[i] upgrades version i+1 to i+2; append new steps, never reorder
+MIGRATIONS: list[Step] = [_v1_to_v2, _v2_to_v3, _v3_to_v4]
 CURRENT = len(MIGRATIONS) + 1
 
 

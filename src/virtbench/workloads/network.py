@@ -27,7 +27,7 @@ class _NetWorkload(Workload):
     def client_sample(self, run: ClientRun, **labels: Any) -> Sample:
         s = self.sample("client_cpu_pct", 100 * run.cpu_util, **labels)
         s.role = "client"
-        if run.saturated:  # on loopback both ends are CPU-bound: note it, the figure stands
+        if run.saturated:
             s.labels["client_saturated"] = True
         return s
 
@@ -102,7 +102,12 @@ class _Iperf3(_NetWorkload):
             time.sleep(0.2)
 
     def samples_from(self, res: dict[str, Any], run: ClientRun, ctx: RunContext) -> list[Sample]:
-        labels = {"streams": ctx.params["streams"], "reverse": bool(ctx.params.get("reverse"))}
+        labels: dict[str, Any] = {
+            "streams": ctx.params["streams"],
+            "reverse": bool(ctx.params.get("reverse")),
+        }
+        if why := iperf3.invalid_reason(res, run.cpu_util):
+            labels["invalid"] = why
         out = [
             self.sample("throughput", res["received_bps"] / 1e6, **labels),
             self.sample("sent", res["sent_bps"] / 1e6, **labels),
@@ -179,9 +184,9 @@ class _Sockperf(_NetWorkload):
             )
             run = run_client(argv, ctx, timeout=float(p["duration"]) + 60)
         res = sockperf.parse(run.result.stdout + "\n" + run.result.stderr)
-        labels = {"msg_size": p["msg_size"]}
-        if res["received"] == 0:
-            labels["invalid"] = "no reply received"
+        labels: dict[str, Any] = {"msg_size": p["msg_size"]}
+        if why := sockperf.invalid_reason(res, run.cpu_util):
+            labels["invalid"] = why
         out = [
             self.sample("rtt_mean_us", res["mean"], **labels),
             self.sample("rtt_stddev_us", res["stddev"], **labels),

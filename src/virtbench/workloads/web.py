@@ -322,6 +322,8 @@ class HttperfSweep(_NginxWorkload):
         probe = self.sample("capacity_probe", res.req_per_s, file_size_kb=st.size)
         if run.saturated:
             probe.labels["client_saturated"] = f"{run.cpu_util:.0%}"
+        if why := wrk.invalid_reason(res, run.cpu_util):  # the rates still follow from it
+            probe.labels["invalid"] = why
         st.samples += [probe, self.client_sample(run, file_size_kb=st.size, phase="probe")]
         self.check_alive(st.served, self.what(st), st.samples)
         return res.req_per_s
@@ -559,12 +561,8 @@ class WrkMax(_NginxWorkload):
                     "calls_per_conn": int(p.get("calls_per_conn", 1)),
                     "client_nofile": nofile,
                 }
-                if run.saturated:
-                    labels["invalid"] = (
-                        f"load generator CPU saturated ({run.cpu_util:.0%} of its CPUs)"
-                    )
-                elif res.requests == 0:
-                    labels["invalid"] = f"no request completed (errors {res.errors})"
+                if why := wrk.invalid_reason(res, run.cpu_util):
+                    labels["invalid"] = why
                 samples += self.wrk_samples(res, run, labels)
                 self.check_alive(served, f"{self.name} {size}KB", samples)
         return samples

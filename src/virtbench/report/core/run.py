@@ -28,6 +28,16 @@ def _duration(a: float | None, b: float | None) -> str:
     )
 
 
+def _repetitions(st: dict) -> str:
+    a = st.get("adaptive")
+    if not a:
+        return str(st.get("repetitions"))
+    return (
+        f"auto: ±{a['precision_pct']:g}% (95% CI), {a['min_repetitions']}..."
+        f"{a['max_repetitions']}, budget {a['budget_s']:g} s per test case"
+    )
+
+
 def cell_counts(data: ReportData) -> Counter:
     return Counter(c.status for c in data.cells)
 
@@ -46,7 +56,7 @@ def run_section(data: ReportData) -> Section:
         ("started / finished", f"{_when(r['started_at'])} / {_when(r.get('finished_at'))}"),
         ("duration", _duration(r["started_at"], r.get("finished_at"))),
         ("cells", status_badges),
-        ("repetitions / warm-up", f"{st.get('repetitions')} / {st.get('warmup')}"),
+        ("repetitions / warm-up", f"{_repetitions(st)} / {st.get('warmup')}"),
         (
             "order / seed",
             f"{st.get('order')} / {r.get('seed') if r.get('seed') is not None else '–'}",
