@@ -1,0 +1,66 @@
+"""Runs on a fleet host (shipped with the project, started by poll.yml over SSH): prints, as
+one JSON line, what the host's store says of this fleet's run, and leaves a consistent copy
+of the store (`snapshot.db`) for Ansible to fetch. Reads only: the runner owns the store."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from pathlib import Path
+
+from ..runner.locks import run_holder
+from ..runner.states import DONE
+
+STORE = "virtbench.db"
+SNAPSHOT = "snapshot.db"
+LOG = "run.log"
+
+
+def snapshot(db: Path, target: Path) -> None:
+    """sqlite's online backup: a consistent copy even while the runner writes (WAL)."""
+    tmp = target.with_suffix(".tmp")
+    tmp.unlink(missing_ok=True)
+    src = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        dst = sqlite3.connect(tmp)
+        with dst:
+            src.backup(dst)
+        dst.close()
+    finally:
+        src.close()
+    tmp.replace(target)
+
+
+def state(run_dir: Path) -> dict:
+    results = run_dir / "results"
+    db = results / STORE
+    out: dict = {"snapshot": False, "run_id": None, "run_status": None, "alive": False}
+    log = run_dir / LOG
+    if log.exists():
+        out["log_tail"] = log.read_text(errors="replace")[-1500:]
+    if not db.exists():
+        return out
+    snapshot(db, run_dir / SNAPSHOT)
+    out["snapshot"] = True
+    con = sqlite3.connect(run_dir / SNAPSHOT)
+    try:
+        row = con.execute("SELECT run_id, status FROM runs ORDER BY started_at DESC").fetchone()
+        if row is None:
+            return out
+        out["run_id"], out["run_status"] = row
+        statuses = [s for (s,) in con.execute("SELECT status FROM cells WHERE run_id = ?", row[:1])]
+    finally:
+        con.close()
+    out["cells_done"] = sum(1 for s in statuses if s in DONE)
+    out["cells_total"] = len(statuses)
+    out["alive"] = run_holder(results, out["run_id"]) is not None
+    return out
+
+
+def main() -> None:
+    print(json.dumps(state(Path(sys.argv[1]))))
+
+
+if __name__ == "__main__":
+    main()
