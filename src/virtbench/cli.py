@@ -463,14 +463,29 @@ def _fleet_options(fn):
     for opt in reversed(
         [
             results_dir_option,
-            click.option("--forks", type=click.IntRange(1, 1000), default=50, show_default=True,
-                         help="hosts Ansible works on at once"),
-            click.option("--poll-interval", type=click.FloatRange(0.5, 3600), default=15.0,
-                         show_default=True, metavar="SECONDS",
-                         help="time between two looks at the running hosts"),
-            click.option("--lost-after", type=click.IntRange(1, 1000), default=3,
-                         show_default=True, metavar="N",
-                         help="a running host is lost after N polls in a row that cannot reach it"),
+            click.option(
+                "--forks",
+                type=click.IntRange(1, 1000),
+                default=50,
+                show_default=True,
+                help="hosts Ansible works on at once",
+            ),
+            click.option(
+                "--poll-interval",
+                type=click.FloatRange(0.5, 3600),
+                default=15.0,
+                show_default=True,
+                metavar="SECONDS",
+                help="time between two looks at the running hosts",
+            ),
+            click.option(
+                "--lost-after",
+                type=click.IntRange(1, 1000),
+                default=3,
+                show_default=True,
+                metavar="N",
+                help="a running host is lost after N polls in a row that cannot reach it",
+            ),
         ]
     ):
         fn = opt(fn)
@@ -483,12 +498,20 @@ def fleet() -> None:
     SSH; nothing of virtbench stays running on a host between runs)."""
 
 
-@fleet.command("run", epilog="""\b
+@fleet.command(
+    "run",
+    epilog="""\b
 Exit status: 0 every host ok; 2 bad input (campaign, inventory, --limit);
-5 some host failed or was lost (continue with: virtbench fleet resume FLEET_ID).""")  # fmt: skip
+5 some host failed or was lost (continue with: virtbench fleet resume FLEET_ID).""",
+)
 @click.argument("campaign")
-@click.option("-i", "--inventory", required=True, type=click.Path(path_type=Path),
-              help="an Ansible inventory (INI, YAML, a directory)")  # fmt: skip
+@click.option(
+    "-i",
+    "--inventory",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="an Ansible inventory (INI, YAML, a directory)",
+)
 @click.option("--limit", metavar="PATTERN", help="only the hosts this Ansible pattern selects")
 @_fleet_options
 def fleet_run(campaign, inventory, limit, results_dir, forks, poll_interval, lost_after) -> None:
@@ -536,9 +559,8 @@ def fleet_show(fleet_id, results_dir, fmt) -> None:
 
 
 def _fleet_drive(record, settings, how: str) -> None:
-    from .fleet import gather
+    from .fleet import gather, state
     from .fleet import run as fleet_mod
-    from .fleet import state
 
     runner = fleet_mod.FleetRunner(record, settings, say)
     try:
@@ -546,8 +568,10 @@ def _fleet_drive(record, settings, how: str) -> None:
     except KeyboardInterrupt:
         record.save()
         err_console.print(
-            Text(f"interrupted: the hosts' runs go on; follow them with"
-                 f" virtbench fleet resume {record.fleet_id}")  # fmt: skip
+            Text(
+                f"interrupted: the hosts' runs go on; follow them with"
+                f" virtbench fleet resume {record.fleet_id}"
+            )
         )
         sys.exit(130)
     for line in gather.gather(record):
@@ -566,8 +590,9 @@ def _fleet_table(record, fmt: str | None) -> None:
         table.add_column(col)
     for host, h in record.hosts.items():
         cells = f"{h.cells_done}/{h.cells_total}" if h.cells_total else "-"
-        table.add_row(host, h.status, h.run_id or "-", cells, when(h.started_at),
-                      when(h.ended_at), h.message)  # fmt: skip
+        table.add_row(
+            host, h.status, h.run_id or "-", cells, when(h.started_at), when(h.ended_at), h.message
+        )
     table.print(fmt or ("table" if sys.stdout.isatty() else "tsv"))
 
 

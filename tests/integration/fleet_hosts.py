@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -57,6 +57,7 @@ class Fleet:
         ]
 
     def up(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
         subprocess.run(
             ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(self.key)], check=True
         )

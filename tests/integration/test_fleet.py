@@ -81,8 +81,16 @@ def test_every_host_runs_and_its_results_arrive(tmp_path):
     results = tmp_path / "res"
     with fleet(tmp_path / "hosts", ["h1", "h2", "h3"]) as f:
         inv = f.inventory(tmp_path / "inventory.ini")
-        out = vb("fleet", "run", str(campaign(tmp_path, 1)), "-i", str(inv),
-                 "--results-dir", str(results), *FAST)  # fmt: skip
+        out = vb(
+            "fleet",
+            "run",
+            str(campaign(tmp_path, 1)),
+            "-i",
+            str(inv),
+            "--results-dir",
+            str(results),
+            *FAST,
+        )
     assert out.returncode == 0, out.stdout + out.stderr
     rec = record(results)
     assert set(rec["hosts"]) == {"h1", "h2", "h3"}
@@ -90,7 +98,7 @@ def test_every_host_runs_and_its_results_arrive(tmp_path):
     for host, st in rec["hosts"].items():
         assert st["status"] == "ok", (host, st)
         assert st["run_id"] and st["started_at"] <= st["ended_at"]
-        assert cells(fleet_dir / f"{host}.db") == [(1, "ok")]
+        assert cells(fleet_dir / f"{host}.db") == [(0, "ok")]
         assert target_samples(fleet_dir / f"{host}.db") == 1
     assert "h1" in out.stdout and "ok" in out.stdout  # the summary table
 
@@ -102,10 +110,23 @@ def test_lost_host_keeps_its_cells_and_resume_completes_it(tmp_path):
         inv = f.inventory(tmp_path / "inventory.ini")
         h2 = f.hosts[1]
         proc = subprocess.Popen(
-            [sys.executable, "-m", "virtbench.cli", "fleet", "run", str(campaign(tmp_path, reps)),
-             "-i", str(inv), "--results-dir", str(results), *FAST],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "virtbench.cli",
+                "fleet",
+                "run",
+                str(campaign(tmp_path, reps)),
+                "-i",
+                str(inv),
+                "--results-dir",
+                str(results),
+                *FAST,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         # lose h2 once the controller has fetched a store with a finished cell from it
         deadline = time.monotonic() + 120
         fetched = None
@@ -126,7 +147,7 @@ def test_lost_host_keeps_its_cells_and_resume_completes_it(tmp_path):
         assert "unreachable" in lost["message"] or "gone" in lost["message"], lost
         kept = [c for c in cells(fetched) if c[1] == "ok"]
         assert kept and lost["cells_done"] >= 1 and lost["run_id"]
-        assert cells(fetched.with_name("h1.db")) == [(i, "ok") for i in range(1, reps + 1)]
+        assert cells(fetched.with_name("h1.db")) == [(i, "ok") for i in range(reps)]
 
         f.restore(h2)  # the host is back: its run continues from its last finished cell
         again = vb("fleet", "resume", rec["fleet_id"], "--results-dir", str(results), *FAST)
@@ -134,5 +155,5 @@ def test_lost_host_keeps_its_cells_and_resume_completes_it(tmp_path):
     rec2 = record(results)
     assert rec2["hosts"]["h2"]["status"] == "ok", rec2
     assert rec2["hosts"]["h2"]["run_id"] == lost["run_id"]  # the same run, continued
-    assert cells(fetched) == [(i, "ok") for i in range(1, reps + 1)]
+    assert cells(fetched) == [(i, "ok") for i in range(reps)]
     assert target_samples(fetched) == reps  # no cell measured twice

@@ -4,6 +4,7 @@ of the store (`snapshot.db`) for Ansible to fetch. Reads only: the runner owns t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import sys
@@ -15,6 +16,7 @@ from ..runner.states import DONE
 STORE = "virtbench.db"
 SNAPSHOT = "snapshot.db"
 LOG = "run.log"
+EXIT_CODE = "exit_code"  # written by the start task when `virtbench run` ends
 
 
 def snapshot(db: Path, target: Path) -> None:
@@ -26,6 +28,7 @@ def snapshot(db: Path, target: Path) -> None:
         dst = sqlite3.connect(tmp)
         with dst:
             src.backup(dst)
+        dst.execute("PRAGMA journal_mode=DELETE")  # one self-contained file to fetch
         dst.close()
     finally:
         src.close()
@@ -36,9 +39,13 @@ def state(run_dir: Path) -> dict:
     results = run_dir / "results"
     db = results / STORE
     out: dict = {"snapshot": False, "run_id": None, "run_status": None, "alive": False}
-    log = run_dir / LOG
-    if log.exists():
-        out["log_tail"] = log.read_text(errors="replace")[-1500:]
+    for name, key in ((LOG, "log_tail"), (EXIT_CODE, "exit_code")):
+        with contextlib.suppress(OSError):
+            out[key] = (run_dir / name).read_text(errors="replace")[-1500:].strip()
+    if out.get("exit_code", "").isdigit():
+        out["exit_code"] = int(out["exit_code"])
+    else:
+        out.pop("exit_code", None)  # still running, or killed with the host
     if not db.exists():
         return out
     snapshot(db, run_dir / SNAPSHOT)

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import yaml
 
-from ..errors import VirtbenchError
 from . import ansible, source
 from .state import FAILED, LOST, OK, PENDING, RUNNING, Fleet, HostState
 
@@ -33,6 +32,7 @@ class FleetRunner:
     def __init__(self, fleet: Fleet, settings: Settings, log: Callable[[str], None]) -> None:
         self.fleet, self.settings, self.log = fleet, settings, log
         self.work = fleet.dir / "ansible"  # ansible-runner's artifacts: every event, per phase
+        self._ended_polls: dict[str, int] = {}
 
     # --- entry points -------------------------------------------------------------------
     def run(self) -> None:
@@ -69,25 +69,36 @@ class FleetRunner:
     # --- phases -------------------------------------------------------------------------
     def _prepare(self, hosts: list[str], per_host: dict[str, dict]) -> None:
         self.work.mkdir(parents=True, exist_ok=True)
-        tarball = source.build(self.work / "virtbench-src.tar.gz")
+        campaign = self.fleet.dir / self.fleet.campaign_file if self.fleet.campaign_file else None
+        tarball = source.build(self.work / "virtbench-src.tar.gz", campaign)
         extravars = self._common() | {
             "vb_source": str(tarball.resolve()),
             "vb_async_timeout": self.settings.timeout,
         }
-        if self.fleet.campaign_file:
-            extravars["vb_campaign_file"] = str((self.fleet.dir / self.fleet.campaign_file))
+        if campaign is not None:
+            extravars["vb_campaign_file"] = source.CAMPAIGN
         else:
             extravars["vb_campaign"] = self.fleet.campaign
         for h in hosts:
             self._set(h, PENDING, started_at=time.time(), ended_at=None, message="")
         self.log(f"preparing {len(hosts)} hosts: ship, install, start (Ansible)")
-        outcomes = ansible.play("prepare.yml", self._inventories(per_host), hosts, extravars,
-                                self.work, self.settings.forks)  # fmt: skip
+        outcomes = ansible.play(
+            "prepare.yml",
+            self._inventories(per_host),
+            hosts,
+            extravars,
+            self.work,
+            self.settings.forks,
+        )
         tarball.unlink(missing_ok=True)
         for host, out in outcomes.items():
             if out.unreachable:
-                self._set(host, LOST, ended_at=time.time(),
-                          message=f"unreachable while preparing: {out.unreachable}")  # fmt: skip
+                self._set(
+                    host,
+                    LOST,
+                    ended_at=time.time(),
+                    message=f"unreachable while preparing: {out.unreachable}",
+                )
             elif out.failed:
                 self._set(host, FAILED, ended_at=time.time(), message=out.failed)
             else:
@@ -102,8 +113,9 @@ class FleetRunner:
 
     def _poll(self, hosts: list[str]) -> dict[str, ansible.HostOutcome]:
         extravars = self._common() | {"vb_fetch_dir": str(self.fleet.dir.resolve())}
-        return ansible.play("poll.yml", self._inventories({}), hosts, extravars, self.work,
-                            self.settings.forks)  # fmt: skip
+        return ansible.play(
+            "poll.yml", self._inventories({}), hosts, extravars, self.work, self.settings.forks
+        )
 
     # --- one host's poll ----------------------------------------------------------------
     def _update(self, host: str, out: ansible.HostOutcome) -> None:
@@ -114,28 +126,50 @@ class FleetRunner:
             st.unreachable_polls += 1
             if st.unreachable_polls >= self.settings.lost_after:
                 kept = f"; {st.cells_done} finished cells kept" if st.cells_done else ""
-                why = f"unreachable while running: {out.unreachable}" if out.unreachable else (
-                    f"could not be polled: {out.failed}")  # fmt: skip
+                why = (
+                    f"unreachable while running: {out.unreachable}"
+                    if out.unreachable
+                    else (f"could not be polled: {out.failed}")
+                )
                 self._set(host, LOST, ended_at=time.time(), message=why + kept)
             else:
                 self.fleet.save()
             return
         st.unreachable_polls = 0
         remote = self._absorb(host, out)
-        job = out.results.get("job status") or {}
-        if job.get("finished"):
-            rc = job.get("rc", 0)
+        rc = remote.get("exit_code")
+        if rc is not None:
             if rc == 0:
                 self._set(host, OK, ended_at=time.time(), message="")
             else:
                 status = LOST if rc in SIGNAL_EXITS else FAILED
-                self._set(host, status, ended_at=time.time(),
-                          message=f"virtbench run exited {rc}: {_tail(remote)}")  # fmt: skip
-        elif remote.get("run_id") and not remote.get("alive"):
-            # the job is not done but no runner holds the run: killed with the host's
+                self._set(
+                    host,
+                    status,
+                    ended_at=time.time(),
+                    message=f"virtbench run exited {rc}: {_tail(remote)}",
+                )
+        elif remote.get("run_status") == "running" and not remote.get("alive"):
+            # no runner holds a run still marked running: it was killed with the host's
             # processes (a reboot, an OOM kill); its finished cells are in the fetched store
-            self._set(host, LOST, ended_at=time.time(),
-                      message=f"the run's runner is gone on the host: {_tail(remote)}")  # fmt: skip
+            self._set(
+                host,
+                LOST,
+                ended_at=time.time(),
+                message=f"the run's runner is gone on the host: {_tail(remote)}",
+            )
+        elif remote.get("run_id") and not remote.get("alive"):
+            # the run ended but its exit status never came: give the shell a few polls to
+            # write it, then go by what the store says
+            self._ended_polls[host] = self._ended_polls.get(host, 0) + 1
+            if self._ended_polls[host] > 3:
+                ok = remote.get("run_status") == "finished"
+                self._set(
+                    host,
+                    OK if ok else LOST,
+                    ended_at=time.time(),
+                    message="" if ok else f"run {remote.get('run_status')}: {_tail(remote)}",
+                )
         else:
             self.fleet.save()
 
@@ -180,7 +214,9 @@ class FleetRunner:
             setattr(st, k, v)
         self.fleet.save()
         if status != before or status in (FAILED, LOST):
-            progress = f" run {st.run_id}, {st.cells_done}/{st.cells_total} cells" if st.run_id else ""
+            progress = (
+                f" run {st.run_id}, {st.cells_done}/{st.cells_total} cells" if st.run_id else ""
+            )
             why = f": {st.message}" if st.message else ""
             self.log(f"{host}: {status}{progress}{why}")
 
@@ -219,4 +255,3 @@ def ship_campaign(fleet: Fleet, campaign: str) -> None:
         shutil.copyfile(path, fleet.dir / "campaign.toml")
         fleet.campaign_file = "campaign.toml"
         fleet.save()
-

@@ -3,14 +3,15 @@
 
 from __future__ import annotations
 
-import subprocess
 import tarfile
 from pathlib import Path
 
 from ..errors import VirtbenchError
 
 NEEDED = ("install.sh", "pyproject.toml", "src/virtbench/__init__.py")
-SKIP_DIRS = {".git", "__pycache__", "results", ".venv", ".pytest_cache", ".ruff_cache"}
+SHIPPED = ("install.sh", "pyproject.toml", "README.md", "LICENSE", "src", "campaigns")
+SKIP_DIRS = {"__pycache__", ".pytest_cache", ".ruff_cache"}
+CAMPAIGN = "fleet-campaign.toml"  # a campaign file travels beside the project
 
 
 def project_root() -> Path:
@@ -28,27 +29,29 @@ def project_root() -> Path:
 
 
 def _files(root: Path) -> list[str]:
-    """Tracked and untracked-but-not-ignored files in a git checkout (what the working tree
-    runs), every file outside the skipped directories otherwise."""
-    if (root / ".git").exists():
-        r = subprocess.run(
-            ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-            capture_output=True,
-        )
-        if r.returncode == 0:
-            names = [n for n in r.stdout.decode().split("\0") if n]
-            return [n for n in dict.fromkeys(names) if (root / n).is_file()]
-    return [
-        str(p.relative_to(root))
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and not SKIP_DIRS.intersection(p.relative_to(root).parts)
-    ]
+    """What install.sh needs to install the project (not its tests or benchmarks)."""
+    names = []
+    for top in SHIPPED:
+        path = root / top
+        if path.is_file() or path.is_symlink():
+            names.append(top)
+        elif path.is_dir():
+            names += [
+                str(p.relative_to(root))
+                for p in sorted(path.rglob("*"))
+                if (p.is_file() or p.is_symlink())
+                and not SKIP_DIRS.intersection(p.relative_to(root).parts)
+                and not p.name.endswith(".pyc")
+            ]
+    return names
 
 
-def build(target: Path) -> Path:
-    """Write the project tarball to `target` (a .tar.gz) and return it."""
+def build(target: Path, campaign: Path | None = None) -> Path:
+    """Write the project tarball (with `campaign` as CAMPAIGN) to `target`, a .tar.gz."""
     root = project_root()
     with tarfile.open(target, "w:gz") as tar:
         for name in _files(root):
             tar.add(root / name, arcname=name, recursive=False)
+        if campaign is not None:
+            tar.add(campaign, arcname=CAMPAIGN)
     return target

@@ -54,8 +54,9 @@ def new_fleet_id() -> str:
     return "f" + time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
 
 
-def create(results_dir: Path, campaign: str, inventory: Path, limit: str | None,
-           hosts: list[str]) -> Fleet:  # fmt: skip
+def create(
+    results_dir: Path, campaign: str, inventory: Path, limit: str | None, hosts: list[str]
+) -> Fleet:
     fleet_id = new_fleet_id()
     fleet = Fleet(fleet_id, campaign, str(inventory.resolve()), limit, time.time())
     fleet.dir = results_dir / FLEET_DIR / fleet_id
