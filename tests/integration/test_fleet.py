@@ -157,3 +157,25 @@ def test_lost_host_keeps_its_cells_and_resume_completes_it(tmp_path):
     assert rec2["hosts"]["h2"]["run_id"] == lost["run_id"]  # the same run, continued
     assert cells(fetched) == [(i, "ok") for i in range(reps)]
     assert target_samples(fetched) == reps  # no cell measured twice
+
+
+def test_host_without_root_and_unreachable_host_are_named(tmp_path):
+    results = tmp_path / "res"
+    with fleet(tmp_path / "hosts", ["h1", "h2"]) as f:
+        # h2 connects as root but works as nobody; ghost has no machine behind its address
+        inv = f.inventory(
+            tmp_path / "inventory.ini",
+            extra="\n[bench]\nh2 ansible_become=true ansible_become_method=su"
+            " ansible_become_user=nobody ansible_become_flags='-s /bin/sh'\n"
+            "ghost ansible_host=10.217.14.99\n",
+        )
+        out = vb("fleet", "run", str(campaign(tmp_path, 1)), "-i", str(inv), "--results-dir",
+                 str(results), *FAST)  # fmt: skip
+    assert out.returncode == 5, out.stdout + out.stderr
+    hosts = record(results)["hosts"]
+    assert hosts["h1"]["status"] == "ok", hosts
+    assert hosts["h2"]["status"] == "failed" and "needs root on h2" in hosts["h2"]["message"]
+    assert hosts["ghost"]["status"] == "lost"
+    assert "unreachable while preparing" in hosts["ghost"]["message"]
+    assert "10.217.14.99" in hosts["ghost"]["message"]
+    assert "fleet resume" in out.stdout
