@@ -33,6 +33,16 @@ fi
 if [ ! -x "$venv/bin/python" ]; then
   /usr/bin/python3 -m venv "$venv"
 fi
+# PostgreSQL's server programs: the store tests and bench/store_pg.py start a throwaway
+# cluster of their own. Debian's package also creates and starts a default cluster; it is
+# dropped at once when installed here, so no database server stays running on a measured host.
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends postgresql
+  for version in $(pg_lsclusters -h 2>/dev/null | awk '$2 == "main" {print $1}'); do
+    pg_dropcluster --stop "$version" main
+  done
+fi
 # a re-run from the same tree with the same dependencies skips pip: seconds, no index needed
 # (virtbench fleet runs this on every host at every fleet run)
 stamp="$venv/.virtbench-installed"

@@ -26,6 +26,14 @@ results_dir_option = click.option(
     show_default=True,
     help="directory holding the results store (virtbench.db) and reports",
 )
+store_option = click.option(
+    "--store",
+    envvar="VIRTBENCH_STORE",
+    metavar="URL|FILE",
+    help="the results store: postgresql://USER[:PASSWORD]@HOST[:PORT]/DB (shared by many"
+    " hosts) or a SQLite file; default: RESULTS_DIR/virtbench.db  [env: VIRTBENCH_STORE]",
+)
+EXIT_STORE_FALLBACK = 5  # run: finished, but the shared store went away; import the fallback
 
 
 @click.group()
@@ -37,6 +45,7 @@ def cli() -> None:
 @cli.command()
 @click.argument("campaign", required=False)
 @results_dir_option
+@store_option
 @click.option("--repetitions", type=click.IntRange(1, 1000), help="override campaign repetitions")
 @click.option("--resume", "resume_id", metavar="RUN_ID", help="continue an interrupted run")
 @click.option("--seed", type=click.IntRange(0, 2**31 - 1), help="seed for randomized cell order")
@@ -47,7 +56,9 @@ def cli() -> None:
     help="measure even while another virtbench run measures on this host (samples of cells"
     " that overlapped it are labelled overlapped_runs)",
 )
-def run(campaign, results_dir, repetitions, resume_id, seed, no_report, allow_concurrent) -> None:
+def run(
+    campaign, results_dir, store, repetitions, resume_id, seed, no_report, allow_concurrent
+) -> None:
     """Run CAMPAIGN (a .toml file or a built-in name; default: quick).
 
     \b
@@ -56,30 +67,37 @@ def run(campaign, results_dir, repetitions, resume_id, seed, no_report, allow_co
       1    internal error (a bug: please report the traceback)
       2    error you can fix: bad campaign or option, unknown run, run held by another
            runner, another run measuring on this host, store not writable
+      5    the run finished, but its shared store went away mid-run: the cells since are
+           in RESULTS_DIR/fallback-RUN_ID.db; push them with virtbench import
       130  interrupted by SIGINT (Ctrl-C); 143: by SIGTERM. Torn down, finished cells kept:
            continue with --resume RUN_ID
     """
     from . import watchdog
     from .campaign import loader
     from .runner.run import Runner
-    from .store.db import Store
+    from .store.db import open_store
 
     # validate before creating anything: a bad campaign or an unknown run leaves no results
     # directory or empty store behind
     if resume_id:
         if campaign:
             raise VirtbenchError("give either CAMPAIGN or --resume RUN_ID, not both")
-        Store.open_existing(results_dir).close()
+        open_store(store, results_dir).close()
     else:
         loaded = loader.load(campaign)
-    runner = Runner(results_dir, console, allow_concurrent=allow_concurrent)
+    runner = Runner(results_dir, console, allow_concurrent=allow_concurrent, store=store)
     # a SIGKILLed virtbench skips its teardown: the watchdog removes what it left running
     with watchdog.guard():
         run_id = runner.resume(resume_id) if resume_id else runner.start(loaded, repetitions, seed)
     if not no_report:
         _report(runner.store, run_id, results_dir)
+    fallback_note = getattr(runner.store, "note", None)  # the shared store went away
+    if fallback_note:
+        err_console.print("[yellow]warning:[/]", Text(fallback_note))
     if runner.interrupted_by is not None:
         sys.exit(128 + runner.interrupted_by)  # the shells' convention: 130 SIGINT, 143 SIGTERM
+    if fallback_note:
+        sys.exit(EXIT_STORE_FALLBACK)
 
 
 def say(message: object) -> None:
@@ -207,15 +225,16 @@ def doctor() -> None:
 )
 @click.option("--list", "list_runs", is_flag=True, help="list the runs in the store")
 @results_dir_option
-def results(run_ref, fmt, list_runs, results_dir) -> None:
+@store_option
+def results(run_ref, fmt, list_runs, results_dir, store) -> None:
     """Export a run's samples (the DESIGN.md export contract); an incomplete run is said so
     on stderr. --list: run id, name, status, time of that status (a run whose runner is gone
     shows as lost, with the time it was found so)."""
     from . import export
     from .runner import states
-    from .store.db import Store
+    from .store.db import open_store
 
-    store = Store.open_existing(results_dir)
+    store = open_store(store, results_dir)
     if list_runs:
         states.settle_lost(store, results_dir)
         for r in store.runs():
@@ -234,16 +253,17 @@ def results(run_ref, fmt, list_runs, results_dir) -> None:
 @cli.command()
 @click.argument("run_ref", required=False, default="latest")
 @results_dir_option
+@store_option
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), help="HTML file path")
-def report(run_ref, results_dir, output) -> None:
+def report(run_ref, results_dir, store, output) -> None:
     """Write the HTML report of RUN_ID (default: latest) and print a Markdown summary."""
-    from .store.db import Store
+    from .store.db import open_store
 
     if output is not None and not output.parent.is_dir():
         raise VirtbenchError(
             f"--output {output}: directory {output.parent} does not exist; create it first"
         )
-    store = Store.open_existing(results_dir)
+    store = open_store(store, results_dir)
     _report(store, store.resolve_run(run_ref), results_dir, output)
 
 
@@ -327,10 +347,12 @@ Exit status: 0 compared; 2 bad input (unknown run or platform);
 @click.argument("run_a")
 @click.argument("run_b", required=False)
 @results_dir_option
+@store_option
 @click.option(
     "--store-b",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="results directory of RUN_B (another host's results); default: --results-dir",
+    metavar="URL|DIR|FILE",
+    help="the store of RUN_B (another host's results directory, SQLite file or a"
+    " postgresql:// URL); default: the store of RUN_A",
 )
 @click.option(
     "--platforms",
@@ -366,6 +388,7 @@ def compare(
     run_a,
     run_b,
     results_dir,
+    store,
     store_b,
     platforms,
     threshold,
@@ -383,14 +406,14 @@ def compare(
     from .analysis import compare as cmp
     from .analysis import fingerprint
     from .report import compare_page
-    from .store.db import Store
+    from .store.db import open_store
 
     if html_path is not None and not html_path.parent.is_dir():
         raise VirtbenchError(f"--html {html_path}: directory {html_path.parent} does not exist")
     if run_b is None and not platforms:
         raise VirtbenchError("give RUN_B, or --platforms A B to compare two platforms of RUN_A")
-    store_a = Store.open_existing(results_dir)
-    store_2 = Store.open_existing(store_b) if store_b else store_a
+    store_a = open_store(store, results_dir)
+    store_2 = open_store(store_b, results_dir) if store_b else store_a
     id_a = store_a.resolve_run(run_a)
     id_b = store_2.resolve_run(run_b) if run_b else id_a
     one_run = store_2 is store_a and id_a == id_b
@@ -429,6 +452,25 @@ def compare(
             say(f"HTML page: {html_path}")
     if fail_on_regression and any(o.verdict == cmp.SLOWER for o in outcomes):
         sys.exit(EXIT_REGRESSION)
+
+
+@cli.command("import")
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@results_dir_option
+@store_option
+def import_(files, results_dir, store) -> None:
+    """Copy the runs of SQLite results FILES (another host's virtbench.db or its results
+    directory, a run's fallback-RUN_ID.db) into the store, typically a shared postgresql://
+    one. Runs already there are skipped, so importing twice changes nothing; cells a run
+    finished only in its fallback file are added to it."""
+    from .store import importer
+    from .store.db import open_store
+
+    dst = open_store(store, results_dir, create=True)
+    for f in files:
+        if not dst.shared and Path(f).resolve() in (dst.path.resolve(), dst.path.parent.resolve()):
+            raise VirtbenchError(f"import: {f} is the store itself ({dst.path})")
+        importer.import_file(f, dst, say)
 
 
 def _compare_side(store, run_id: str, platform: str | None) -> dict:

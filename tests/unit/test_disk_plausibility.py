@@ -153,11 +153,11 @@ def test_startup_is_beside_the_workload_geomean(store):
 
 
 def test_report_says_when_no_native_figure_could_check(store):
-    store.conn.execute(
-        "DELETE FROM samples WHERE cell_id IN (SELECT cell_id FROM cells"
-        " WHERE platform = 'native' AND test_case = 'fio-seq-read')"
-    )
-    store.conn.commit()
+    with store.tx() as c:
+        c.execute(
+            "DELETE FROM samples WHERE cell_id IN (SELECT cell_id FROM cells"
+            " WHERE platform = 'native' AND test_case = 'fio-seq-read')"
+        )
     html, md = build.render(store, RUN)
     assert "were not checked against the host" in html
     assert "fio-seq-read were not checked" in md

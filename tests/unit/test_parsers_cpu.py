@@ -7,14 +7,18 @@ from pathlib import Path
 import pytest
 
 from virtbench.drivers.hpcc import input_file as hpcc_input
+from virtbench.drivers.hpcc import parse_hpl_runs
 from virtbench.drivers.hpcc import parse_summary as parse_hpcc_summary
 from virtbench.drivers.stress_ng import parse_yaml as parse_stress_ng_yaml
 from virtbench.errors import WorkloadError
+from virtbench.platforms import stall
 from virtbench.platforms.base import ExecResult
 from virtbench.workloads import registry
 from virtbench.workloads.base import RunContext
 from virtbench.workloads.cpu import (
+    HPCC_STALL_S,
     HpccLinpack,
+    HpccLinpackSweep,
     StressNgInt64,
     StressNgMatrixprod,
     StressNgQsort,
@@ -213,7 +217,9 @@ def test_hpcc_input_file_and_run():
     ((_, dest, text),) = p.put
     wd = dest.rsplit("/", 1)[0]
     assert dest.endswith("/hpccinf.txt") and wd.startswith("/wd/vb-hpcc-") and "1234" in text
-    assert ["sh", "-c", 'cd "$1" && exec hpcc', "sh", wd] in p.calls
+    # hpcc runs under the stall watchdog (issue 11)
+    hpcc_argv = ["sh", "-c", 'cd "$1" && exec hpcc', "sh", wd]
+    assert stall.watched(hpcc_argv, HPCC_STALL_S) in p.calls
     assert p.calls[-1] == ["rm", "-rf", "--", wd]
 
 
@@ -227,3 +233,65 @@ def test_cpu_suite_registered():
         "stress-ng-qsort",
         "hpcc-linpack",
     } <= names
+
+
+# --- hpcc matrix-order sweep and stalls (issue 11) --------------------------------------------
+
+
+def test_hpcc_sweep_one_sample_per_order():
+    text = read("hpcc/hpccoutf-sweep-300-600-1000.txt")
+    samples = HpccLinpackSweep().parse_sweep(text)
+    assert [(s.labels["order"], s.value) for s in samples] == [
+        (300, 1.894),
+        (600, 2.81),
+        (1000, 3.686),
+    ]
+    assert all(s.metric == "hpl_gflops" and "invalid" not in s.labels for s in samples)
+    assert samples[2].labels == {"order": 1000, "nb": 80, "processes": 1, "hpl_time_s": 0.18}
+    # a failed residual flags that order only
+    bad = text.replace("0.0071960 ...... PASSED", "0.0071960 ...... FAILED")  # the N=1000 check
+    flags = [s.labels.get("invalid") for s in HpccLinpackSweep().parse_sweep(bad)]
+    assert flags == [None, None, "HPL residual check FAILED"]
+    # the single-order parse of the n3000 capture agrees with its summary
+    (run,) = parse_hpl_runs(read("hpcc/hpccoutf-n3000.txt"), "t")
+    assert (run.n, run.nb, run.gflops, run.passed) == (3000, 80, 1.879, True)
+    with pytest.raises(WorkloadError, match="no HPL section"):
+        parse_hpl_runs("nothing", "t")
+
+
+def test_hpcc_sweep_input_file_and_bad_orders():
+    inf = hpcc_input([500, 1000, 2000], 80).splitlines()
+    assert inf[4].split()[0] == "3" and inf[5].split()[:3] == ["500", "1000", "2000"]
+    assert hpcc_input(1234, 64) == hpcc_input([1234], 64)
+    w = HpccLinpackSweep()
+    p = FakePlatform({"cat": read("hpcc/hpccoutf-sweep-300-600-1000.txt")})
+    assert len(w.run(p, ctx(w, orders=[300, 600, 1000]))) == 3
+    ((_, _, text),) = p.put
+    assert "300 600 1000" in text
+    with pytest.raises(WorkloadError, match="whole numbers"):
+        w.run(p, ctx(w, orders=[]))
+    with pytest.raises(WorkloadError, match="at most 20"):
+        w.run(p, ctx(w, orders=list(range(100, 2200, 100))))
+    assert "order" in w.dimension_labels
+
+
+def test_hpcc_stall_fails_the_cell_with_the_reason():
+    class Stalling(FakePlatform):
+        def exec(self, argv, *, cpus=None, timeout=None, env=None):
+            self.calls.append(list(argv))
+            if argv[:2] == ["sh", "-c"] and "vb-watch" in argv:
+                err = "vb-stall: no CPU used for 10 s (under 1% of one CPU); stopped it\n"
+                return ExecResult(list(argv), stall.STALL_EXIT, "", err, 12.0)
+            if argv[:2] == ["sh", "-c"] and "tail" in argv[2]:
+                return ExecResult(list(argv), 0, "Begin of MPIRandomAccess section.\n", "", 0.1)
+            return ExecResult(list(argv), 0, "", "", 0.1)
+
+    p = Stalling({})
+    w = HpccLinpack()
+    with pytest.raises(WorkloadError) as e:
+        w.run(p, ctx(w, n=500))
+    assert str(e.value) == (
+        "hpcc-linpack: stalled after 12s: no CPU used for 10 s (under 1% of one CPU); "
+        "stopped it; last output: Begin of MPIRandomAccess section."
+    )
+    assert p.calls[-1][:3] == ["rm", "-rf", "--"]  # the scratch directory still goes

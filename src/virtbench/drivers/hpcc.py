@@ -1,9 +1,11 @@
 """hpcc (HPC Challenge): LINPACK (HPL), DGEMM, STREAM triad, RandomAccess and FFT of one
-single-process run, read from the Summary section of its hpccoutf.txt."""
+single-process run, read from the Summary section of its hpccoutf.txt; with several problem
+sizes, HPL's own result line per size (a matrix-order sweep in one run)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,12 +14,17 @@ from ..errors import WorkloadError
 # hpccinf.txt, from Debian's /usr/share/doc/hpcc/examples/_hpccinf.txt with one problem size and
 # a 1 x 1 process grid: hpcc runs as a single process (no MPI launcher), so it works unchanged
 # in containers and VMs. Lines 33-36 (PTRANS) ask for no extra sizes.
+# Open MPI's singleton start still resolves the hostname many times: an environment whose
+# hostname is in no /etc/hosts and whose DNS server is unreachable (a NAT container, a VM)
+# waits 10 s per lookup at 0% CPU. Containers and guests get an /etc/hosts for that reason
+# (platforms/container/spec.etc_hosts, the VM's stage-2 init); the stall watchdog catches
+# any other such wait.
 _HPCCINF = """HPLinpack benchmark input file
 Innovative Computing Laboratory, University of Tennessee
 HPL.out      output file name (if any)
 8            device out (6=stdout,7=stderr,file)
-1            # of problems sizes (N)
-{n}          Ns
+{count}            # of problems sizes (N)
+{ns}          Ns
 1            # of NBs
 {nb}         NBs
 0            PMAP process mapping (0=Row-,1=Column-major)
@@ -50,6 +57,10 @@ HPL.out      output file name (if any)
 40 9 8 13 13 20 16 32 64       	values of NB
 """
 
+_HPL_SECTION = re.compile(r"Begin of HPL section\.\n(.*?)\nEnd of HPL section\.", re.S)
+# T/V  N  NB  P  Q  Time  Gflops, then (some lines later) the residual check of that run
+_HPL_RUN = re.compile(r"^W\S+\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.eE+-]+)\s*$", re.M)
+_RESIDUAL = re.compile(r"\.\.\.\.\.\. (PASSED|FAILED)")
 _SUMMARY = re.compile(r"Begin of Summary section\.\n(.*?)\nEnd of Summary section\.", re.S)
 
 # hpcc summary key -> (figure, scale to the figure's unit); HPL is the one that must be there
@@ -62,9 +73,16 @@ FIGURES = {
 }
 
 
-def input_file(n: int, nb: int) -> str:
-    """hpccinf.txt for one HPL problem of size `n`, block size `nb`, on a 1 x 1 grid."""
-    return _HPCCINF.format(n=n, nb=nb)
+MAX_PROBLEM_SIZES = 20  # HPL's own limit on the Ns line
+
+
+def input_file(n: int | Sequence[int], nb: int) -> str:
+    """hpccinf.txt for HPL problems of size `n` (one or several), block size `nb`, on a
+    1 x 1 grid. hpcc sizes its other tests after the largest."""
+    ns = [n] if isinstance(n, int) else list(n)
+    if not 1 <= len(ns) <= MAX_PROBLEM_SIZES:
+        raise ValueError(f"1..{MAX_PROBLEM_SIZES} problem sizes, got {len(ns)}")
+    return _HPCCINF.format(count=len(ns), ns=" ".join(str(x) for x in ns), nb=nb)
 
 
 def argv(workdir: str) -> list[str]:
@@ -129,3 +147,41 @@ def _float_or_none(v: str | None) -> float | None:
 def _int_or_none(v: str | None) -> int | None:
     f = _float_or_none(v)
     return int(f) if f is not None else None
+
+
+@dataclass
+class HplRun:
+    n: int
+    nb: int
+    processes: int
+    time_s: float
+    gflops: float
+    passed: bool  # HPL's residual check
+
+
+def parse_hpl_runs(text: str, what: str) -> list[HplRun]:
+    """Every HPL result line of hpccoutf.txt's HPL section, one per (N, NB) run, in order."""
+    section = _HPL_SECTION.search(text)
+    if not section:
+        raise WorkloadError(f"{what}: no HPL section in hpccoutf.txt (hpcc did not finish?)")
+    body = section.group(1)
+    matches = list(_HPL_RUN.finditer(body))
+    if not matches:
+        raise WorkloadError(f"{what}: no HPL result line in hpccoutf.txt")
+    runs = []
+    for i, m in enumerate(matches):
+        # the residual check printed after this run's line and before the next one
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(body)
+        check = _RESIDUAL.search(body, m.end(), end)
+        n, nb, p, q = (int(m.group(k)) for k in range(1, 5))
+        runs.append(
+            HplRun(
+                n,
+                nb,
+                p * q,
+                float(m.group(5)),
+                float(m.group(6)),
+                passed=check is not None and check.group(1) == "PASSED",
+            )
+        )
+    return runs

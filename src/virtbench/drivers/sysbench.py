@@ -24,6 +24,27 @@ def cpu_argv(threads: int, duration: int, max_prime: int) -> list[str]:
     ]
 
 
+def cpu_events_argv(threads: int, events: int, max_prime: int) -> list[str]:
+    """A fixed amount of work (`events` prime searches) shared by `threads`: time it."""
+    return [
+        "sysbench",
+        "cpu",
+        f"--threads={threads}",
+        f"--events={events}",
+        "--time=0",  # no time limit: the run ends when the events are done
+        f"--cpu-max-prime={max_prime}",
+        "run",
+    ]
+
+
+def parse_total_time(text: str, what: str) -> tuple[float, int]:
+    """(total time in s, events done) of a `sysbench ... run` report."""
+    total, events = _TIME.search(text), _EVENTS.search(text)
+    if not (total and events):
+        raise WorkloadError(f"{what}: no 'total time' or 'total number of events' in sysbench")
+    return float(total.group(1)), int(events.group(1))
+
+
 def parse_cpu(text: str, what: str) -> float:
     """events per second of `sysbench cpu run`."""
     m = _EPS.search(text)

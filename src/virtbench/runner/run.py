@@ -38,7 +38,8 @@ from ..platforms import registry as platform_registry
 from ..platforms.base import NAME_PREFIX, Platform, PlatformSpec
 from ..scenarios.base import ScenarioEnv
 from ..scenarios.peaks import SoloPeaks
-from ..store.db import Store
+from ..store.db import open_store
+from ..store.fallback import FallbackStore
 from ..tools import require
 from ..workloads import registry as workload_registry
 from ..workloads.base import RunContext
@@ -94,7 +95,11 @@ def _on_sigterm(signum, frame):  # noqa: ARG001 - signal handler signature
 
 class Runner:
     def __init__(
-        self, results_dir: Path, console: Console | None = None, allow_concurrent: bool = False
+        self,
+        results_dir: Path,
+        console: Console | None = None,
+        allow_concurrent: bool = False,
+        store: str | None = None,
     ) -> None:
         self.results_dir = Path(results_dir)
         self.console = console or Console(emoji=False)
@@ -111,8 +116,17 @@ class Runner:
             raise VirtbenchError(
                 f"results directory {self.results_dir} is not writable: {exc.strerror}"
             ) from exc
-        self.store = Store.in_dir(self.results_dir)
+        # the store (default RESULTS_DIR/virtbench.db); a shared one has a local way out
+        opened = open_store(store, self.results_dir, create=True)
+        self.store = (
+            FallbackStore(opened, self.results_dir, self._store_warning)
+            if opened.shared
+            else opened
+        )
         self.peaks: SoloPeaks = SoloPeaks()  # the solo peaks of the run being executed
+
+    def _store_warning(self, message: str) -> None:
+        self.console.print(f"[yellow]warning:[/] {escape(message)}")
 
     # --- entry points -------------------------------------------------------------------
     def start(

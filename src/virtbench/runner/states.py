@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+import platform
 import time
 from pathlib import Path
 
@@ -20,7 +22,7 @@ def settle_lost(store: Store, results_dir: Path, run_ids: list[str] | None = Non
     their running cells, `lost`. Read-only stores are left as they are."""
     stale = store.runs_with_running()
     for run_id in stale if run_ids is None else [r for r in run_ids if r in stale]:
-        if run_holder(results_dir, run_id) is not None:
+        if run_holder(results_dir, run_id) is not None or _elsewhere(store, run_id):
             continue
         try:
             store.settle_cells(run_id, "running", LOST)
@@ -28,6 +30,14 @@ def settle_lost(store: Store, results_dir: Path, run_ids: list[str] | None = Non
                 store.set_run_status(run_id, LOST)
         except VirtbenchError:
             pass  # e.g. a store we may only read: the listing still says what it knows
+
+
+def _elsewhere(store: Store, run_id: str) -> bool:
+    """A run another host runs in a shared store: its runner's lock is not here to probe."""
+    if not store.shared:
+        return False
+    host = json.loads(store.run(run_id).get("host_json") or "{}")
+    return host.get("hostname") != platform.node()
 
 
 def when(ts: float | None) -> str:
@@ -43,6 +53,9 @@ def incomplete(store: Store, results_dir: Path, run_id: str) -> str | None:
     if status == "finished" and done == len(cells):
         return None
     progress = f"{done} of {len(cells)} cells finished"
+    if status == "running" and _elsewhere(store, run_id):
+        host = json.loads(run.get("host_json") or "{}").get("hostname", "another host")
+        return f"run {run_id} is running on {host} (shared store): {progress} so far"
     if status == "running":
         pid = run_holder(results_dir, run_id)
         return f"run {run_id} is still running (pid {pid}): {progress} so far"

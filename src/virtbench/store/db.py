@@ -1,14 +1,14 @@
-"""The results store: SQLite in WAL mode, the one source of truth for reports and exports.
+"""The results store, the one source of truth for reports and exports: a SQLite file (WAL
+mode; the default, in the results directory) or a PostgreSQL database many hosts share.
 
-SQL is kept to the portable subset (no SQLite-only functions in queries, JSON kept as TEXT)
-so a PostgreSQL backend can be added behind the same class later. The schema is versioned
-and migrated on open (schema.py); every run carries its description (description.py).
+SQL is kept to the portable subset (no dialect-only functions in queries, JSON kept as TEXT);
+backend.py is where the two dialects differ. The schema is versioned and migrated on open
+(schema.py); every run carries its description (description.py).
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -18,11 +18,13 @@ from typing import Any
 
 from ..errors import VirtbenchError
 from ..results import Sample
+from . import backend, schema
 from . import description as description_mod
-from . import schema
+from .backend import Db
 from .description import RunDescription
 
 DB_NAME = "virtbench.db"
+STORE_ENV = "VIRTBENCH_STORE"  # the --store default (a URL or a SQLite file)
 
 
 @dataclass
@@ -48,16 +50,25 @@ class CellRow:
 
 
 class Store:
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
+    def __init__(self, location: str | Path) -> None:
+        """A SQLite file path, or a postgresql:// URL."""
+        shown = backend.redact(str(location)) if backend.is_url(location) else location
+        self.path: Path | str = shown if backend.is_url(location) else Path(location)
+        self.shared = backend.is_url(location)  # many hosts write to it at once
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False)
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute("PRAGMA synchronous=NORMAL")
-            schema.upgrade(self.conn, str(self.path))
-        except (OSError, sqlite3.Error) as exc:
+            if not self.shared:
+                Path(location).parent.mkdir(parents=True, exist_ok=True)
+            self.conn: Db = backend.connect(location)
+        except OSError as exc:
             raise VirtbenchError(f"cannot open results store {self.path}: {exc}") from exc
+        try:
+            schema.upgrade(self.conn)
+        except self.conn.errors as exc:
+            self.conn.close()
+            raise VirtbenchError(f"cannot open results store {self.path}: {exc}") from exc
+        except BaseException:
+            self.conn.close()
+            raise
 
     @classmethod
     def in_dir(cls, results_dir: Path) -> Store:
@@ -76,13 +87,10 @@ class Store:
         self.conn.close()
 
     @contextmanager
-    def tx(self) -> Iterator[sqlite3.Connection]:
+    def tx(self) -> Iterator[Db]:
         """One transaction: committed as a whole or not at all."""
-        try:
-            with self.conn:
-                yield self.conn
-        except sqlite3.OperationalError as exc:
-            raise VirtbenchError(f"results store {self.path}: {exc}") from exc
+        with self.conn.transaction() as c:
+            yield c
 
     # --- runs -------------------------------------------------------------------------
     def create_run(
@@ -256,10 +264,15 @@ class Store:
                     (reason, json.dumps(labels, default=str), sample_id),
                 )
 
+    def _dicts(self, sql: str, params: Any = ()) -> list[dict[str, Any]]:
+        cur = self.conn.execute(sql, params)
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+
     # --- reading ----------------------------------------------------------------------
     def sample_rows(self, run_id: str) -> list[dict[str, Any]]:
         """Every sample of a run joined with its cell: the rows of the export contract."""
-        cur = self.conn.execute(
+        return self._dicts(
             "SELECT s.run_id, s.cell_id, c.platform, c.suite, c.test_case, c.scenario, s.role,"
             " c.repetition, s.metric, s.value, s.unit, s.higher_is_better, s.valid,"
             " s.invalid_reason, s.labels_json, c.labels_json AS cell_labels, s.sample_id"
@@ -267,18 +280,41 @@ class Store:
             " WHERE s.run_id = ? ORDER BY c.seq, s.sample_id",
             (run_id,),
         )
-        cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
 
     def series_rows(self, run_id: str) -> list[dict[str, Any]]:
-        cur = self.conn.execute(
+        return self._dicts(
             "SELECT p.cell_id, c.platform, c.suite, c.test_case, c.scenario, c.repetition,"
             " p.role, p.metric, p.t, p.value, p.unit FROM series p"
             " JOIN cells c ON c.cell_id = p.cell_id WHERE p.run_id = ? ORDER BY p.point_id",
             (run_id,),
         )
-        cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+
+    # --- whole rows, for import and the run fallback ----------------------------------------
+    def run_tables(self) -> list[str]:
+        """Tables holding rows of a run, parents first (cells before what refers to them)."""
+        tables = sorted(t for t in self.conn.tables() if "run_id" in self.conn.columns(t))
+        first = [t for t in ("runs", "cells") if t in tables]
+        return first + [t for t in tables if t not in first]
+
+    def rows(self, table: str, run_id: str, cell_id: str | None = None) -> list[dict[str, Any]]:
+        """A run's (or one cell's) rows of `table`, in the order they were stored."""
+        where, params = "run_id = ?", [run_id]
+        if cell_id is not None:
+            where, params = where + " AND cell_id = ?", [*params, cell_id]
+        key = schema.IDENTITY.get(table)
+        order = f" ORDER BY {key}" if key else ""
+        return self._dicts(f"SELECT * FROM {table} WHERE {where}{order}", params)
+
+    @staticmethod
+    def insert_rows(c: Db, table: str, rows: list[dict[str, Any]]) -> None:
+        """Insert whole rows (inside the caller's transaction); this store numbers them."""
+        if not rows:
+            return
+        cols = [k for k in rows[0] if k != schema.IDENTITY.get(table)]
+        c.executemany(
+            f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+            [tuple(r[k] for k in cols) for r in rows],
+        )
 
     # --- stale states (issue 16): statuses in the existing columns, no schema change ------
     def settle_cells(self, run_id: str, from_status: str, to_status: str) -> int:
@@ -298,3 +334,17 @@ class Store:
             " UNION SELECT DISTINCT run_id FROM cells WHERE status = 'running'"
         ).fetchall()
         return [r[0] for r in rows]
+
+
+def open_store(store: str | None, results_dir: Path, *, create: bool = False) -> Store:
+    """The store named by --store (a postgresql:// URL, a SQLite file, or a directory holding
+    virtbench.db), else RESULTS_DIR/virtbench.db. A SQLite store must exist unless `create`."""
+    if store and backend.is_url(store):
+        return Store(store)
+    path = Path(store) if store else Path(results_dir) / DB_NAME
+    if path.is_dir():
+        path = path / DB_NAME
+    if not create and not path.exists():
+        hint = "check the path" if store else "run a campaign first or pass --results-dir/--store"
+        raise VirtbenchError(f"no results store at {path}; {hint}")
+    return Store(path)

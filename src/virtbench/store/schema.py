@@ -1,6 +1,8 @@
 """The store's schema, its version and the migrations between versions.
 
 The version is a row of `schema_version` (portable, unlike SQLite's PRAGMA user_version).
+SQLite and PostgreSQL stores share this one list of steps: a step runs portable SQL through
+the store's connection (backend.Db: `?` placeholders, SQLite type names, translated there).
 A store without that table is version 1: the schema before it was versioned. Opening a store
 runs the missing steps of MIGRATIONS in one transaction, so an old store is upgraded once and
 either completely or not at all. A step is a function of the connection; add new ones at the
@@ -16,11 +18,11 @@ end, never edit an old one.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 
 from ..errors import VirtbenchError
 from . import description, v1_description
+from .backend import Db
 
 # Version 1 exactly as it was created; never edit (later versions migrate from it).
 V1 = (
@@ -81,10 +83,13 @@ V1 = (
     "CREATE INDEX IF NOT EXISTS series_cell ON series(run_id, cell_id)",
 )
 
-Step = Callable[[sqlite3.Connection], None]
+Step = Callable[[Db], None]
+# auto-numbered keys (INTEGER PRIMARY KEY): each store numbers its own rows, an import never
+# copies them
+IDENTITY = {"samples": "sample_id", "series": "point_id"}
 
 
-def _v1_to_v2(conn: sqlite3.Connection) -> None:
+def _v1_to_v2(conn: Db) -> None:
     """Runs describe themselves; the runs stored so far get what v1 code implied."""
     for stmt in description.TABLES:
         conn.execute(stmt)
@@ -95,7 +100,7 @@ def _v1_to_v2(conn: sqlite3.Connection) -> None:
         description.insert(conn, run_id, v1_description.describe(tc for (tc,) in cases))
 
 
-def _v2_to_v3(conn: sqlite3.Connection) -> None:
+def _v2_to_v3(conn: Db) -> None:
     """Suites say how they are scored; older runs keep NULL (= the v2 behaviour)."""
     conn.execute("ALTER TABLE run_suites ADD COLUMN workload INTEGER")
     conn.execute("ALTER TABLE run_suites ADD COLUMN seed004 INTEGER")
@@ -105,32 +110,28 @@ MIGRATIONS: tuple[Step, ...] = (_v1_to_v2, _v2_to_v3)  # MIGRATIONS[i] upgrades 
 CURRENT = len(MIGRATIONS) + 1
 
 
-def _version(conn: sqlite3.Connection) -> int | None:
-    """The stored version, 1 for a store from before versioning, None for an empty file."""
-    try:
+def _version(conn: Db) -> int | None:
+    """The stored version, 1 for a store from before versioning, None for an empty store."""
+    tables = conn.tables()
+    if "schema_version" in tables:
         row = conn.execute("SELECT version FROM schema_version").fetchone()
-    except sqlite3.OperationalError:  # no such table: unversioned (v1) or brand new
-        row = None
-    if row is not None:
-        return int(row[0])
-    try:
-        conn.execute("SELECT run_id FROM runs LIMIT 1").fetchall()
-    except sqlite3.OperationalError:  # no runs table either: an empty file
-        return None
-    return 1
+        if row is not None:
+            return int(row[0])
+    return 1 if "runs" in tables else None
 
 
-def upgrade(conn: sqlite3.Connection, where: str) -> None:
+def upgrade(conn: Db) -> None:
     """Bring the store to CURRENT, creating it if it is empty, in one transaction."""
     if _version(conn) == CURRENT:
         return
-    conn.execute("BEGIN IMMEDIATE")  # one writer upgrades; the others wait, then see it done
-    try:
+    with conn.migrating():  # one connection upgrades; the others wait, then see it done
         version = _version(conn) or 1  # an empty store is created at v1 and migrated up
+        if version == CURRENT:
+            return
         if version > CURRENT:
             raise VirtbenchError(
-                f"results store {where} has schema version {version}; this virtbench reads up"
-                f" to {CURRENT}: use a newer virtbench"
+                f"results store {conn.where} has schema version {version}; this virtbench"
+                f" reads up to {CURRENT}: use a newer virtbench"
             )
         for stmt in V1:
             conn.execute(stmt)
@@ -139,7 +140,3 @@ def upgrade(conn: sqlite3.Connection, where: str) -> None:
             step(conn)
         conn.execute("DELETE FROM schema_version")
         conn.execute("INSERT INTO schema_version (version) VALUES (?)", (CURRENT,))
-        conn.commit()
-    except BaseException:
-        conn.rollback()
-        raise

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from ..drivers import hpcc, stress_ng, sysbench
+from ..errors import WorkloadError
+from ..platforms import stall
 from ..platforms.base import NAME_PREFIX, Platform
 from .base import Metric, Param, RunContext, Sample, Workload, check
 from .registry import register
@@ -187,16 +189,48 @@ class StressNgQsort(_StressNg):
 
 # --- LINPACK (HPL) through hpcc ----------------------------------------------------------------
 
+# hpcc computes from start to end: this long without CPU means it waits for something that
+# will not come (see drivers/hpcc.py), so the cell fails now with the reason
+HPCC_STALL_S = 10
+
+
+class _Hpcc(Workload):
+    suite = "cpu"
+    tools = ("hpcc",)
+
+    def hpcc_output(self, platform: Platform, ctx: RunContext, ns: int | list[int]) -> str:
+        """Run hpcc once on HPL problem size(s) `ns`; its hpccoutf.txt."""
+        deadline = _Deadline(ctx.timeout)
+        workdir = _scratch_dir(platform, "hpcc")
+        out = f"{workdir}/hpccoutf.txt"
+        try:
+            with tempfile.TemporaryDirectory(prefix=NAME_PREFIX) as tmp:
+                inf = Path(tmp) / "hpccinf.txt"
+                inf.write_text(hpcc.input_file(ns, int(ctx.params["nb"])))
+                platform.put_file(str(inf), f"{workdir}/hpccinf.txt", 0o644)
+            result = stall.exec_watched(
+                platform,
+                hpcc.argv(workdir),
+                idle_s=HPCC_STALL_S,
+                cpus=ctx.cpus,
+                timeout=deadline.left(),
+            )
+            if stall.stall_reason(result):
+                tail = platform.exec(["sh", "-c", 'tail -n 3 "$1"', "sh", out], timeout=30)
+                stall.check_watched(result, self.name, tail.stdout or result.stderr)
+            check(result, self.name)
+            return _read_file(platform, out, self.name)
+        finally:
+            _remove(platform, workdir)
+
 
 @register
-class HpccLinpack(Workload):
-    suite = "cpu"
+class HpccLinpack(_Hpcc):
     name = "hpcc-linpack"
     description = (
         "LINPACK (HPL) GFLOPS from the HPC Challenge suite, one process with the system BLAS;"
         " DGEMM, STREAM triad, RandomAccess and FFT come from the same run"
     )
-    tools = ("hpcc",)
     metrics = (
         Metric("hpl_gflops", "GFLOPS", True, primary=True),
         Metric("dgemm_gflops", "GFLOPS", True),
@@ -212,19 +246,7 @@ class HpccLinpack(Workload):
     }
 
     def run(self, platform: Platform, ctx: RunContext) -> list[Sample]:
-        deadline = _Deadline(ctx.timeout)
-        workdir = _scratch_dir(platform, "hpcc")
-        try:
-            with tempfile.TemporaryDirectory(prefix=NAME_PREFIX) as tmp:
-                inf = Path(tmp) / "hpccinf.txt"
-                inf.write_text(hpcc.input_file(int(ctx.params["n"]), int(ctx.params["nb"])))
-                platform.put_file(str(inf), f"{workdir}/hpccinf.txt", 0o644)
-            result = platform.exec(hpcc.argv(workdir), cpus=ctx.cpus, timeout=deadline.left())
-            check(result, self.name)
-            text = _read_file(platform, f"{workdir}/hpccoutf.txt", self.name)
-        finally:
-            _remove(platform, workdir)
-        return self.parse_output(text)
+        return self.parse_output(self.hpcc_output(platform, ctx, int(ctx.params["n"])))
 
     def parse_output(self, text: str) -> list[Sample]:
         r = hpcc.parse(text, self.name)
@@ -233,5 +255,52 @@ class HpccLinpack(Workload):
             s = self.sample(metric, value, **r.labels)
             if r.invalid:
                 s.labels["invalid"] = r.invalid
+            samples.append(s)
+        return samples
+
+
+@register
+class HpccLinpackSweep(_Hpcc):
+    name = "hpcc-linpack-sweep"
+    description = (
+        "LINPACK (HPL) GFLOPS for each matrix order in `orders`, one hpcc run (seed 002 Fig. 4:"
+        " GFLOPS vs order)"
+    )
+    dimension_labels = ("order",)
+    ignored_labels = ("hpl_time_s",)  # differs per order: a fact, never a result's identity
+    metrics = (Metric("hpl_gflops", "GFLOPS", True, primary=True),)
+    params = {
+        "orders": Param(
+            [500, 1000, 2000, 4000],
+            f"HPL matrix orders N, up to {hpcc.MAX_PROBLEM_SIZES} (time grows as N^3)",
+            min=100,
+            max=100_000,
+        ),
+        "nb": Param(80, "HPL block size NB", min=1, max=1024),
+    }
+
+    def run(self, platform: Platform, ctx: RunContext) -> list[Sample]:
+        orders = list(ctx.params["orders"])
+        if not orders or not all(isinstance(n, int) for n in orders):
+            raise WorkloadError(f"{self.name}: orders must be whole numbers, got {orders!r}")
+        if len(orders) > hpcc.MAX_PROBLEM_SIZES:
+            raise WorkloadError(
+                f"{self.name}: at most {hpcc.MAX_PROBLEM_SIZES} orders, got {len(orders)}"
+            )
+        return self.parse_sweep(self.hpcc_output(platform, ctx, orders))
+
+    def parse_sweep(self, text: str) -> list[Sample]:
+        samples = []
+        for run in hpcc.parse_hpl_runs(text, self.name):
+            s = self.sample(
+                "hpl_gflops",
+                run.gflops,
+                order=run.n,
+                nb=run.nb,
+                processes=run.processes,
+                hpl_time_s=run.time_s,
+            )
+            if not run.passed:
+                s.labels["invalid"] = "HPL residual check FAILED"
             samples.append(s)
         return samples

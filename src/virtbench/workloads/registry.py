@@ -11,6 +11,8 @@ WORKLOADS: dict[str, type[Workload]] = {}
 
 SUITES: dict[str, str] = {
     "cpu": "CPU throughput: sysbench, stress-ng stressors, LINPACK (seed 002, 004)",
+    "multicore": "parallel scaling: cpu and memory tools at 1..N threads, rates and fixed-job "
+    "times, with scaling efficiency (seed 004)",
     "memory": "memory bandwidth and a block-size sweep showing the cache levels (seed 002)",
     "disk": "fio sequential and 4 KiB random I/O, buffered and O_DIRECT (seed 002, 004)",
     "network": "iperf3 TCP/UDP throughput and request/response round-trip latency (seed 002)",

@@ -82,6 +82,8 @@ class Instance:
                 realtime_period_us=self.cgroup.rt_period_us,
             )
         self.storage.create()
+        # in the private upper layer: the shared image stays untouched
+        (self.storage.rootfs / "etc/hosts").write_text(spec.etc_hosts(self.name))
         netns: str | None = None
         if self.config.network != "host":
             netns = hostnet.create_netns(self.name)

@@ -88,6 +88,17 @@ class Resources:
         return out
 
 
+def etc_hosts(hostname: str) -> str:
+    """/etc/hosts naming the container's own hostname, as Docker writes it.
+
+    The image has none, so glibc asks DNS for the hostname; behind NAT the resolver is
+    unreachable and every lookup waits 10 s (Open MPI, hence hpcc, makes dozens of them).
+    """
+    return (
+        f"127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t{hostname}\n"
+    )
+
+
 @dataclass
 class Bind:
     source: str

@@ -62,6 +62,9 @@ $B mount -t devpts devpts /dev/pts
 $B mount -t tmpfs tmpfs /dev/shm
 $B mount -t cgroup2 cgroup2 /sys/fs/cgroup  # for OCI runtimes in the guest (container@vm)
 $B hostname "$(arg vb.name)"
+# the image has no /etc/hosts: without one every lookup of the hostname goes to a DNS server
+# the guest may not reach (10 s each), which stalls Open MPI (hpcc) without using CPU
+$B printf '127.0.0.1\tlocalhost\n::1\tlocalhost\n127.0.1.1\t%%s\n' "$(arg vb.name)" > /etc/hosts
 $B ip link set lo up
 ip=$(arg vb.ip)
 if [ -n "$ip" ]; then

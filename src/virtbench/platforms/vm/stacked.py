@@ -118,10 +118,12 @@ class StackedContainer(Platform):
             'mount --bind / "$d/lower"\n'
             'mount -t overlay overlay -o "lowerdir=$d/lower,upperdir=$d/upper,workdir=$d/work" '
             '"$d/rootfs"\n'
-            'mkdir -p "$d/rootfs$3"',
+            'mkdir -p "$d/rootfs$3"\n'
+            'printf %s "$4" > "$d/rootfs/etc/hosts"',  # its hostname resolves (see etc_hosts)
             d,
             str(self.runtime.root),
             DATA_PATH,
+            oci.etc_hosts(self.instance),
             what="preparing the container's root filesystem",
         )
         if self.opts.network != "host":

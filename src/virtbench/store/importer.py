@@ -1,0 +1,120 @@
+"""`virtbench import`: copy runs from SQLite results files (hosts that ran offline, a run's
+fallback file) into a store, typically the shared PostgreSQL one.
+
+The file is read through a private copy (with its WAL), upgraded there by the migrations,
+so the file itself is left as it was (and may be read-only). Each run is copied in one
+transaction. Importing is idempotent: a run already in the store is skipped, except that
+cells finished in the file and not in the store (a run whose store went away mid-run kept
+them in its fallback file) are added, so importing the same file again adds nothing.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import VirtbenchError
+from .db import DB_NAME, Store
+
+DONE = ("ok", "failed", "timeout")  # finished cells (runner.states.DONE; store stays below it)
+CELL_COLUMNS = ("status", "error", "started_at", "finished_at", "labels_json")
+
+
+@dataclass
+class Imported:
+    run_id: str
+    what: str  # "imported", "skipped" or "merged"
+    cells: int
+    samples: int
+
+    def line(self, store: str) -> str:
+        if self.what == "imported":
+            return f"{self.run_id}: imported ({self.cells} cells, {self.samples} samples)"
+        if self.what == "merged":
+            return (
+                f"{self.run_id}: already in {store}; added {self.cells} cells finished in the"
+                f" file but not in the store ({self.samples} samples)"
+            )
+        return f"{self.run_id}: already in {store}, skipped"
+
+
+def _private_copy(path: Path, into: Path) -> Path:
+    """A copy of a SQLite store and its write-ahead log, so that nothing (not even SQLite's
+    -shm file) is written beside `path`. For files at rest: not a store a run still writes."""
+    if path.is_dir():
+        path = path / DB_NAME
+    if not path.is_file():
+        raise VirtbenchError(f"import: no results file at {path}")
+    copy = into / DB_NAME
+    try:
+        shutil.copyfile(path, copy)
+        wal = path.with_name(path.name + "-wal")
+        if wal.is_file():  # committed cells not yet checkpointed into the file
+            shutil.copyfile(wal, copy.with_name(copy.name + "-wal"))
+    except OSError as exc:
+        raise VirtbenchError(f"import: cannot read {path}: {exc.strerror or exc}") from exc
+    return copy
+
+
+def import_file(path: Path, dst: Store, log: Callable[[str], None]) -> list[Imported]:
+    """Copy every run of the SQLite file at `path` into `dst`; one line per run to `log`."""
+    with tempfile.TemporaryDirectory(prefix="vb-import-") as tmp:
+        copy = _private_copy(Path(path), Path(tmp))
+        try:
+            src = Store(copy)
+        except VirtbenchError as exc:
+            why = exc.__cause__ or exc
+            raise VirtbenchError(f"import: {path} is not a virtbench results file: {why}") from exc
+        try:
+            done = []
+            for run in src.runs():
+                result = import_run(src, dst, run["run_id"])
+                log(result.line(str(dst.path)))
+                done.append(result)
+            return done
+        finally:
+            src.close()
+
+
+def import_run(src: Store, dst: Store, run_id: str) -> Imported:
+    if dst.conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
+        return _merge(src, dst, run_id)
+    rows = {t: src.rows(t, run_id) for t in src.run_tables()}
+    with dst.tx() as c:
+        for table, table_rows in rows.items():
+            Store.insert_rows(c, table, table_rows)
+    return Imported(run_id, "imported", len(rows["cells"]), len(rows["samples"]))
+
+
+def _merge(src: Store, dst: Store, run_id: str) -> Imported:
+    """Cells finished in `src` and not in `dst`, with their samples and series; the run's
+    status too if the store never learnt how it ended."""
+    there = {c.cell_id: c.status for c in dst.cells(run_id)}
+    new = [c for c in src.cells(run_id) if c.status in DONE and there.get(c.cell_id) not in DONE]
+    if not new:
+        return Imported(run_id, "skipped", 0, 0)
+    samples = 0
+    with dst.tx() as c:
+        for cell in new:
+            if cell.cell_id not in there:  # added during the fallback (a solo-peak cell)
+                row = [r for r in src.rows("cells", run_id) if r["cell_id"] == cell.cell_id]
+                Store.insert_rows(c, "cells", row)
+            for table in ("samples", "series"):
+                c.execute(f"DELETE FROM {table} WHERE cell_id = ?", (cell.cell_id,))
+                rows = src.rows(table, run_id, cell.cell_id)
+                Store.insert_rows(c, table, rows)
+                samples += len(rows) if table == "samples" else 0
+            values = [getattr(cell, k) for k in CELL_COLUMNS]
+            c.execute(
+                f"UPDATE cells SET {', '.join(k + ' = ?' for k in CELL_COLUMNS)} WHERE cell_id = ?",
+                (*values, cell.cell_id),
+            )
+        ended = src.run(run_id)
+        c.execute(
+            "UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ? AND status <> 'finished'",
+            (ended["status"], ended["finished_at"], run_id),
+        )
+    return Imported(run_id, "merged", len(new), samples)
