@@ -498,13 +498,14 @@ def _compare_side(store, run_id: str, platform: str | None) -> dict:
 
 
 # --- fleet: a campaign on every host of an Ansible inventory ------------------------------
-EXIT_FLEET_INCOMPLETE = 5  # some host failed or was lost
+EXIT_FLEET_INCOMPLETE = 6  # some host failed or was lost
 
 
 def _fleet_options(fn):
     for opt in reversed(
         [
             results_dir_option,
+            store_option,
             click.option(
                 "--forks",
                 type=click.IntRange(1, 1000),
@@ -543,8 +544,9 @@ def fleet() -> None:
 @fleet.command(
     "run",
     epilog="""\b
-Exit status: 0 every host ok; 2 bad input (campaign, inventory, --limit);
-5 some host failed or was lost (continue with: virtbench fleet resume FLEET_ID).""",
+Exit status: 0 every host ok, results imported; 2 bad input (campaign, inventory,
+--limit); 5 the store could not take the results (the host files are kept: virtbench
+import them); 6 some host failed or was lost (continue with: virtbench fleet resume).""",
 )
 @click.argument("campaign")
 @click.option(
@@ -556,11 +558,14 @@ Exit status: 0 every host ok; 2 bad input (campaign, inventory, --limit);
 )
 @click.option("--limit", metavar="PATTERN", help="only the hosts this Ansible pattern selects")
 @_fleet_options
-def fleet_run(campaign, inventory, limit, results_dir, forks, poll_interval, lost_after) -> None:
+def fleet_run(
+    campaign, inventory, limit, results_dir, store, forks, poll_interval, lost_after
+) -> None:
     """Run CAMPAIGN (a .toml file or a built-in name) on every host of INVENTORY.
 
     Each host gets this virtbench (install.sh --no-run), runs the campaign in the background
-    and is polled; its store is fetched to RESULTS/fleet/FLEET_ID/HOST.db at every poll."""
+    and is polled; its store is fetched to RESULTS/fleet/FLEET_ID/HOST.db at every poll, and
+    imported into the store (--store, else RESULTS_DIR/virtbench.db) at the end."""
     from .campaign import loader
     from .fleet import inventory as inv
     from .fleet import run as fleet_mod
@@ -572,13 +577,13 @@ def fleet_run(campaign, inventory, limit, results_dir, forks, poll_interval, los
     fleet_mod.ship_campaign(record, campaign)
     say(f"fleet {record.fleet_id}: {campaign} on {len(hosts)} hosts -> {record.dir}")
     settings = fleet_mod.Settings(forks=forks, poll_interval=poll_interval, lost_after=lost_after)
-    _fleet_drive(record, settings, "run")
+    _fleet_drive(record, settings, "run", store, results_dir)
 
 
 @fleet.command("resume")
 @click.argument("fleet_id")
 @_fleet_options
-def fleet_resume(fleet_id, results_dir, forks, poll_interval, lost_after) -> None:
+def fleet_resume(fleet_id, results_dir, store, forks, poll_interval, lost_after) -> None:
     """Continue FLEET_ID on every host not ok: a lost host's run goes on from its last
     finished cell (virtbench run --resume RUN_ID there) once the host is back."""
     from .fleet import run as fleet_mod
@@ -586,7 +591,7 @@ def fleet_resume(fleet_id, results_dir, forks, poll_interval, lost_after) -> Non
 
     record = state.load(results_dir, fleet_id)
     settings = fleet_mod.Settings(forks=forks, poll_interval=poll_interval, lost_after=lost_after)
-    _fleet_drive(record, settings, "resume")
+    _fleet_drive(record, settings, "resume", store, results_dir)
 
 
 @fleet.command("show")
@@ -600,7 +605,7 @@ def fleet_show(fleet_id, results_dir, fmt) -> None:
     _fleet_table(state.load(results_dir, fleet_id), fmt)
 
 
-def _fleet_drive(record, settings, how: str) -> None:
+def _fleet_drive(record, settings, how: str, store: str | None, results_dir: Path) -> None:
     from .fleet import gather, state
     from .fleet import run as fleet_mod
 
@@ -616,12 +621,13 @@ def _fleet_drive(record, settings, how: str) -> None:
             )
         )
         sys.exit(130)
-    for line in gather.gather(record):
-        say(line)
+    imported = gather.gather(record, store, results_dir, say)
     _fleet_table(record, None)
     if any(h.status != state.OK for h in record.hosts.values()):
         say(f"not every host is ok; continue with: virtbench fleet resume {record.fleet_id}")
         sys.exit(EXIT_FLEET_INCOMPLETE)
+    if not imported:
+        sys.exit(EXIT_STORE_FALLBACK)
 
 
 def _fleet_table(record, fmt: str | None) -> None:

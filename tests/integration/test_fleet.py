@@ -68,11 +68,14 @@ def cells(db: Path) -> list[tuple]:
         con.close()
 
 
-def target_samples(db: Path) -> int:
+def target_samples(db: Path, run_id: str = "%") -> int:
     con = sqlite3.connect(db)
     try:
-        q = "SELECT COUNT(*) FROM samples WHERE role = 'target' AND metric = 'events_per_s'"
-        return con.execute(q).fetchone()[0]
+        q = (
+            "SELECT COUNT(*) FROM samples s JOIN cells c USING (cell_id) WHERE c.run_id LIKE ?"
+            " AND s.role = 'target' AND s.metric = 'events_per_s'"
+        )
+        return con.execute(q, (run_id,)).fetchone()[0]
     finally:
         con.close()
 
@@ -101,10 +104,15 @@ def test_every_host_runs_and_its_results_arrive(tmp_path):
         assert cells(fleet_dir / f"{host}.db") == [(0, "ok")]
         assert target_samples(fleet_dir / f"{host}.db") == 1
     assert "h1" in out.stdout and "ok" in out.stdout  # the summary table
+    # one store holds every host's run
+    runs = sqlite3.connect(results / "virtbench.db").execute("SELECT run_id FROM runs").fetchall()
+    assert sorted(r for (r,) in runs) == sorted(st["run_id"] for st in rec["hosts"].values())
+    assert target_samples(results / "virtbench.db") == 3
 
 
 def test_lost_host_keeps_its_cells_and_resume_completes_it(tmp_path):
     results = tmp_path / "res"
+    shared = tmp_path / "shared.db"  # --store: where every host's results are gathered
     reps = 4
     with fleet(tmp_path / "hosts", ["h1", "h2"]) as f:
         inv = f.inventory(tmp_path / "inventory.ini")
@@ -139,7 +147,7 @@ def test_lost_host_keeps_its_cells_and_resume_completes_it(tmp_path):
         assert fetched is not None, "h2 never reported a finished cell"
         f.lose(h2)
         output, _ = proc.communicate(timeout=150)
-        assert proc.returncode == 5, output
+        assert proc.returncode == 6, output
         rec = record(results)
         assert rec["hosts"]["h1"]["status"] == "ok", rec
         lost = rec["hosts"]["h2"]
@@ -150,13 +158,17 @@ def test_lost_host_keeps_its_cells_and_resume_completes_it(tmp_path):
         assert cells(fetched.with_name("h1.db")) == [(i, "ok") for i in range(reps)]
 
         f.restore(h2)  # the host is back: its run continues from its last finished cell
-        again = vb("fleet", "resume", rec["fleet_id"], "--results-dir", str(results), *FAST)
+        assert 1 <= target_samples(shared, lost["run_id"]) < reps  # its finished cells
+        again = vb("fleet", "resume", rec["fleet_id"], "--results-dir", str(results),
+                   "--store", str(shared), *FAST)  # fmt: skip
     assert again.returncode == 0, again.stdout + again.stderr
     rec2 = record(results)
     assert rec2["hosts"]["h2"]["status"] == "ok", rec2
     assert rec2["hosts"]["h2"]["run_id"] == lost["run_id"]  # the same run, continued
     assert cells(fetched) == [(i, "ok") for i in range(reps)]
     assert target_samples(fetched) == reps  # no cell measured twice
+    assert target_samples(shared, lost["run_id"]) == reps  # nor imported twice
+    assert target_samples(shared) == 2 * reps
 
 
 def test_host_without_root_and_unreachable_host_are_named(tmp_path):
@@ -171,7 +183,7 @@ def test_host_without_root_and_unreachable_host_are_named(tmp_path):
         )
         out = vb("fleet", "run", str(campaign(tmp_path, 1)), "-i", str(inv), "--results-dir",
                  str(results), *FAST)  # fmt: skip
-    assert out.returncode == 5, out.stdout + out.stderr
+    assert out.returncode == 6, out.stdout + out.stderr
     hosts = record(results)["hosts"]
     assert hosts["h1"]["status"] == "ok", hosts
     assert hosts["h2"]["status"] == "failed" and "needs root on h2" in hosts["h2"]["message"]

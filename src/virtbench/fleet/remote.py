@@ -35,10 +35,39 @@ def snapshot(db: Path, target: Path) -> None:
     tmp.replace(target)
 
 
+def _latest_run(db: Path) -> tuple[str, str] | None:
+    con = sqlite3.connect(db)
+    try:
+        return con.execute("SELECT run_id, status FROM runs ORDER BY started_at DESC").fetchone()
+    finally:
+        con.close()
+
+
 def state(run_dir: Path) -> dict:
+    # Order matters: whether a runner holds the run is asked first, the store copied next,
+    # the exit status read last. A runner gone before the copy has left its last word in it
+    # (finished, or still `running` if it was killed), and a clean exit is never mistaken
+    # for a killed runner.
     results = run_dir / "results"
     db = results / STORE
     out: dict = {"snapshot": False, "run_id": None, "run_status": None, "alive": False}
+    if db.exists():
+        live = _latest_run(db)
+        alive = live is not None and run_holder(results, live[0]) is not None
+        snapshot(db, run_dir / SNAPSHOT)
+        out["snapshot"] = True
+        row = _latest_run(run_dir / SNAPSHOT)
+        if row is not None:
+            out["run_id"], out["run_status"] = row
+            out["alive"] = alive and row[0] == live[0]
+            con = sqlite3.connect(run_dir / SNAPSHOT)
+            try:
+                q = "SELECT status FROM cells WHERE run_id = ?"
+                statuses = [s for (s,) in con.execute(q, row[:1])]
+            finally:
+                con.close()
+            out["cells_done"] = sum(1 for s in statuses if s in DONE)
+            out["cells_total"] = len(statuses)
     for name, key in ((LOG, "log_tail"), (EXIT_CODE, "exit_code")):
         with contextlib.suppress(OSError):
             out[key] = (run_dir / name).read_text(errors="replace")[-1500:].strip()
@@ -46,22 +75,6 @@ def state(run_dir: Path) -> dict:
         out["exit_code"] = int(out["exit_code"])
     else:
         out.pop("exit_code", None)  # still running, or killed with the host
-    if not db.exists():
-        return out
-    snapshot(db, run_dir / SNAPSHOT)
-    out["snapshot"] = True
-    con = sqlite3.connect(run_dir / SNAPSHOT)
-    try:
-        row = con.execute("SELECT run_id, status FROM runs ORDER BY started_at DESC").fetchone()
-        if row is None:
-            return out
-        out["run_id"], out["run_status"] = row
-        statuses = [s for (s,) in con.execute("SELECT status FROM cells WHERE run_id = ?", row[:1])]
-    finally:
-        con.close()
-    out["cells_done"] = sum(1 for s in statuses if s in DONE)
-    out["cells_total"] = len(statuses)
-    out["alive"] = run_holder(results, out["run_id"]) is not None
     return out
 
 
