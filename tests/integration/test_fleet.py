@@ -113,7 +113,7 @@ def test_every_host_runs_and_its_results_arrive(tmp_path):
 def test_lost_host_keeps_its_cells_and_resume_completes_it(tmp_path):
     results = tmp_path / "res"
     shared = tmp_path / "shared.db"  # --store: where every host's results are gathered
-    reps = 4
+    reps = 8  # long enough that h2 is still running when lost
     with fleet(tmp_path / "hosts", ["h1", "h2"]) as f:
         inv = f.inventory(tmp_path / "inventory.ini")
         h2 = f.hosts[1]
@@ -129,6 +129,8 @@ def test_lost_host_keeps_its_cells_and_resume_completes_it(tmp_path):
                 str(inv),
                 "--results-dir",
                 str(results),
+                "--store",
+                str(shared),
                 *FAST,
             ],
             stdout=subprocess.PIPE,
