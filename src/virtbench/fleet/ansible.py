@@ -45,7 +45,8 @@ def message(res: dict) -> str:
         if text and text not in parts[0]:
             parts.append(text[-600:])
             break
-    return " ".join(p for p in parts if p).replace("\r", "").replace("\n", " ")[:1200] or "no message"
+    text = " ".join(p for p in parts if p).replace("\r", "").replace("\n", " ")
+    return text[:1200] or "no message"
 
 
 def digest(events) -> dict[str, HostOutcome]:
