@@ -43,8 +43,15 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
     pg_dropcluster --stop "$version" main
   done
 fi
-"$venv/bin/pip" install -q --upgrade pip >/dev/null
-"$venv/bin/pip" install -q -e "$here[dev]"
+# a re-run from the same tree with the same dependencies skips pip: seconds, no index needed
+# (virtbench fleet runs this on every host at every fleet run)
+stamp="$venv/.virtbench-installed"
+want="$here $(sha256sum "$here/pyproject.toml" | cut -d' ' -f1)"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || ! "$venv/bin/python" -c 'import virtbench.cli' 2>/dev/null; then
+  "$venv/bin/pip" install -q --upgrade pip >/dev/null
+  "$venv/bin/pip" install -q -e "$here[dev]"
+  echo "$want" >"$stamp"
+fi
 ln -sf "$venv/bin/virtbench" /usr/local/bin/virtbench
 
 # Debian packages of every tool, then images (root filesystem, VM image) and probes.

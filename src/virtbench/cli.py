@@ -519,6 +519,153 @@ def _compare_side(store, run_id: str, platform: str | None) -> dict:
     }
 
 
+# --- fleet: a campaign on every host of an Ansible inventory ------------------------------
+EXIT_FLEET_INCOMPLETE = 6  # some host failed or was lost
+
+
+def _fleet_options(fn):
+    for opt in reversed(
+        [
+            results_dir_option,
+            store_option,
+            click.option(
+                "--forks",
+                type=click.IntRange(1, 1000),
+                default=50,
+                show_default=True,
+                help="hosts Ansible works on at once",
+            ),
+            click.option(
+                "--poll-interval",
+                type=click.FloatRange(0.5, 3600),
+                default=15.0,
+                show_default=True,
+                metavar="SECONDS",
+                help="time between two looks at the running hosts",
+            ),
+            click.option(
+                "--lost-after",
+                type=click.IntRange(1, 1000),
+                default=3,
+                show_default=True,
+                metavar="N",
+                help="a running host is lost after N polls in a row that cannot reach it",
+            ),
+        ]
+    ):
+        fn = opt(fn)
+    return fn
+
+
+@cli.group()
+def fleet() -> None:
+    """Run a campaign on every host of an Ansible inventory, in parallel (ansible-core over
+    SSH; nothing of virtbench stays running on a host between runs)."""
+
+
+@fleet.command(
+    "run",
+    epilog="""\b
+Exit status: 0 every host ok, results imported; 2 bad input (campaign, inventory,
+--limit); 5 the store could not take the results (the host files are kept: virtbench
+import them); 6 some host failed or was lost (continue with: virtbench fleet resume).""",
+)
+@click.argument("campaign")
+@click.option(
+    "-i",
+    "--inventory",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="an Ansible inventory (INI, YAML, a directory)",
+)
+@click.option("--limit", metavar="PATTERN", help="only the hosts this Ansible pattern selects")
+@_fleet_options
+def fleet_run(
+    campaign, inventory, limit, results_dir, store, forks, poll_interval, lost_after
+) -> None:
+    """Run CAMPAIGN (a .toml file or a built-in name) on every host of INVENTORY.
+
+    Each host gets this virtbench (install.sh --no-run), runs the campaign in the background
+    and is polled; its store is fetched to RESULTS/fleet/FLEET_ID/HOST.db at every poll, and
+    imported into the store (--store, else RESULTS_DIR/virtbench.db) at the end."""
+    from .campaign import loader
+    from .fleet import inventory as inv
+    from .fleet import run as fleet_mod
+    from .fleet import state
+
+    loader.load(campaign)  # a bad campaign is refused before any host is touched
+    hosts = inv.hosts(inventory, limit)
+    record = state.create(results_dir, campaign, inventory, limit, hosts)
+    fleet_mod.ship_campaign(record, campaign)
+    say(f"fleet {record.fleet_id}: {campaign} on {len(hosts)} hosts -> {record.dir}")
+    settings = fleet_mod.Settings(forks=forks, poll_interval=poll_interval, lost_after=lost_after)
+    _fleet_drive(record, settings, "run", store, results_dir)
+
+
+@fleet.command("resume")
+@click.argument("fleet_id")
+@_fleet_options
+def fleet_resume(fleet_id, results_dir, store, forks, poll_interval, lost_after) -> None:
+    """Continue FLEET_ID on every host not ok: a lost host's run goes on from its last
+    finished cell (virtbench run --resume RUN_ID there) once the host is back."""
+    from .fleet import run as fleet_mod
+    from .fleet import state
+
+    record = state.load(results_dir, fleet_id)
+    settings = fleet_mod.Settings(forks=forks, poll_interval=poll_interval, lost_after=lost_after)
+    _fleet_drive(record, settings, "resume", store, results_dir)
+
+
+@fleet.command("show")
+@click.argument("fleet_id")
+@results_dir_option
+@click.option("--format", "fmt", type=click.Choice(["table", "tsv", "json"]))
+def fleet_show(fleet_id, results_dir, fmt) -> None:
+    """Per host: status, run id, cells, start, end and what failed."""
+    from .fleet import state
+
+    _fleet_table(state.load(results_dir, fleet_id), fmt)
+
+
+def _fleet_drive(record, settings, how: str, store: str | None, results_dir: Path) -> None:
+    from .fleet import gather, state
+    from .fleet import run as fleet_mod
+
+    runner = fleet_mod.FleetRunner(record, settings, say)
+    try:
+        runner.run() if how == "run" else runner.resume()
+    except KeyboardInterrupt:
+        record.save()
+        err_console.print(
+            Text(
+                f"interrupted: the hosts' runs go on; follow them with"
+                f" virtbench fleet resume {record.fleet_id}"
+            )
+        )
+        sys.exit(130)
+    imported = gather.gather(record, store, results_dir, say)
+    _fleet_table(record, None)
+    if any(h.status != state.OK for h in record.hosts.values()):
+        say(f"not every host is ok; continue with: virtbench fleet resume {record.fleet_id}")
+        sys.exit(EXIT_FLEET_INCOMPLETE)
+    if not imported:
+        sys.exit(EXIT_STORE_FALLBACK)
+
+
+def _fleet_table(record, fmt: str | None) -> None:
+    from .runner.states import when
+
+    table = _Rows()
+    for col in ("host", "status", "run", "cells", "started", "ended", "message"):
+        table.add_column(col)
+    for host, h in record.hosts.items():
+        cells = f"{h.cells_done}/{h.cells_total}" if h.cells_total else "-"
+        table.add_row(
+            host, h.status, h.run_id or "-", cells, when(h.started_at), when(h.ended_at), h.message
+        )
+    table.print(fmt or ("table" if sys.stdout.isatty() else "tsv"))
+
+
 def main() -> None:
     try:
         cli.main(standalone_mode=False)

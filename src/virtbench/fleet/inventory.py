@@ -1,0 +1,73 @@
+"""The user's own Ansible inventory (INI, YAML, a directory, anything Ansible reads): which
+hosts a fleet run covers, checked with `ansible-inventory` before any host is touched."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+from ..errors import VirtbenchError
+from .ansible import ansible_env
+
+_FAILED = re.compile(r"Failed to parse inventory with '(\w+)' plugin: (.*)")
+_ORIGIN = re.compile(r"^Origin: (\S+)")
+
+
+def parse_error(path: Path, stderr: str) -> str:
+    """Ansible's reason, from the plugin that fits the file (it tries them all in turn)."""
+    found: list[tuple[str, str, str]] = []  # plugin, reason, origin
+    lines = stderr.splitlines()
+    for i, line in enumerate(lines):
+        m = _FAILED.search(line)
+        if not m:
+            continue
+        origin = next(
+            (o.group(1) for ln in lines[i + 1 :] if (o := _ORIGIN.match(ln.strip()))), str(path)
+        )
+        found.append((m.group(1), m.group(2).strip(), origin))
+    wanted = "ini" if path.suffix not in (".yml", ".yaml") else "-"
+    # a file position (path:line:col) says most; then the plugin made for the file's type
+    rank = lambda f: (not f[2].startswith(str(path)), f[2] == str(path), f[0] != wanted)  # noqa: E731
+    for plugin, reason, origin in sorted(found, key=rank):
+        return f"inventory {origin} does not parse ({plugin}): {reason}"
+    tail = " ".join(ln.strip() for ln in lines if "ERROR" in ln or "WARNING" in ln)
+    return f"inventory {path} does not parse: {tail or stderr.strip()[-600:] or 'no hosts'}"
+
+
+def _hosts(listing: dict) -> list[str]:
+    seen: dict[str, None] = {}
+    for group, body in listing.items():
+        if group != "_meta" and isinstance(body, dict):
+            seen.update(dict.fromkeys(body.get("hosts", [])))
+    return list(seen)
+
+
+def _list(path: Path, limit: str | None) -> list[str]:
+    argv = ["ansible-inventory", "-i", str(path), "--list"]
+    if limit:
+        argv += ["--limit", limit]
+    env = {**os.environ, **ansible_env()}
+    r = subprocess.run(argv, capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        raise VirtbenchError(parse_error(path, r.stderr))
+    return _hosts(json.loads(r.stdout))
+
+
+def hosts(path: Path, limit: str | None = None) -> list[str]:
+    """The hosts of inventory `path` that `limit` (an Ansible pattern) selects, in order."""
+    if not path.exists():
+        raise VirtbenchError(f"inventory {path} does not exist")
+    every = _list(path, None)
+    if not every:
+        raise VirtbenchError(f"inventory {path} has no hosts")
+    if not limit:
+        return every
+    chosen = _list(path, limit)
+    if not chosen:
+        raise VirtbenchError(
+            f"--limit {limit!r} matches no host of inventory {path}; it has: {', '.join(every)}"
+        )
+    return chosen

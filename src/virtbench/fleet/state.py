@@ -1,0 +1,81 @@
+"""A fleet run's record, `RESULTS/fleet/<fleet-id>/fleet.json`: what was run where, and per
+host its status, times, run id, progress and what failed. Rewritten whole (atomically) at
+every change, so a controller that dies leaves a record `fleet resume` continues from."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ..errors import VirtbenchError
+
+PENDING, RUNNING, OK, FAILED, LOST = "pending", "running", "ok", "failed", "lost"
+FLEET_DIR = "fleet"
+RECORD = "fleet.json"
+
+
+@dataclass
+class HostState:
+    status: str = PENDING
+    started_at: float | None = None
+    ended_at: float | None = None
+    run_id: str | None = None
+    cells_done: int = 0
+    cells_total: int = 0
+    message: str = ""  # what failed, or why the host is lost (Ansible's words)
+    unreachable_polls: int = 0  # consecutive polls that could not reach the host
+
+
+@dataclass
+class Fleet:
+    fleet_id: str
+    campaign: str
+    inventory: str
+    limit: str | None
+    created_at: float
+    campaign_file: str | None = None  # the controller's copy, shipped to every host
+    hosts: dict[str, HostState] = field(default_factory=dict)
+    dir: Path = field(default=Path("."), repr=False, compare=False)
+
+    def db(self, host: str) -> Path:
+        return self.dir / f"{host}.db"
+
+    def save(self) -> None:
+        body = {k: v for k, v in asdict(self).items() if k != "dir"}
+        tmp = self.dir / (RECORD + ".tmp")
+        tmp.write_text(json.dumps(body, indent=1, default=str) + "\n")
+        tmp.replace(self.dir / RECORD)
+
+
+def new_fleet_id() -> str:
+    return "f" + time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+def create(
+    results_dir: Path, campaign: str, inventory: Path, limit: str | None, hosts: list[str]
+) -> Fleet:
+    fleet_id = new_fleet_id()
+    fleet = Fleet(fleet_id, campaign, str(inventory.resolve()), limit, time.time())
+    fleet.dir = results_dir / FLEET_DIR / fleet_id
+    fleet.dir.mkdir(parents=True)
+    fleet.hosts = {h: HostState() for h in hosts}
+    fleet.save()
+    return fleet
+
+
+def load(results_dir: Path, fleet_id: str) -> Fleet:
+    base = results_dir / FLEET_DIR
+    path = base / fleet_id / RECORD
+    if not path.exists():
+        known = sorted(p.parent.name for p in base.glob(f"*/{RECORD}")) if base.is_dir() else []
+        raise VirtbenchError(
+            f"no fleet run {fleet_id} in {base}; known: {', '.join(known) or 'none'}"
+        )
+    body = json.loads(path.read_text())
+    hosts = {h: HostState(**s) for h, s in body.pop("hosts").items()}
+    fleet = Fleet(**body, hosts=hosts)
+    fleet.dir = path.parent
+    return fleet

@@ -1,0 +1,202 @@
+"""virtbench fleet without hosts: inventory checks (the real ansible-inventory), what a poll
+makes of each host's answer, the fleet record, the shipped tarball, the remote status."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from virtbench.cli import cli
+from virtbench.errors import VirtbenchError
+from virtbench.fleet import ansible, inventory, remote, source, state
+from virtbench.fleet.run import FleetRunner, Settings
+
+needs_ansible = pytest.mark.skipif(
+    shutil.which("ansible-inventory", path=str(Path(sys.executable).parent)) is None,
+    reason="ansible-core is not installed",
+)
+
+
+# --- inventories ------------------------------------------------------------------------
+@needs_ansible
+def test_inventory_hosts_and_limit(tmp_path):
+    inv = tmp_path / "hosts.yml"
+    inv.write_text(
+        "all:\n  children:\n    web:\n      hosts: {w1: {}, w2: {}}\n"
+        "    db:\n      hosts: {d1: {ansible_host: 10.0.0.5}}\n"
+    )
+    assert sorted(inventory.hosts(inv)) == ["d1", "w1", "w2"]
+    assert sorted(inventory.hosts(inv, "web")) == ["w1", "w2"]
+    with pytest.raises(VirtbenchError, match=r"--limit 'nope\*' matches no host .*d1"):
+        inventory.hosts(inv, "nope*")
+
+
+@needs_ansible
+@pytest.mark.parametrize(
+    "name, text, says",
+    [
+        ("bad.ini", "[web]\nh1 ansible_host=10.0.0.1\nh2 oops\n", "got: oops"),
+        ("bad.yml", "all:\n  hosts:\n    h1: {a: 1\n", "bad.yml:4:1"),
+    ],
+)
+def test_inventory_that_does_not_parse_is_named(tmp_path, name, text, says):
+    inv = tmp_path / name
+    inv.write_text(text)
+    with pytest.raises(VirtbenchError, match="does not parse") as err:
+        inventory.hosts(inv)
+    assert says in str(err.value) and str(inv) in str(err.value)
+
+
+def test_missing_inventory(tmp_path):
+    with pytest.raises(VirtbenchError, match="does not exist"):
+        inventory.hosts(tmp_path / "nope.ini")
+
+
+# --- Ansible's events -------------------------------------------------------------------
+def test_digest_per_host():
+    events = [
+        {"event": "runner_on_ok", "event_data": {"host": "a", "task": "t", "res": {"rc": 0}}},
+        {
+            "event": "runner_on_failed",
+            "event_data": {"host": "b", "task": "check", "res": {"msg": "non-zero", "stderr": "x"}},
+        },
+        {
+            "event": "runner_on_unreachable",
+            "event_data": {"host": "c", "task": "t", "res": {"msg": "ssh: timed out"}},
+        },
+        {"event": "playbook_on_stats", "event_data": {}},
+    ]
+    out = ansible.digest(events)
+    assert out["a"].results["t"] == {"rc": 0} and not out["a"].failed
+    assert out["b"].failed == "check: non-zero x"
+    assert out["c"].unreachable == "ssh: timed out"
+
+
+# --- polls --------------------------------------------------------------------------------
+def _fleet(tmp_path, hosts=("h1",)) -> state.Fleet:
+    inv = tmp_path / "inv.ini"
+    inv.write_text("h1\n")
+    return state.create(tmp_path / "res", "quick", inv, None, list(hosts))
+
+
+def _answer(**remote) -> ansible.HostOutcome:
+    return ansible.HostOutcome(results={"run status": {"stdout": json.dumps(remote), "rc": 0}})
+
+
+def _runner(fleet, lost_after=2) -> tuple[FleetRunner, list[str]]:
+    lines: list[str] = []
+    return FleetRunner(fleet, Settings(lost_after=lost_after), lines.append), lines
+
+
+def test_unreachable_polls_make_a_host_lost_after_n(tmp_path):
+    fleet = _fleet(tmp_path)
+    fleet.hosts["h1"].status = state.RUNNING
+    runner, lines = _runner(fleet, lost_after=2)
+    runner._update("h1", _answer(run_id="r1", cells_done=2, cells_total=4, alive=True))
+    runner._update("h1", ansible.HostOutcome(unreachable="timed out"))
+    assert fleet.hosts["h1"].status == state.RUNNING  # one missed poll is not a lost host
+    runner._update("h1", ansible.HostOutcome(unreachable="timed out"))
+    h = state.load(tmp_path / "res", fleet.fleet_id).hosts["h1"]
+    assert h.status == state.LOST and h.run_id == "r1" and h.cells_done == 2
+    assert h.message == "unreachable while running: timed out; 2 finished cells kept"
+    assert any("h1: lost" in ln for ln in lines)
+
+
+@pytest.mark.parametrize(
+    "remote_state, status, says",
+    [
+        ({"exit_code": 0, "run_id": "r", "run_status": "finished"}, state.OK, ""),
+        ({"exit_code": 2, "log_tail": "error: tool missing"}, state.FAILED, "exited 2: error"),
+        ({"exit_code": 143, "run_id": "r", "run_status": "interrupted"}, state.LOST, "exited 143"),
+        ({"run_id": "r", "run_status": "running", "alive": False}, state.LOST, "runner is gone"),
+        ({"run_id": "r", "run_status": "running", "alive": True}, state.RUNNING, ""),
+    ],
+)
+def test_what_a_poll_makes_of_the_host(tmp_path, remote_state, status, says):
+    fleet = _fleet(tmp_path)
+    fleet.hosts["h1"].status = state.RUNNING
+    runner, _ = _runner(fleet)
+    runner._update("h1", _answer(**remote_state))
+    assert fleet.hosts["h1"].status == status
+    assert says in fleet.hosts["h1"].message
+
+
+def test_a_cut_fetch_keeps_the_store_fetched_before(tmp_path):
+    fleet = _fleet(tmp_path)
+    good = fleet.db("h1")
+    con = sqlite3.connect(good)
+    con.execute("CREATE TABLE t (x)")
+    con.commit()
+    con.close()
+    before = good.read_bytes()
+    (fleet.dir / "h1.db.incoming").write_bytes(before[:100])  # a transfer cut short
+    runner, _ = _runner(fleet)
+    runner._absorb("h1", _answer(snapshot=True))
+    assert good.read_bytes() == before and not (fleet.dir / "h1.db.incoming").exists()
+
+
+def test_record_round_trip_and_unknown_fleet(tmp_path):
+    fleet = _fleet(tmp_path, ("a", "b"))
+    fleet.hosts["a"].status = state.OK
+    fleet.save()
+    back = state.load(tmp_path / "res", fleet.fleet_id)
+    assert back.hosts["a"].status == state.OK and back.hosts["b"].status == state.PENDING
+    assert back.dir == fleet.dir
+    with pytest.raises(VirtbenchError, match=f"no fleet run nope .*known: {fleet.fleet_id}"):
+        state.load(tmp_path / "res", "nope")
+
+
+def test_fleet_show_prints_every_host(tmp_path):
+    fleet = _fleet(tmp_path, ("a", "b"))
+    fleet.hosts["b"].status, fleet.hosts["b"].message = state.FAILED, "install: apt failed"
+    fleet.save()
+    out = CliRunner().invoke(
+        cli, ["fleet", "show", fleet.fleet_id, "--results-dir", str(tmp_path / "res")]
+    )
+    assert out.exit_code == 0, out.output
+    rows = [ln.split("\t") for ln in out.output.splitlines()]
+    assert rows[0][:2] == ["host", "status"]
+    assert rows[2][:2] == ["b", "failed"] and rows[2][-1] == "install: apt failed"
+
+
+# --- what travels to a host ---------------------------------------------------------------
+def test_tarball_ships_the_installable_project_and_the_campaign(tmp_path):
+    camp = tmp_path / "c.toml"
+    camp.write_text("[campaign]\n")
+    with tarfile.open(source.build(tmp_path / "p.tar.gz", camp)) as tar:
+        names = tar.getnames()
+    for needed in ("install.sh", "pyproject.toml", "src/virtbench/fleet/playbooks/poll.yml"):
+        assert needed in names
+    assert source.CAMPAIGN in names
+    assert not any(n.startswith("tests/") or n.endswith(".pyc") for n in names)
+
+
+def test_remote_status_reads_the_store_and_snapshots_it(tmp_path):
+    (tmp_path / "results").mkdir()
+    con = sqlite3.connect(tmp_path / "results" / remote.STORE)
+    con.execute("PRAGMA journal_mode=WAL")
+    con.execute("CREATE TABLE runs (run_id, status, started_at)")
+    con.execute("CREATE TABLE cells (run_id, status)")
+    con.execute("INSERT INTO runs VALUES ('r1', 'running', 1)")
+    con.executemany("INSERT INTO cells VALUES ('r1', ?)", [("ok",), ("running",), ("pending",)])
+    con.commit()
+    (tmp_path / remote.EXIT_CODE).write_text("0\n")
+    got = remote.state(tmp_path)
+    assert got["run_id"] == "r1" and got["cells_done"] == 1 and got["cells_total"] == 3
+    assert got["snapshot"] and got["exit_code"] == 0 and not got["alive"]
+    snap = sqlite3.connect(tmp_path / remote.SNAPSHOT)
+    assert snap.execute("PRAGMA journal_mode").fetchone()[0] == "delete"  # one file to fetch
+    assert snap.execute("SELECT COUNT(*) FROM cells").fetchone()[0] == 3
+    con.close()
+
+
+def test_remote_status_before_any_run(tmp_path):
+    got = remote.state(tmp_path)
+    assert got == {"snapshot": False, "run_id": None, "run_status": None, "alive": False}
