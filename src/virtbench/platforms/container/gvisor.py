@@ -1,4 +1,4 @@
-"""gVisor (runsc) with `--network=host`: its host-network sockets break blocking read(2).
+"""gVisor (runsc) with `--network=host`: two ways its host-network sockets differ from Linux.
 
 Measured with runsc 20221219 (Debian 12): read(2) on a *blocking* TCP socket with no data
 yet returns EAGAIN at once instead of waiting; recv(2) on the same socket waits as it should.
@@ -7,12 +7,17 @@ something (parameters, results), so whichever end is quicker loses the race and 
 dies: "unable to receive parameters from client: Resource temporarily unavailable" or
 "unable to receive results: Bad file descriptor" on the server, "unable to send control
 message: Broken pipe" on the client (1-2 runs in 3 here).
+recvfrom(2) with MSG_NOSIGNAL (a send flag Linux ignores on receive) fails with EINVAL, and
+without it, on a TCP socket with a buffer for the source address, the sentry itself panics
+(index out of range in UnmarshalSockAddr) and the whole sandbox dies: sockperf's server does
+both on every receive.
 
 The fix for the tools named in SHIM_TOOLS: a preloaded read(2) that, when the kernel says
-EAGAIN on a blocking socket, waits in recv(2) as Linux's read(2) would. It only acts on
-that error path: non-blocking sockets (iperf3's data streams) and files are untouched, so
-the data path measured is gVisor's own. Samples of such a platform carry the `read_shim`
-label.
+EAGAIN on a blocking socket, waits in recv(2) as Linux's read(2) would, and a recvfrom(2)
+that drops MSG_NOSIGNAL and asks a stream socket for no source address. The read fix acts
+only on that error path (non-blocking sockets, iperf3's data streams, and files are
+untouched); the recvfrom fixes give what Linux gives: the data path measured is gVisor's
+own. Cells of such a platform carry the platform label `read_shim`.
 """
 
 from __future__ import annotations
@@ -29,9 +34,12 @@ from ... import probes_build, tools
 from ...errors import VirtbenchError
 
 # tools whose control path relies on read(2) blocking on a socket
-SHIM_TOOLS = ("iperf3",)
+SHIM_TOOLS = ("iperf3", "sockperf")
 SHIM_INSIDE = "/usr/local/lib/virtbench/vb-blockread.so"
-SHIM_LABEL = "read(2) EAGAIN on a blocking socket waits in recv(2): " + ",".join(SHIM_TOOLS)
+SHIM_LABEL = (
+    "read(2) EAGAIN on a blocking socket waits in recv(2); recvfrom(2) without MSG_NOSIGNAL,"
+    " and without a source address on stream sockets: " + ",".join(SHIM_TOOLS)
+)
 
 SHIM_C = r"""
 #define _GNU_SOURCE
@@ -41,11 +49,13 @@ SHIM_C = r"""
 #include <sys/socket.h>
 #include <unistd.h>
 
-static ssize_t (*real_read)(int, void *, size_t);
+#define NEXT(name) \
+    static __typeof__(name) *real_##name; \
+    if (!real_##name) \
+        real_##name = (__typeof__(name) *)dlsym(RTLD_NEXT, #name)
 
 ssize_t read(int fd, void *buf, size_t count) {
-    if (!real_read)
-        real_read = (ssize_t (*)(int, void *, size_t))dlsym(RTLD_NEXT, "read");
+    NEXT(read);
     ssize_t r = real_read(fd, buf, count);
     if (r >= 0 || errno != EAGAIN)
         return r;
@@ -58,6 +68,64 @@ ssize_t read(int fd, void *buf, size_t count) {
     if (r < 0 && errno == ENOTSOCK) /* not a socket: keep read(2)'s own answer */
         errno = EAGAIN;
     return r;
+}
+
+/* socket type per fd (0: not known yet), set where sockets are made so a reused number
+   is never read stale; others are asked once (SO_TYPE) */
+static unsigned char kind[65536];
+
+static void remember(int fd, int type) {
+    if (fd >= 0 && fd < 65536)
+        kind[fd] = (unsigned char)((type & 0xf) + 1);
+}
+
+static int stream(int fd) {
+    if (fd < 0 || fd >= 65536)
+        return 0;
+    if (!kind[fd]) {
+        int type = 0;
+        socklen_t len = sizeof(type);
+        if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0)
+            return 0;
+        remember(fd, type);
+    }
+    return kind[fd] == SOCK_STREAM + 1;
+}
+
+int socket(int domain, int type, int protocol) {
+    NEXT(socket);
+    int fd = real_socket(domain, type, protocol);
+    remember(fd, type);
+    return fd;
+}
+
+int accept(int fd, struct sockaddr *a, socklen_t *alen) {
+    NEXT(accept);
+    int s = real_accept(fd, a, alen);
+    remember(s, SOCK_STREAM);
+    return s;
+}
+
+int accept4(int fd, struct sockaddr *a, socklen_t *alen, int flags) {
+    NEXT(accept4);
+    int s = real_accept4(fd, a, alen, flags);
+    remember(s, SOCK_STREAM);
+    return s;
+}
+
+/* MSG_NOSIGNAL is a send flag Linux ignores on receive; hostinet refuses it (EINVAL). On a
+   stream socket Linux fills no source address; hostinet's sentry panics trying (index out of
+   range in UnmarshalSockAddr): ask without one, as Linux answers (address length 0) */
+ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *a, socklen_t *alen) {
+    NEXT(recvfrom);
+    flags &= ~MSG_NOSIGNAL;
+    if (a && stream(fd)) {
+        ssize_t r = real_recvfrom(fd, buf, n, flags, NULL, NULL);
+        if (r >= 0 && alen)
+            *alen = 0;
+        return r;
+    }
+    return real_recvfrom(fd, buf, n, flags, a, alen);
 }
 """
 
