@@ -35,6 +35,29 @@ def kvm_check() -> Check:
     return Check("kvm", "warn", f"KVM ({flavour}) present but not usable: {why}; VMs use TCG")
 
 
+def gvisor_check() -> Check | None:
+    """runsc's host network, probed: what virtbench works around for which tools."""
+    if tools.which("runsc") is None:
+        return None
+    from .platforms.container import gvisor
+
+    blocks, what = gvisor.read_blocks()
+    version = tools.version("runsc")
+    if blocks is None:
+        return Check("gvisor network", "warn", f"runsc {version}: not probed ({what})")
+    if blocks:
+        return Check("gvisor network", "ok", f"runsc {version} --network=host: {what}")
+    return Check(
+        "gvisor network",
+        "warn",
+        f"runsc {version} --network=host: read(2) on a blocking socket returns {what}"
+        " (Linux waits); with 20221219 also recvfrom(2) refuses MSG_NOSIGNAL and a TCP"
+        " source-address buffer panics the sandbox. iperf3 and sockperf run there with a shim that"
+        " restores Linux's answers (platform label read_shim); nginx/wrk need none",
+        'other tools that read(2) a blocking socket fail under runtime = "runsc"',
+    )
+
+
 def checks() -> list[Check]:
     out: list[Check] = []
     root = os.geteuid() == 0
@@ -52,6 +75,8 @@ def checks() -> list[Check]:
     out.append(Check("cgroups", "ok" if cg != "none" else "missing", f"cgroup {cg}"))
     out.append(Check("host virtualization", "ok", hostinfo.virtualization()))
     out.append(kvm_check())
+    if root and (gv := gvisor_check()) is not None:
+        out.append(gv)
     for t in tools.TOOLS.values():
         path = tools.which(t.name)
         if path:

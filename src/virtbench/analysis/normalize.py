@@ -36,12 +36,32 @@ class Comparison:
         return overhead_from_ratio(self.ratio, self.higher_is_better)
 
     @property
+    def decision(self) -> str:
+        return decision(self.ratio_low, self.ratio_high)
+
+    @property
     def overhead_range(self) -> tuple[float, float] | None:
         if self.ratio_low is None or self.ratio_high is None:
             return None
         a = overhead_from_ratio(self.ratio_low, self.higher_is_better)
         b = overhead_from_ratio(self.ratio_high, self.higher_is_better)
         return (min(a, b), max(a, b))
+
+
+# what a ratio's 95% interval says about "differs from the baseline"
+BETTER, WORSE, UNDECIDED, NO_CI = "better", "worse", "undecided", "no CI"
+
+
+def decision(low: float | None, high: float | None) -> str:
+    """BETTER or WORSE when the interval lies entirely above or below 1, UNDECIDED when it
+    includes 1 (this run cannot tell the two apart), NO_CI without an interval."""
+    if low is None or high is None:
+        return NO_CI
+    if low > 1:
+        return BETTER
+    if high < 1:
+        return WORSE
+    return UNDECIDED
 
 
 def overhead_from_ratio(ratio: float, higher_is_better: bool) -> float:

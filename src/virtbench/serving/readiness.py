@@ -60,12 +60,12 @@ def http_probe(path: str) -> Probe:
     return probe
 
 
-def _listening(table: str, port: int, state: str) -> bool:
-    """True if a /proc/net/{tcp,udp}[6] dump has a socket bound to `port` in `state`."""
+def _listening(table: str, port: int, states: tuple[str, ...]) -> bool:
+    """True if a /proc/net/{tcp,udp}[6] dump has a socket bound to `port` in one of `states`."""
     want = f":{port:04X}"
     for line in table.splitlines()[1:]:
         f = line.split()
-        if len(f) > 3 and f[1].endswith(want) and f[3] == state:
+        if len(f) > 3 and f[1].endswith(want) and f[3] in states:
             return True
     return False
 
@@ -77,11 +77,12 @@ def listening_probe(platform: Platform, port: int, udp: bool = False) -> Probe:
     UDP servers. A first SYN lost on a fresh bridge is then the client's kernel's business
     (it retransmits after 1 s, before any measurement starts)."""
     proto = "udp" if udp else "tcp"
-    state = "07" if udp else "0A"  # UDP 'unconnected', TCP LISTEN
+    # TCP LISTEN; UDP unconnected: Linux says 07 (TCP_CLOSE), gVisor's host network says 00
+    states = ("07", "00") if udp else ("0A",)
 
     def probe(host: str, outer: int, timeout: float) -> None:
         r = platform.exec(["cat", f"/proc/net/{proto}", f"/proc/net/{proto}6"], timeout=10)
-        if not _listening(r.stdout, port, state):  # tcp6 may be missing: stdout still counts
+        if not _listening(r.stdout, port, states):  # tcp6 may be missing: stdout still counts
             raise NotReady(f"no {proto.upper()} socket on port {port} inside the environment yet")
 
     return probe

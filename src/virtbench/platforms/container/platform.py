@@ -86,6 +86,7 @@ class ContainerPlatform(Platform):
         image = self._image()
         self._inst = Instance(self.instance, self.config, image)
         self._inst.prepare(["sleep", "infinity"])
+        self._inst.runtime.populate(self._inst.storage.host_path)
         self._inst.start_detached()
 
     def teardown(self) -> None:
@@ -233,6 +234,7 @@ class ContainerPlatform(Platform):
             "runtime_version": tools.version(self.config.runtime),
             "image": image.parent.name if image else None,
             "cgroup": cgroups_version(),
+            **runtimes.get(self.config.runtime, self.config.network).labels(),
             **self._rt_labels(),
         }
 

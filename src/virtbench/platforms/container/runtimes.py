@@ -10,11 +10,14 @@ from __future__ import annotations
 import contextlib
 import json
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ... import hostinfo, tools
 from ...errors import PlatformError
 from ..base import NAME_PREFIX
+from . import gvisor
 
 STATE_ROOT = Path("/run/virtbench/oci")
 RUNTIMES = ("crun", "runc", "runsc", "podman")
@@ -83,6 +86,13 @@ class OciRuntime:
         subprocess.run([*self.base(), "kill", cid, "KILL"], capture_output=True, timeout=30)
         subprocess.run([*self.base(), "delete", "--force", cid], capture_output=True, timeout=30)
 
+    def populate(self, host_path: Callable[[str], Path]) -> None:
+        """Put what the runtime needs inside a provisioned container's root (default: none)."""
+
+    def labels(self) -> dict[str, Any]:
+        """Facts about how this runtime runs the tools, stored with every cell."""
+        return {}
+
     def list_ids(self) -> list[str]:
         if not self.root.is_dir() or tools.which(self.binary) is None:
             return []
@@ -112,7 +122,20 @@ class Runsc(OciRuntime):
         net = "host" if self.network == "host" else "sandbox"
         return [self.binary, "--root", str(self.root), "--platform=ptrace", f"--network={net}"]
 
+    @property
+    def needs_read_shim(self) -> bool:
+        return self.network == "host"  # gvisor.py: hostinet's read(2) does not block
+
+    def populate(self, host_path):
+        if self.needs_read_shim:
+            gvisor.install_shim(host_path)
+
+    def labels(self):
+        return {"read_shim": gvisor.SHIM_LABEL} if self.needs_read_shim else {}
+
     def exec_argv(self, cid, argv, env, pid_file):
+        if self.needs_read_shim and argv and Path(argv[0]).name in gvisor.SHIM_TOOLS:
+            env = {**(env or {}), "LD_PRELOAD": gvisor.SHIM_INSIDE}
         out = [*self.base(), "exec"]
         for k, v in (env or {}).items():
             out += ["-env", f"{k}={v}"]

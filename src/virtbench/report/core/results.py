@@ -4,6 +4,7 @@ charts with error bars of every test case's primary metric per platform."""
 from __future__ import annotations
 
 from ...analysis.groups import Group
+from ...analysis.normalize import BETTER, NO_CI, UNDECIDED, WORSE, Comparison
 from ...analysis.stats import HIGH_CV
 from .. import fmt
 from ..data import ReportData
@@ -24,7 +25,8 @@ HEADERS = [
     "median",
     "CV",
     "min – max",
-    "ratio to baseline, > 1 = better [95% CI]",  # lower-is-better: baseline / value
+    # lower-is-better: baseline / value; "undecided": the interval includes 1
+    "ratio to baseline, > 1 = better [95% CI]",
     "overhead % [95% CI]",
 ]
 
@@ -50,12 +52,8 @@ def ratio_cells(data: ReportData, g: Group) -> list[Td]:
     if c is None:
         return [Td("–", "num"), Td("–", "num")]
     # colour only differences the CI says are real (interval entirely above/below 1)
-    cls = ""
-    if c.ratio_low is not None and c.ratio_low > 1:
-        cls = "good"
-    elif c.ratio_high is not None and c.ratio_high < 1:
-        cls = "worse"
-    ratio = Raw(h(fmt.ratio(c.ratio)))
+    cls = {BETTER: "good", WORSE: "worse"}.get(c.decision, "")
+    ratio = Raw(h(fmt.ratio(c.ratio)) + decision_badge(c))
     # a lower-is-better ratio is baseline / value, so that > 1 reads "better" in every row
     how = (
         "value / baseline"
@@ -72,6 +70,27 @@ def ratio_cells(data: ReportData, g: Group) -> list[Td]:
         span = f"[{fmt.signed_pct(oh[0])} … {fmt.signed_pct(oh[1])}]"
         oh_text = Raw(oh_text + f"<br><small>{h(span)}</small>")
     return [Td(ratio, f"num {cls}", how), Td(oh_text, f"num {cls}")]
+
+
+UNDECIDED_WHY = (
+    "the 95% interval of the ratio includes 1.0: this run cannot tell this platform from the"
+    " baseline (more repetitions, a longer duration or less noise would)"
+)
+
+
+def decision_badge(c: Comparison) -> str:
+    """A mark for a ratio its interval does not decide (or that has none)."""
+    if c.decision == UNDECIDED:
+        return badge("undecided", "warn", UNDECIDED_WHY)
+    if c.decision == NO_CI:
+        return badge("no CI", "warn", "fewer than 2 valid samples on a side: no interval")
+    return ""
+
+
+def md_ratio(c: Comparison) -> str:
+    """The ratio as the terminal summary prints it, saying when its interval decides nothing."""
+    mark = {UNDECIDED: ", undecided", NO_CI: ", no CI"}.get(c.decision, "")
+    return f"(×{c.ratio:.3f}{mark})"
 
 
 def group_row(data: ReportData, g: Group) -> list:
@@ -126,6 +145,7 @@ def md_summary(data: ReportData, suite: str, gs: list[Group]) -> str:
     platforms = [p for p in data.platforms if any(g.key.platform == p for g in gs)]
     rows: dict[tuple, dict[str, str]] = {}
     label: dict[tuple, str] = {}
+    ratios = False
     for g in gs:
         k = (g.key.test_case, g.key.dims, g.key.scenario)
         label[k] = describe_test(g) + (f" · {g.key.scenario}" if g.key.scenario != "solo" else "")
@@ -133,7 +153,8 @@ def md_summary(data: ReportData, suite: str, gs: list[Group]) -> str:
         text = fmt.mean_ci(s.mean, s.ci_half) if s.mean is not None else "no valid sample"
         c = data.comparisons.get(g.key)
         if c is not None and g.key.platform != data.baseline:
-            text += f" (×{c.ratio:.3f})"
+            text += f" {md_ratio(c)}"
+            ratios = True
         text += " ⚠CV" if s.noisy else ""
         text += f" +{g.n_invalid} invalid" if g.n_invalid else ""
         rows.setdefault(k, {})[g.key.platform] = text
@@ -146,6 +167,8 @@ def md_summary(data: ReportData, suite: str, gs: list[Group]) -> str:
     unit = {g.key.test_case: f"{g.unit}, {'HIB' if g.higher_is_better else 'LIB'}" for g in gs}
     text = f"## {suite}\n" + md_table(["test case", *platforms], out)
     text += "\n\n" + "; ".join(f"{t}: {u}" for t, u in unit.items())
+    if ratios:
+        text += "\n(×ratio to the baseline, > 1 = better; undecided: its 95% CI includes 1.0)"
     if more:
         text += "\n" + "; ".join(f"{t}: +{n} more rows in the HTML report" for t, n in more.items())
     return text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ...analysis import plausibility
+from ...analysis.normalize import BETTER, UNDECIDED, WORSE, decision
 from ...analysis.scores import GeoMean, Seed004Suite
 from .. import fmt
 from ..data import ReportData
@@ -17,7 +18,9 @@ GEO_NOTE = (
     "over). A suite that measures a cost of creating the isolation (start-up, boot) is shown "
     "<i>beside</i> <b>all</b>, never inside it: it is not a slowdown of the workload. "
     "The 95% CI reflects measurement noise "
-    "(delta method in log space, Student t); the range shows the spread between test cases."
+    "(delta method in log space, Student t); <b>undecided</b> marks a CI that includes 1.0 "
+    "(this run cannot tell the platform from the baseline). The range shows the spread "
+    "between test cases."
 )
 SEED_NOTE = (
     "Seed 004 §3.6: test score = mean / max of that test over all configurations "
@@ -40,14 +43,15 @@ def _chart_suite(g: GeoMean) -> str:
 
 def _geo_ci(g: GeoMean) -> str:
     if g.low is not None:
-        return f"[{fmt.ratio(g.low)}–{fmt.ratio(g.high)}]"
+        undecided = ", undecided" if decision(g.low, g.high) == UNDECIDED else ""
+        return f"[{fmt.ratio(g.low)}–{fmt.ratio(g.high)}{undecided}]"
     return f"({g.note})" if g.note else "–"
 
 
 def geo_html(data: ReportData) -> str:
     rows = []
     for g in data.geomeans:
-        cls = "good" if g.low and g.low > 1 else "worse" if g.high and g.high < 1 else ""
+        cls = {BETTER: "good", WORSE: "worse"}.get(decision(g.low, g.high), "")
         rows.append(
             [
                 Td(_geo_suite(g), "" if g.suite != "all" else "base"),
