@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import os
-import secrets
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +13,7 @@ from ..platforms import stall
 from ..platforms.base import NAME_PREFIX, Platform
 from .base import Metric, Param, RunContext, Sample, Workload, check
 from .registry import register
+from .scratch import Deadline, read_file, remove, scratch_dir
 
 
 class _SysbenchCpu(Workload):
@@ -71,34 +70,6 @@ class SysbenchCpuAll(_SysbenchCpu):
 # --- helpers for workloads that leave files in the environment --------------------------------
 
 
-class _Deadline:
-    """The cell timeout shared by the several commands of one multi-step workload."""
-
-    def __init__(self, timeout: float | None) -> None:
-        self.end = None if timeout is None else time.monotonic() + timeout
-
-    def left(self) -> float | None:
-        return None if self.end is None else max(1.0, self.end - time.monotonic())
-
-
-def _scratch_dir(platform: Platform, what: str) -> str:
-    """A fresh vb- directory under the platform's workdir (removed by the caller)."""
-    path = f"{platform.workdir.rstrip('/')}/{NAME_PREFIX}{what}-{secrets.token_hex(3)}"
-    check(platform.exec(["mkdir", "-p", path], timeout=30), f"mkdir {path}")
-    return path
-
-
-def _read_file(platform: Platform, path: str, what: str) -> str:
-    result = platform.exec(["cat", path], timeout=30)
-    check(result, f"{what}: reading {path}")
-    return result.stdout
-
-
-def _remove(platform: Platform, path: str) -> None:
-    # best effort: a failure here must not hide the measurement or the original error
-    platform.exec(["rm", "-rf", "--", path], timeout=60)
-
-
 # --- stress-ng -------------------------------------------------------------------------------
 
 
@@ -124,8 +95,8 @@ class _StressNg(Workload):
         return len(ctx.cpus) if ctx.cpus else -1
 
     def run(self, platform: Platform, ctx: RunContext) -> list[Sample]:
-        deadline = _Deadline(ctx.timeout)
-        workdir = _scratch_dir(platform, "stress-ng")
+        deadline = Deadline(ctx.timeout)
+        workdir = scratch_dir(platform, "stress-ng")
         report = f"{workdir}/metrics.yaml"
         argv = stress_ng.argv(
             self.stressor,
@@ -137,9 +108,9 @@ class _StressNg(Workload):
         )
         try:
             check(platform.exec(argv, cpus=ctx.cpus, timeout=deadline.left()), self.name)
-            text = _read_file(platform, report, self.name)
+            text = read_file(platform, report, self.name)
         finally:
-            _remove(platform, workdir)
+            remove(platform, workdir)
         return self.parse_yaml(text, ctx)
 
     def parse_yaml(self, text: str, ctx: RunContext) -> list[Sample]:
@@ -200,8 +171,8 @@ class _Hpcc(Workload):
 
     def hpcc_output(self, platform: Platform, ctx: RunContext, ns: int | list[int]) -> str:
         """Run hpcc once on HPL problem size(s) `ns`; its hpccoutf.txt."""
-        deadline = _Deadline(ctx.timeout)
-        workdir = _scratch_dir(platform, "hpcc")
+        deadline = Deadline(ctx.timeout)
+        workdir = scratch_dir(platform, "hpcc")
         out = f"{workdir}/hpccoutf.txt"
         try:
             with tempfile.TemporaryDirectory(prefix=NAME_PREFIX) as tmp:
@@ -219,9 +190,9 @@ class _Hpcc(Workload):
                 tail = platform.exec(["sh", "-c", 'tail -n 3 "$1"', "sh", out], timeout=30)
                 stall.check_watched(result, self.name, tail.stdout or result.stderr)
             check(result, self.name)
-            return _read_file(platform, out, self.name)
+            return read_file(platform, out, self.name)
         finally:
-            _remove(platform, workdir)
+            remove(platform, workdir)
 
 
 @register

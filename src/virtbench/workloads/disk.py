@@ -11,8 +11,6 @@ direct_honoured=false and flagged invalid.
 
 from __future__ import annotations
 
-import secrets
-import time
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
@@ -21,6 +19,7 @@ from ..errors import WorkloadError
 from ..platforms.base import NAME_PREFIX, ExecResult, Platform
 from .base import Metric, Param, RunContext, Sample, Workload, check
 from .registry import register
+from .scratch import Deadline, remove, scratch_dir
 
 # filesystems that accept O_DIRECT but keep the data in memory: the figure is not disk I/O
 MEMORY_FILESYSTEMS = {"tmpfs", "ramfs"}
@@ -95,10 +94,9 @@ class _Fio(Workload):
 
     def run(self, platform: Platform, ctx: RunContext) -> list[Sample]:
         modes = _direct_modes(ctx.params["direct"], self.name)
-        end = None if ctx.timeout is None else time.monotonic() + ctx.timeout
-        scratch = f"{platform.workdir.rstrip('/')}/{NAME_PREFIX}fio-{secrets.token_hex(3)}"
+        deadline = Deadline(ctx.timeout)
+        scratch = scratch_dir(platform, "fio")
         path = f"{scratch}/fio.dat"
-        check(platform.exec(["mkdir", "-p", scratch], timeout=30), f"mkdir {scratch}")
         try:
             fs = _fs_type(platform, scratch)
             honoured = platform.supports_direct_io() and fs not in MEMORY_FILESYSTEMS
@@ -107,14 +105,12 @@ class _Fio(Workload):
                 if self.fresh_file:  # the first job writes a new file, not the last mode's
                     check(platform.exec(["rm", "-f", "--", path], timeout=60), f"rm {path}")
                 for phase in self.jobs():
-                    left = None if end is None else max(1.0, end - time.monotonic())
                     argv = self.argv(ctx, path, direct, phase)
-                    result = platform.exec(argv, cpus=ctx.cpus, timeout=left)
+                    result = platform.exec(argv, cpus=ctx.cpus, timeout=deadline.left())
                     samples += self.parse_run(result, ctx, direct, fs, honoured, phase)
             return samples
         finally:
-            # the test file can be large: always delete it
-            platform.exec(["rm", "-rf", "--", scratch], timeout=120)
+            remove(platform, scratch, timeout=120)  # the test file can be large: always delete it
 
     def parse_run(
         self,

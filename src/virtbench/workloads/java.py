@@ -18,8 +18,8 @@ from ..java import cache
 from ..platforms.base import Platform
 from . import scimark_report
 from .base import Metric, Param, RunContext, Sample, Workload, check
-from .cpu import _Deadline, _read_file, _remove, _scratch_dir
 from .registry import register
+from .scratch import Deadline, read_file, remove, scratch_dir
 
 JVM_PARAMS = {
     "heap_mib": Param(256, "JVM heap in MiB (-Xms = -Xmx)", min=32, max=1 << 20),
@@ -57,10 +57,10 @@ class Scimark(Workload):
     params = {**scimark_report.PARAMS, **JVM_PARAMS}
 
     def run(self, platform: Platform, ctx: RunContext) -> list[Sample]:
-        deadline = _Deadline(ctx.timeout)
+        deadline = Deadline(ctx.timeout)
         flags, labels = _jvm_settings(ctx)
         host_files = [cache.scimark_jar(), cache.harness_class()]
-        workdir = _scratch_dir(platform, "scimark")
+        workdir = scratch_dir(platform, "scimark")
         try:
             jar, _cls = _put(platform, host_files, workdir)
             argv = ["java", *flags, "-cp", f"{jar}:{workdir}", cache.HARNESS]
@@ -68,7 +68,7 @@ class Scimark(Workload):
             result = platform.exec(argv, cpus=ctx.cpus, timeout=deadline.left())
             check(result, self.name)
         finally:
-            _remove(platform, workdir)
+            remove(platform, workdir)
         return self.parse_output(result.stdout, labels)
 
     def parse_output(self, text: str, labels: dict[str, str]) -> list[Sample]:
@@ -130,11 +130,11 @@ class JmhThreads(Workload):
     tools = ("java",)
 
     def run(self, platform: Platform, ctx: RunContext) -> list[Sample]:
-        deadline = _Deadline(ctx.timeout)
+        deadline = Deadline(ctx.timeout)
         flags, labels = _jvm_settings(ctx)
         p = ctx.params
         benchmark, bench_params = JMH_BENCHMARKS[p["benchmark"]]
-        workdir = _scratch_dir(platform, "jmh")
+        workdir = scratch_dir(platform, "jmh")
         try:
             jars = _put(platform, cache.jmh_jars(), workdir)
             # the runner JVM itself only coordinates; the fork gets the settings under test
@@ -153,9 +153,9 @@ class JmhThreads(Workload):
             )
             result = platform.exec(argv, cpus=ctx.cpus, timeout=deadline.left())
             check(result, self.name)
-            text = _read_file(platform, f"{workdir}/result.json", self.name)
+            text = read_file(platform, f"{workdir}/result.json", self.name)
         finally:
-            _remove(platform, workdir)
+            remove(platform, workdir)
         return self.parse_output(text, result.stdout, labels, p["benchmark"])
 
     def parse_output(

@@ -3,13 +3,12 @@ cache levels the way seed 002's RAMspeed figure does (L1/L2/L3 plateaus, then DR
 
 from __future__ import annotations
 
-import time
-
 from ..drivers import mbw, sysbench
 from ..errors import WorkloadError
 from ..platforms.base import Platform
 from .base import Metric, Param, RunContext, Sample, Workload, check
 from .registry import register
+from .scratch import Deadline
 
 
 @register
@@ -81,13 +80,12 @@ class SysbenchMemorySweep(Workload):
         sizes = list(ctx.params["block_sizes_kib"])
         if not sizes or not all(isinstance(k, int) for k in sizes):
             raise WorkloadError(f"{self.name}: block_sizes_kib must be whole KiB numbers: {sizes}")
-        end = None if ctx.timeout is None else time.monotonic() + ctx.timeout
+        deadline = Deadline(ctx.timeout)
         samples = []
         for op in OPS[ctx.params["ops"]]:
             for kib in sizes:
-                left = None if end is None else max(1.0, end - time.monotonic())
                 argv = self.point_argv(ctx, kib, op)
-                result = platform.exec(argv, cpus=ctx.cpus, timeout=left)
+                result = platform.exec(argv, cpus=ctx.cpus, timeout=deadline.left())
                 check(result, f"{self.name} {op} {kib} KiB")
                 samples.append(self.point_sample(result.stdout, ctx, kib, op))
         return samples

@@ -16,8 +16,8 @@ from ..errors import WorkloadError
 from ..platforms import stall
 from ..platforms.base import Platform
 from .base import Metric, Param, RunContext, Sample, Workload
-from .cpu import _Deadline, _read_file, _remove, _scratch_dir
 from .registry import register
+from .scratch import Deadline, read_file, remove, scratch_dir
 
 STALL_S = 10  # these tools compute from start to end
 MAX_THREADS = 1024
@@ -58,7 +58,7 @@ class _Multicore(Workload):
         raise NotImplementedError
 
     def run(self, platform: Platform, ctx: RunContext) -> list[Sample]:
-        deadline = _Deadline(ctx.timeout)
+        deadline = Deadline(ctx.timeout)
         samples: list[Sample] = []
         for n in self.thread_counts(platform, ctx):
             samples += self.point(platform, ctx, n, deadline.left())
@@ -154,16 +154,16 @@ class MulticoreStressNgMatrixprod(_Multicore):
     params = {**_Multicore.params, "duration": DURATION}
 
     def point(self, platform, ctx, threads, left):
-        workdir = _scratch_dir(platform, "stress-ng")
+        workdir = scratch_dir(platform, "stress-ng")
         report = f"{workdir}/metrics.yaml"
         extra = ("--cpu-method", "matrixprod")
         argv = stress_ng.argv("cpu", threads, extra, ctx.params["duration"], workdir, report)
         what = f"{self.name} {threads} workers"
         try:
             _run(platform, ctx, argv, what, left)
-            m = stress_ng.parse_rates(_read_file(platform, report, what), "cpu", what)
+            m = stress_ng.parse_rates(read_file(platform, report, what), "cpu", what)
         finally:
-            _remove(platform, workdir)
+            remove(platform, workdir)
         # only labels that are the same at every point: a varying one (the bogo-op count)
         # would split the curve into one group per point
         labels: dict[str, Any] = {"threads": threads}

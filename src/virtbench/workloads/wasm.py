@@ -17,8 +17,8 @@ from ..platforms.base import Platform
 from ..wasm import build
 from . import scimark_report
 from .base import Metric, RunContext, Sample, Workload, check
-from .cpu import _Deadline, _remove, _scratch_dir
 from .registry import register
+from .scratch import Deadline, remove, scratch_dir
 
 
 class _Kernels(Workload):
@@ -34,16 +34,16 @@ class _Kernels(Workload):
         raise NotImplementedError
 
     def run(self, platform: Platform, ctx: RunContext) -> list[Sample]:
-        deadline = _Deadline(ctx.timeout)
+        deadline = Deadline(ctx.timeout)
         host_file = build.build() / self.file()
-        workdir = _scratch_dir(platform, "scimark-c")
+        workdir = scratch_dir(platform, "scimark-c")
         try:
             path = platform.put_file(str(host_file), f"{workdir}/{self.file()}", 0o755)
             argv = [*self.prefix(platform, path), *scimark_report.args(ctx.params)]
             result = platform.exec(argv, cpus=ctx.cpus, timeout=deadline.left())
             check(result, self.name)
         finally:
-            _remove(platform, workdir)
+            remove(platform, workdir)
         return self.parse_output(result.stdout)
 
     def parse_output(self, text: str) -> list[Sample]:
