@@ -109,5 +109,23 @@ def test_container_startup_uses_cold_starts_where_offered():
     assert cold["startup_ms"].labels["mode"] == "cold-start"
     assert cold["startup_ms"].value == pytest.approx(2.0)
     assert cold["teardown_ms"].value == pytest.approx(3.0)
+    # no runtime_at from the engine: its runtime began after its 1 ms of preparation
+    assert cold["prepare_ms"].value == pytest.approx(1.0)
+    assert cold["runtime_startup_ms"].value == pytest.approx(1.0)
+
+
+class _ColdTimed(FakePlatform):
+    def cold_start(self, argv, timeout=60):
+        result = ExecResult(argv, 0, "100.010\n", "", 0.01)
+        return caps.StartupTiming(100.0, result, 100.012, 0.004, 0.003, runtime_at=100.006)
+
+
+def test_container_startup_splits_preparation_from_the_runtime():
+    ctx = RunContext(params={"starts": 3})
+    by = {s.metric: s for s in ContainerStartup().run(_ColdTimed("c", []), ctx)}
+    assert by["prepare_ms"].value == pytest.approx(6.0)
+    assert by["runtime_startup_ms"].value == pytest.approx(4.0)
+    assert by["startup_ms"].value == pytest.approx(10.0)
+    assert ContainerStartup.primary().name == "runtime_startup_ms"
     with pytest.raises(WorkloadError, match="no timestamp"):  # the fake's exec prints nothing
         ContainerStartup().run(FakePlatform("n", []), ctx)

@@ -68,7 +68,7 @@ def store(tmp_path):
         elif tc == "sysbench-cpu-1t":
             samples = [Sample("events_per_s", 1000.0 - rep, "events/s", True)]
         else:
-            samples = [Sample("startup_ms", STARTUP_MS[platform] + rep, "ms", False)]
+            samples = [Sample("runtime_startup_ms", STARTUP_MS[platform] + rep, "ms", False)]
         st.finish_cell(RUN, f"{RUN}/{seq:04d}", "ok", samples, [], None, {"platform": labels})
     st.set_run_status(RUN, "finished")
     yield st

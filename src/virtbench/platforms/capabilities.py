@@ -64,6 +64,9 @@ class StartupTiming:
     exited_at: float  # time.time() when the init had exited
     prepare_s: float  # before the init starts (container: cgroup, overlay, network, config)
     teardown_s: float
+    # time.time() just before the runtime's own create/run command: start-up from here on is
+    # the isolation's cost, the time before it is virtbench's preparation (None: not known)
+    runtime_at: float | None = None
 
 
 @runtime_checkable

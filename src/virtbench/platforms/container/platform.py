@@ -105,6 +105,7 @@ class ContainerPlatform(Platform):
         created = time.time()
         try:
             inst.prepare(argv)
+            runtime_at = time.time()
             result = inst.run_foreground(timeout)
             exited = time.time()
         finally:
@@ -115,6 +116,7 @@ class ContainerPlatform(Platform):
             exited_at=exited,
             prepare_s=inst.timings.get("prepare_s", 0.0),
             teardown_s=inst.timings["teardown_s"],
+            runtime_at=runtime_at,
         )
 
     # --- running things -----------------------------------------------------------------

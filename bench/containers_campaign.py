@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""The shipped `containers` campaign: its wall time, and for every ratio it prints whether
+its 95% interval excludes 1.0 (decided) or not (undecided).
+
+Run under the machine lock:  flock /tmp/vb-measure.lock python bench/containers_campaign.py
+Options: --keep DIR keeps the results directory (store + HTML report) for a look in Chromium.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from virtbench.analysis.normalize import NO_CI, UNDECIDED
+from virtbench.report.data import ReportData
+from virtbench.store.db import Store
+
+
+def run_campaign(results: Path) -> tuple[float, int]:
+    start = time.monotonic()
+    out = subprocess.run(
+        [sys.executable, "-m", "virtbench.cli", "run", "containers", "--results-dir", str(results)],
+        capture_output=True,
+        text=True,
+    )
+    wall = time.monotonic() - start
+    if out.returncode not in (0, 1):  # 1: some cells failed; their figures still count
+        print(out.stdout[-3000:], out.stderr[-3000:])
+        sys.exit(out.returncode)
+    return wall, out.returncode
+
+
+def ratio_table(results: Path) -> Counter[str]:
+    store = Store.open_existing(results)
+    run_id = store.runs()[-1]["run_id"]
+    data = ReportData.load(store, run_id)
+    cells = Counter(c.status for c in data.cells)
+    print(f"run {run_id}: cells {dict(cells)}")
+    head = f"{'platform':<14} {'test case':<22} {'metric':<16} {'dims':<22}"
+    print(f"{head} ratio  95% CI          decision")
+    decisions: Counter[str] = Counter()
+    for key, c in sorted(data.comparisons.items(), key=lambda kv: kv[0].sort_key()):
+        if key.platform == data.baseline:
+            continue
+        group = next(g for g in data.groups if g.key == key)
+        if not group.primary:
+            continue
+        ci = "-" if c.ratio_low is None else f"[{c.ratio_low:.3f}-{c.ratio_high:.3f}]"
+        decided = "decided" if c.decision not in (UNDECIDED, NO_CI) else c.decision
+        decisions[decided] += 1
+        print(
+            f"{key.platform:<14} {key.test_case:<22} {key.metric:<16} {key.dims_text[:22]:<22}"
+            f" {c.ratio:5.3f} {ci:<15} {decided} ({c.decision})"
+        )
+    for g in data.geomeans:
+        if g.value is None:
+            continue
+        ci = "-" if g.low is None else f"[{g.low:.3f}-{g.high:.3f}]"
+        where = "beside all" if g.beside else g.suite
+        print(f"geomean {g.platform:<14} {where:<12} x{g.value:.3f} {ci}")
+    store.close()
+    return decisions
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--keep", type=Path, help="keep the results directory here")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        results = args.keep or Path(tmp)
+        results.mkdir(parents=True, exist_ok=True)
+        wall, rc = run_campaign(results)
+        decisions = ratio_table(results)
+    total = sum(decisions.values())
+    print(
+        f"containers campaign: {wall:.0f} s wall ({wall / 60:.1f} min), exit {rc};"
+        f" primary ratios decided (95% CI excludes 1.0): {decisions['decided']}/{total},"
+        f" undecided {decisions[UNDECIDED]}, no CI {decisions[NO_CI]}"
+    )
+
+
+if __name__ == "__main__":
+    main()
