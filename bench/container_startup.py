@@ -87,12 +87,22 @@ def by_hand(runtime: str, bundle_dir: Path, starts: int) -> list[float]:
     return out
 
 
-def through_virtbench(runtime: str, starts: int, network: str) -> list[float]:
+PHASES = ("runtime_startup_ms", "prepare_ms", "startup_ms")
+
+
+def through_virtbench(runtime: str, starts: int, network: str) -> dict[str, list[float]]:
+    """Per-start values of each phase of `container-startup` (PHASES)."""
     opts = {"runtime": runtime, "network": network}
     p = ContainerPlatform(PlatformSpec(runtime, "container", opts), "vb-bench1")
     with p:
         s = ContainerStartup().run(p, RunContext(params={"starts": starts}, timeout=60))
-    return s[0].labels["values"]
+    return {x.metric: x.labels["values"] for x in s if x.metric in PHASES}
+
+
+def spread(values: list[float]) -> str:
+    q = statistics.quantiles(values, n=10)
+    lo, hi = min(values), max(values)
+    return f"min {lo:.1f}, p10 {q[0]:.1f}, p50 {q[4]:.1f}, p90 {q[8]:.1f}, max {hi:.1f}"
 
 
 def alternating(reps: int, first: Callable[[], float], second: Callable[[], float]):
@@ -110,24 +120,42 @@ def alternating(reps: int, first: Callable[[], float], second: Callable[[], floa
 
 def startup(runtime: str, starts: int, reps: int, network: str) -> None:
     if runtime not in BY_HAND:
-        v = through_virtbench(runtime, starts * reps, network)
+        v = through_virtbench(runtime, starts * reps, network)["runtime_startup_ms"]
         print(
             f"start-up {runtime:5s} {network}: virtbench median {statistics.median(v):.1f} ms"
             f" (n={len(v)}); no by-hand reference for this runtime's CLI"
         )
         return
+    every: dict[str, list[float]] = {k: [] for k in PHASES}
+    every_hand: list[float] = []
+
+    def vb_round() -> dict[str, float]:
+        phases = through_virtbench(runtime, starts, network)
+        for k, v in phases.items():
+            every[k].extend(v)
+        return {k: statistics.median(v) for k, v in phases.items()}
+
+    def hand_round() -> float:
+        v = by_hand(runtime, b, starts)
+        every_hand.extend(v)
+        return statistics.median(v)
+
     with bundle(runtime) as b:
         by_hand(runtime, b, 1)  # page cache warm for both sides
-        vb, hand = alternating(
-            reps,
-            lambda: statistics.median(through_virtbench(runtime, starts, network)),
-            lambda: statistics.median(by_hand(runtime, b, starts)),
-        )
+        vb, hand = alternating(reps, vb_round, hand_round)
+    run_part = [v["runtime_startup_ms"] for v in vb]
     print(f"start-up {runtime} (medians of {starts} starts per round, {reps} rounds, alternating)")
     print(f"  by hand ({runtime} run on a prepared bundle): {ci(hand)} ms")
-    print(f"  through virtbench (container-startup, network={network}): {ci(vb)} ms")
-    print(f"  virtbench - by hand: {ci([v - h for v, h in zip(vb, hand, strict=True)])} ms")
-    print(f"  virtbench / by hand: {ci([v / h for v, h in zip(vb, hand, strict=True)])}")
+    for k in PHASES:
+        print(f"  virtbench {k} (network={network}): {ci([v[k] for v in vb])} ms")
+    diff = [v - h for v, h in zip(run_part, hand, strict=True)]
+    print(f"  virtbench runtime part - by hand: {ci(diff)} ms")
+    ratio = [v / h for v, h in zip(run_part, hand, strict=True)]
+    print(f"  virtbench runtime part / by hand: {ci(ratio)}")
+    print("  per-start spread (ms), to see where two groups of values come from:")
+    print(f"    by hand:            {spread(every_hand)}")
+    for k in PHASES:
+        print(f"    {k + ':':<20}{spread(every[k])}")
 
 
 def throughput(p, argv: list[str], pattern: str) -> float:

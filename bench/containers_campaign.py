@@ -41,7 +41,7 @@ def ratio_table(results: Path) -> Counter[str]:
     data = ReportData.load(store, run_id)
     cells = Counter(c.status for c in data.cells)
     print(f"run {run_id}: cells {dict(cells)}")
-    head = f"{'platform':<14} {'test case':<22} {'metric':<16} {'dims':<22}"
+    head = f"{'platform':<14} {'test case':<22} {'metric':<16} {'dims':<34}"
     print(f"{head} ratio  95% CI          decision")
     decisions: Counter[str] = Counter()
     for key, c in sorted(data.comparisons.items(), key=lambda kv: kv[0].sort_key()):
@@ -54,7 +54,7 @@ def ratio_table(results: Path) -> Counter[str]:
         decided = "decided" if c.decision not in (UNDECIDED, NO_CI) else c.decision
         decisions[decided] += 1
         print(
-            f"{key.platform:<14} {key.test_case:<22} {key.metric:<16} {key.dims_text[:22]:<22}"
+            f"{key.platform:<14} {key.test_case:<22} {key.metric:<16} {key.dims_text:<34}"
             f" {c.ratio:5.3f} {ci:<15} {decided} ({c.decision})"
         )
     for g in data.geomeans:
@@ -70,7 +70,11 @@ def ratio_table(results: Path) -> Counter[str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--keep", type=Path, help="keep the results directory here")
+    ap.add_argument("--table", type=Path, help="only print the ratio table of a kept directory")
     args = ap.parse_args()
+    if args.table:
+        ratio_table(args.table)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         results = args.keep or Path(tmp)
         results.mkdir(parents=True, exist_ok=True)
