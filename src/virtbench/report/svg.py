@@ -3,6 +3,10 @@
 No JavaScript and no external resources, so a report opens offline. Hovering a bar or point
 shows its exact value through SVG <title> tooltips. Public helpers for suite sections:
 `bar_chart`, `line_chart`, `Bar`, `Line`, `PALETTE`.
+
+Marks carry data attributes so a browser test (tests/figures) can check a figure against its
+legend: `data-series` on every drawn series, `data-legend` on every legend entry, `data-gap`
+on a bar with no result, `data-empty` on a chart with no data.
 """
 
 from __future__ import annotations
@@ -146,7 +150,8 @@ def bar_chart(
             if b is None or b.value is None:
                 out.append(
                     f'<text x="{x + bw / 2:.1f}" y="{y(lo) - 4:.1f}" text-anchor="middle"'
-                    f' {FONT} fill="#b00">–<title>{escape(name)}: no valid result</title></text>'
+                    f' {FONT} fill="#b00" data-gap="{escape(name)}">–'
+                    f"<title>{escape(name)}: no valid result</title></text>"
                 )
                 continue
             y0, y1 = y(max(lo, 0.0)), y(b.value)
@@ -154,7 +159,8 @@ def bar_chart(
             stroke = ' stroke="#b00" stroke-width="2" stroke-dasharray="4 2"' if b.warn else ""
             out.append(
                 f'<rect x="{x + 1:.1f}" y="{min(y0, y1):.1f}" width="{bw - 2:.1f}"'
-                f' height="{abs(y0 - y1):.1f}" fill="{colour}"{stroke}>'
+                f' height="{abs(y0 - y1):.1f}" fill="{colour}"{stroke}'
+                f' data-series="{escape(name)}">'
                 f"<title>{escape(tip)}</title></rect>"
             )
             if b.low is not None and b.high is not None:
@@ -198,7 +204,7 @@ def line_chart(
     ]
     out = _frame(width, height, title)
     if not xs or not ys:
-        out.append(f'<text x="20" y="60" {FONT}>no data</text></svg>')
+        out.append(f'<text x="20" y="60" {FONT} data-empty="1">no data</text></svg>')
         return "".join(out)
 
     def fx(v: float) -> float:
@@ -246,7 +252,10 @@ def line_chart(
         if not good:
             continue
         d = "M" + "L".join(f"{px(x):.1f} {py(v):.1f}" for x, v, _, _ in good)
-        out.append(f'<path d="{d}" stroke="{ln.colour}" stroke-width="1.8" fill="none"/>')
+        out.append(
+            f'<path d="{d}" stroke="{ln.colour}" stroke-width="1.8" fill="none"'
+            f' data-series="{escape(ln.name)}"/>'
+        )
         for x, v, lo, hi in good:
             if lo is not None and hi is not None:
                 out.append(
@@ -267,7 +276,10 @@ def line_chart(
 def _legend(out: list[str], series: Sequence[tuple[str, str]], x: float, y: float) -> None:
     for name, colour in series:
         out.append(f'<rect x="{x:.1f}" y="{y - 9:.1f}" width="10" height="10" fill="{colour}"/>')
-        out.append(f'<text x="{x + 14:.1f}" y="{y:.1f}" {FONT}>{escape(name)}</text>')
+        out.append(
+            f'<text x="{x + 14:.1f}" y="{y:.1f}" {FONT} data-legend="{escape(name)}">'
+            f"{escape(name)}</text>"
+        )
         x += 24 + 6.5 * len(name)
 
 

@@ -1,0 +1,65 @@
+"""The figure harness itself: it passes a sound chart and fails each kind of broken one."""
+
+from __future__ import annotations
+
+import pytest
+
+from virtbench.report import svg
+
+from .figure_check import assert_figures_ok, available, check_html
+
+pytestmark = [
+    pytest.mark.figures,
+    pytest.mark.skipif(not available(), reason="needs /usr/bin/chromium"),
+]
+
+
+def _page(*figures: str) -> str:
+    return "<!doctype html><html><body>" + "".join(figures) + "</body></html>"
+
+
+def _line(names=("native", "container")) -> str:
+    lines = [
+        svg.Line(n, svg.PALETTE[i], [(1.0, 10.0 * (i + 1), None, None), (2.0, 12.0, 11.0, 13.0)])
+        for i, n in enumerate(names)
+    ]
+    return svg.line_chart("throughput vs rate", lines, "rate", "req/s")
+
+
+def test_sound_charts_pass(tmp_path):
+    bars = {("solo", "native"): svg.Bar(5.0, 4.0, 6.0), ("solo", "vm"): svg.Bar(None)}
+    bar = svg.bar_chart("solo", ["solo"], [("native", "#000"), ("vm", "#111")], bars, "x")
+    shot = tmp_path / "shot.png"
+    report = check_html(_page(_line(), bar), screenshot=shot)
+    assert len(report.figures) == 2
+    assert report.figures[0]["series"] and report.figures[0]["legend"] == ["native", "container"]
+    assert_figures_ok(report)
+    assert shot.stat().st_size > 1000
+
+
+def test_cut_label_fails():
+    # a legend this long runs off the right edge of a 760 px chart
+    long = [f"platform-with-an-extremely-long-name-number-{i}-" + "x" * 30 for i in range(4)]
+    report = check_html(_page(_line(long)))
+    kinds = {p.kind for p in report.problems}
+    assert "cut-text" in kinds
+    with pytest.raises(AssertionError, match="cut-text"):
+        assert_figures_ok(report)
+
+
+def test_legend_mismatch_and_empty_fail():
+    # a series in the legend that is never drawn, one drawn and not in the legend
+    broken = _line().replace('data-legend="container"', 'data-legend="vm"')
+    empty = svg.line_chart("nothing", [svg.Line("native", "#000", [])], "rate", "req/s")
+    report = check_html(_page(broken, empty))
+    found = {(p.kind, p.detail) for p in report.problems}
+    assert ("legend-without-series", "vm") in found
+    assert ("series-without-legend", "container") in found
+    assert any(p.kind == "empty" and p.figure == "nothing" for p in report.problems)
+
+
+def test_overlapping_legend_fails():
+    # the second legend entry shifted back onto the first
+    overlap = _line().replace('data-legend="container"', 'data-legend="container" dx="-60"')
+    report = check_html(_page(overlap))
+    assert any(p.kind == "legend-overlap" for p in report.problems)
