@@ -181,7 +181,7 @@ def test_every_scenario_gets_its_charts_and_throttling_row(tmp_path):
 
 def test_latency_runs_have_no_scores(tmp_path):
     data = ReportData.load(_full_store(tmp_path), RUN)
-    assert data.description.unscored() == {"tick", "thread-switch-2", "thread-switch-1000"}
+    assert not data.description.scoring_of("latency").scored
     assert data.geomeans == [] and data.seed004 == []
     html, _md = build.render(data.store, RUN)
     assert "Geometric mean" not in html and "Seed 004 scores" not in html

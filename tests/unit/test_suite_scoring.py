@@ -47,10 +47,60 @@ def test_new_runs_store_each_suites_scoring(tmp_path):
     assert d.scoring == {
         "cpu": SuiteScoring(True, True),
         "disk": SuiteScoring(True, True),
-        "latency": SuiteScoring(True, False),  # not a suite seed 004 scores
+        # maxima of rare events: no score at all (schema v5; before, per-test-case labels)
+        "latency": SuiteScoring(True, False, scored=False),
         "lifecycle": SuiteScoring(False, False),  # start-up: a cost, beside the geomean
     }
     st = Store.in_dir(tmp_path)
     st.create_run(RUN, "new", "", "", None, {}, {}, "0", description=d)
     assert st.description(RUN).scoring == d.scoring
+    st.close()
+
+
+def _v4_store(path) -> None:
+    """A store as the v4 code left it: latency test cases marked by run_labels rows."""
+    conn = sqlite3.connect(path)
+    for stmt in schema.V1:
+        conn.execute(stmt)
+    for step in schema.MIGRATIONS[:3]:
+        step(conn)
+    conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+    conn.execute("INSERT INTO schema_version (version) VALUES (4)")
+    conn.execute(
+        "INSERT INTO runs (run_id, name, status, started_at) VALUES (?, 'old', 'finished', 1.0)",
+        (RUN,),
+    )
+    d = describe(["sysbench-cpu-1t", "tick", "thread-switch-2"])
+    conn.executemany(
+        "INSERT INTO run_metrics VALUES (?,?,?,?,?,?,?)",
+        [
+            (RUN, m.suite, m.test_case, m.metric, m.unit, int(m.higher_is_better), int(m.primary))
+            for m in d.metrics
+        ],
+    )
+    conn.executemany(
+        "INSERT INTO run_labels VALUES (?,?,?,?)",
+        [(RUN, r.test_case, r.label, r.role) for r in d.labels]
+        + [
+            (RUN, tc, description.SCORES, description.UNSCORED)
+            for tc in ("tick", "thread-switch-2")
+        ],
+    )
+    conn.executemany(
+        "INSERT INTO run_suites (run_id, suite, description, workload, seed004) VALUES (?,?,?,?,?)",
+        [(RUN, "cpu", "cpu", 1, 1), (RUN, "latency", "latency", 1, 0)],
+    )
+    conn.commit()
+    conn.close()
+
+
+def test_v4_unscored_test_cases_become_their_suites_flag(tmp_path):
+    _v4_store(tmp_path / DB_NAME)
+    st = Store.open_existing(tmp_path)
+    d = st.description(RUN)
+    assert d.scoring == {
+        "cpu": SuiteScoring(True, True),
+        "latency": SuiteScoring(True, False, scored=False),
+    }
+    assert not any(r.role == description.UNSCORED for r in d.labels)
     st.close()

@@ -26,7 +26,7 @@ shown as the min..max of the ratios.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 from ..results import SOLO_PEAK_SCENARIO
@@ -43,7 +43,7 @@ def _v1_scoring(_suite: str) -> SuiteScoring:
     return SuiteScoring()
 
 
-def _scored(groups: list[Group], unscored: Collection[str] = ()) -> list[Group]:
+def _scored(groups: list[Group], scoring: Scoring) -> list[Group]:
     return [
         g
         for g in groups
@@ -51,7 +51,7 @@ def _scored(groups: list[Group], unscored: Collection[str] = ()) -> list[Group]:
         and g.key.role == "target"
         and g.summary.mean is not None
         and g.key.scenario != SOLO_PEAK_SCENARIO
-        and g.key.test_case not in unscored
+        and scoring(g.key.suite).scored
     ]
 
 
@@ -135,13 +135,10 @@ def _excluded(groups: list[Group], suite: str) -> dict[tuple[Hashable, Config], 
     }
 
 
-def seed004(
-    groups: list[Group], scoring: Scoring = _v1_scoring, unscored: Collection[str] = ()
-) -> list[Seed004Suite]:
-    """Seed 004 scores for every suite of a run that seed 004 scores (test cases in
-    `unscored` left out: RunDescription.unscored)."""
+def seed004(groups: list[Group], scoring: Scoring = _v1_scoring) -> list[Seed004Suite]:
+    """Seed 004 scores for every scored suite of a run that seed 004 scores."""
     suites: dict[str, list[Group]] = {}
-    for g in _scored(groups, unscored):
+    for g in _scored(groups, scoring):
         if scoring(g.key.suite).seed004:
             suites.setdefault(g.key.suite, []).append(g)
     result = []
@@ -241,7 +238,6 @@ def geomeans(
     comparisons: dict[GroupKey, Comparison],
     baseline: str | None,
     scoring: Scoring = _v1_scoring,
-    unscored: Collection[str] = (),
 ) -> list[GeoMean]:
     """Per suite and over the workload suites ("all"), for every non-baseline (platform,
     scenario); cost suites are marked `beside`.
@@ -255,7 +251,7 @@ def geomeans(
     for g in groups:
         if not (g.primary and g.key.role == "target") or g.key.scenario == SOLO_PEAK_SCENARIO:
             continue
-        if g.key.test_case in unscored:
+        if not scoring(g.key.suite).scored:
             continue
         if g.key.platform == baseline:
             if g.summary.mean is not None:

@@ -67,10 +67,8 @@ class ReportData:
             samples=samples,
             groups=groups,
             comparisons=comparisons,
-            seed004=scores.seed004(groups, description.scoring_of, description.unscored()),
-            geomeans=scores.geomeans(
-                groups, comparisons, baseline, description.scoring_of, description.unscored()
-            ),
+            seed004=scores.seed004(groups, description.scoring_of),
+            geomeans=scores.geomeans(groups, comparisons, baseline, description.scoring_of),
             platforms=platforms,
             suites=list(dict.fromkeys(c.suite for c in cells)),
         )

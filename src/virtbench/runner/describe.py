@@ -9,9 +9,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..store.description import (
-    SCORES,
-    UNSCORED,
-    LabelRole,
     MetricInfo,
     RunDescription,
     SuiteScoring,
@@ -25,6 +22,17 @@ SEED004_SUITES = frozenset({"cpu", "multicore", "memory", "disk", "network"})
 # Suites whose figures are a cost of creating the isolation (start-up, boot, teardown), not a
 # slowdown of the workload inside it: shown beside the workload geomean "all", never in it.
 COST_SUITES = frozenset({"lifecycle"})
+# Suites whose figures enter no score at all: maxima of rare events are not throughputs, so a
+# geometric mean or seed 004 sum of them means nothing.
+UNSCORED_SUITES = frozenset({"latency"})
+
+
+def scoring(suite: str) -> SuiteScoring:
+    return SuiteScoring(
+        workload=suite not in COST_SUITES,
+        seed004=suite in SEED004_SUITES,
+        scored=suite not in UNSCORED_SUITES,
+    )
 
 
 def describe(test_cases: Iterable[str]) -> RunDescription:
@@ -43,13 +51,12 @@ def describe(test_cases: Iterable[str]) -> RunDescription:
         (k for w in workloads.values() for k in w.dimension_labels),
         (k for w in workloads.values() for k in w.ignored_labels),
     )
-    labels += tuple(LabelRole(w.name, SCORES, UNSCORED) for w in used if not w.scored)
     suites = {w.suite for w in used}
     return RunDescription(
         metrics,
         labels,
         {s: text for s, text in registry.SUITES.items() if s in suites},
-        {s: SuiteScoring(s not in COST_SUITES, s in SEED004_SUITES) for s in sorted(suites)},
+        {s: scoring(s) for s in sorted(suites)},
     )
 
 

@@ -15,8 +15,8 @@ from typing import Any
 ALL_TEST_CASES = ""  # a label role that holds for every test case of the run
 DIMENSION = "dimension"  # the label identifies distinct results (a block size, a sweep step)
 IGNORED = "ignored"  # the label never splits results (a per-run fact)
-# role of the label SCORES of a test case whose results enter no score (a latency maximum
-# is not a throughput: a geometric mean or seed 004 sum of them means nothing)
+# Before schema v5 a test case whose results entered no score had a run_labels row
+# (label SCORES, role UNSCORED); v5 made it the suite's `scored` flag and moved those rows.
 UNSCORED = "unscored"
 SCORES = "scores"
 
@@ -66,11 +66,14 @@ class LabelRole:
 
 @dataclass(frozen=True)
 class SuiteScoring:
-    """How a suite enters the scores (run_suites.workload / seed004; NULL in runs stored
-    before schema v3, which read as both true: what the code of then did)."""
+    """How a suite enters the scores (run_suites.workload / seed004 / scored; NULL in runs
+    stored before the column existed, which reads as true: what the code of then did)."""
 
     workload: bool = True  # a slowdown of the workload: inside the geomean "all"
     seed004: bool = True  # a suite seed 004 scores (Table 2): it gets a total score
+    # False: no score at all, neither a geomean nor a seed 004 total (a latency maximum is
+    # not a throughput: a geometric mean or sum of them means nothing)
+    scored: bool = True
 
 
 @dataclass(frozen=True)
@@ -86,10 +89,6 @@ class RunDescription:
     def primary_metrics(self) -> dict[str, str]:
         """test case -> its primary metric."""
         return {m.test_case: m.metric for m in self.metrics if m.primary}
-
-    def unscored(self) -> set[str]:
-        """Test cases whose results the scores leave out."""
-        return {r.test_case for r in self.labels if r.role == UNSCORED and r.label == SCORES}
 
     def labels_of(self, role: str, test_case: str) -> set[str]:
         return {
@@ -125,10 +124,13 @@ def insert(conn: Any, run_id: str, d: RunDescription) -> None:
         "INSERT INTO run_suites (run_id, suite, description) VALUES (?,?,?)",
         [(run_id, s, text) for s, text in d.suites.items()],
     )
-    flags = [(int(f.workload), int(f.seed004), run_id, s) for s, f in d.scoring.items()]
+    flags = [
+        (int(f.workload), int(f.seed004), int(f.scored), run_id, s) for s, f in d.scoring.items()
+    ]
     if flags:  # none in the frozen v1 descriptions (written before the v3 columns exist)
         conn.executemany(
-            "UPDATE run_suites SET workload = ?, seed004 = ? WHERE run_id = ? AND suite = ?",
+            "UPDATE run_suites SET workload = ?, seed004 = ?, scored = ?"
+            " WHERE run_id = ? AND suite = ?",
             flags,
         )
 
@@ -145,17 +147,17 @@ def select(conn: Any, run_id: str) -> RunDescription:
         (run_id,),
     ).fetchall()
     suites = conn.execute(
-        "SELECT suite, description, workload, seed004 FROM run_suites WHERE run_id = ?"
+        "SELECT suite, description, workload, seed004, scored FROM run_suites WHERE run_id = ?"
         " ORDER BY suite",
         (run_id,),
     ).fetchall()
     return RunDescription(
         tuple(MetricInfo(s, tc, m, u, bool(h), bool(p)) for s, tc, m, u, h, p in metrics),
         tuple(LabelRole(*r) for r in labels),
-        {s: text for s, text, _w, _s in suites},
+        {s: text for s, text, _w, _s, _sc in suites},
         {
-            s: SuiteScoring(bool(w), bool(sd))
-            for s, _t, w, sd in suites
+            s: SuiteScoring(bool(w), bool(sd), sc is None or bool(sc))
+            for s, _t, w, sd, sc in suites
             if w is not None and sd is not None
         },
     )

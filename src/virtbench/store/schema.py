@@ -112,8 +112,32 @@ def _v3_to_v4(conn: Db) -> None:
     conn.execute(stops.TABLE)
 
 
+def _v4_to_v5(conn: Db) -> None:
+    """One scoring flag per suite: a suite may enter no score at all (`scored` = 0). The
+    per-test-case rows that said so before (run_labels role 'unscored', only ever written for
+    the latency suite's test cases, every one of them) become their suite's flag."""
+    conn.execute("ALTER TABLE run_suites ADD COLUMN scored INTEGER")
+    unscored = conn.execute(
+        "SELECT DISTINCT m.run_id, m.suite FROM run_metrics m JOIN run_labels l"
+        " ON l.run_id = m.run_id AND l.test_case = m.test_case"
+        " WHERE l.label = ? AND l.role = ?",
+        (description.SCORES, description.UNSCORED),
+    ).fetchall()
+    for run_id, suite in unscored:
+        # a run without v3 flags read them as true; keep that, and score nothing of the suite
+        conn.execute(
+            "UPDATE run_suites SET scored = 0, workload = COALESCE(workload, 1),"
+            " seed004 = COALESCE(seed004, 1) WHERE run_id = ? AND suite = ?",
+            (run_id, suite),
+        )
+    conn.execute(
+        "DELETE FROM run_labels WHERE label = ? AND role = ?",
+        (description.SCORES, description.UNSCORED),
+    )
+
+
 # MIGRATIONS[i] upgrades version i+1 to i+2; append new steps, never reorder
-MIGRATIONS: list[Step] = [_v1_to_v2, _v2_to_v3, _v3_to_v4]
+MIGRATIONS: list[Step] = [_v1_to_v2, _v2_to_v3, _v3_to_v4, _v4_to_v5]
 CURRENT = len(MIGRATIONS) + 1
 
 

@@ -58,8 +58,6 @@ class Workload(abc.ABC):
     # file size) and labels that never split its results; stored with every run
     dimension_labels: ClassVar[tuple[str, ...]] = ()
     ignored_labels: ClassVar[tuple[str, ...]] = ()
-    # False: its results enter no score (geometric mean, seed 004): stored with every run
-    scored: ClassVar[bool] = True
     params: ClassVar[dict[str, Param]] = {}
     # the parameter that sets its offered rate per second (co-location's load=PCT sets it to a
     # share of the solo peak) and the one that sets its served file size(s); None: it has none

@@ -139,7 +139,6 @@ class _Probe(Workload):
     """Runs one of virtbench's probes inside the environment and parses its JSON."""
 
     suite = "latency"
-    scored = False  # maxima of rare events: no geometric mean or seed 004 sum of them
     probe: str  # vb-<probe>
 
     def probe_argv(self, ctx: RunContext) -> list[str]:
@@ -374,7 +373,6 @@ class ThreadSwitchSweep(_ThreadSwitch):
 @register
 class Cyclictest(Workload):
     suite = "latency"
-    scored = False
     name = "cyclictest"
     description = "cyclictest (rt-tests): timer wake-up latency of a SCHED_FIFO thread"
     tools = ("cyclictest",)
