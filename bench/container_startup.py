@@ -46,9 +46,9 @@ def ci(values: list[float]) -> str:
 
 
 @contextmanager
-def bundle(runtime: str):
+def bundle(runtime: str, argv: list[str] | None = None):
     """An OCI bundle made once, before anything is timed: `RUNTIME spec`, the image as a
-    read-only root, the host's network namespace, the probe as the process."""
+    read-only root, the host's network namespace, argv (default: the probe) as the process."""
     tree = rootfs.existing()
     if tree is None:
         raise SystemExit("the image is not built: run virtbench images build")
@@ -57,7 +57,7 @@ def bundle(runtime: str):
         subprocess.run([runtime, "spec"], cwd=d, check=True)
         spec = json.loads((d / "config.json").read_text())
         spec["root"] = {"path": str(tree), "readonly": True}
-        spec["process"]["args"] = list(PROBE)
+        spec["process"]["args"] = list(argv or PROBE)
         spec["process"]["terminal"] = False
         spec["linux"]["namespaces"] = [
             ns for ns in spec["linux"]["namespaces"] if ns["type"] != "network"

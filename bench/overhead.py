@@ -2,20 +2,28 @@
 """virtbench's own overhead on a measured workload (target: at most 1%).
 
 Alternates, in one run, the same sysbench cpu command run directly and run through
-virtbench (runner + native platform + sampler + store), pinned to the same CPU, and prints
-the ratio of their events/s. Usage: bench/overhead.py [--rounds 5] [--duration 5] [--cpu 1]
+virtbench (runner + platform + sampler + store), and prints the ratio of their events/s.
+Modes (issue 13): `pinned` (native, both pinned to one CPU, virtbench on the other),
+`unpinned` (native, nothing pinned: the scheduler places virtbench and the workload), and
+`container` (a crun container with host network: directly `crun run` on a bundle prepared
+beforehand, against virtbench's container platform), pinned like `pinned` unless --unpinned.
+Usage: bench/overhead.py [--mode pinned|unpinned|container] [--rounds 5] [--duration 5]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import resource
+import secrets
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
@@ -24,40 +32,51 @@ from virtbench.analysis.stats import summarize
 from virtbench.campaign import loader
 from virtbench.runner.run import Runner
 
+sys.path.insert(0, str(Path(__file__).parent))
+from container_startup import bundle  # noqa: E402  (a sibling bench script)
+
 CAMPAIGN = """
 [campaign]
 name = "overhead"
 repetitions = 1
 warmup = 0
-target_cpus = [{cpu}]
+{pin}
 [[platforms]]
-name = "native"
-type = "native"
+name = "target"
+{platform}
 [suites.cpu]
 test_cases = ["sysbench-cpu-1t"]
 duration = {duration}
 """
+PLATFORMS = {
+    "native": 'type = "native"',
+    "container": 'type = "container"\nruntime = "crun"\nstorage = "overlay"\nnetwork = "host"',
+}
 
 
-def direct(duration: int, cpu: int) -> float:
-    argv = ["sysbench", "cpu", "--threads=1", f"--time={duration}", "--cpu-max-prime=20000", "run"]
-    out = subprocess.run(
-        argv,
-        capture_output=True,
-        text=True,
-        check=True,
-        preexec_fn=lambda: os.sched_setaffinity(0, {cpu}),
-    ).stdout
+def sysbench_argv(duration: int) -> list[str]:
+    return ["sysbench", "cpu", "--threads=1", f"--time={duration}", "--cpu-max-prime=20000", "run"]
+
+
+def direct(argv: list[str], cpu: int | None) -> float:
+    pin = (lambda: os.sched_setaffinity(0, {cpu})) if cpu is not None else None
+    out = subprocess.run(argv, capture_output=True, text=True, check=True, preexec_fn=pin).stdout
     return float(re.search(r"events per second:\s*([\d.]+)", out).group(1))
+
+
+def crun_argv(bundle_dir: Path) -> list[str]:
+    return ["crun", "run", "--bundle", str(bundle_dir), f"vb-bench-{secrets.token_hex(3)}"]
 
 
 OWN_CPU: list[float] = []  # virtbench's own CPU seconds per wall second, per run
 
 
-def through_virtbench(duration: int, cpu: int, results: Path) -> float:
+def through_virtbench(duration: int, cpu: int | None, results: Path, platform: str) -> float:
     before, t0 = resource.getrusage(resource.RUSAGE_SELF), time.monotonic()
     runner = Runner(results, Console(quiet=True))
-    campaign = loader.parse(CAMPAIGN.format(duration=duration, cpu=cpu), "overhead.toml")
+    pin = f"target_cpus = [{cpu}]" if cpu is not None else ""
+    text = CAMPAIGN.format(duration=duration, pin=pin, platform=PLATFORMS[platform])
+    campaign = loader.parse(text, "overhead.toml")
     run_id = runner.start(campaign)
     after, wall = resource.getrusage(resource.RUSAGE_SELF), time.monotonic() - t0
     # this process's threads (runner, sampler, store): not the measured child
@@ -69,23 +88,56 @@ def through_virtbench(duration: int, cpu: int, results: Path) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--mode", choices=("pinned", "unpinned", "container"), default="pinned")
+    ap.add_argument("--unpinned", action="store_true", help="container mode: pin nothing")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--duration", type=int, default=5)
     ap.add_argument("--cpu", type=int, default=max(os.sched_getaffinity(0)))
     args = ap.parse_args()
-    d, v = [], []
-    with tempfile.TemporaryDirectory() as tmp:
-        for i in range(args.rounds):
-            # alternate which goes first so drift in host load hits both sides alike
-            pair = [
-                ("direct", lambda: direct(args.duration, args.cpu)),
-                ("virtbench", lambda: through_virtbench(args.duration, args.cpu, Path(tmp))),
-            ]
-            if i % 2:
-                pair.reverse()
-            for name, fn in pair:
-                (d if name == "direct" else v).append(fn())
-            print(f"round {i + 1}: direct {d[-1]:.1f}  virtbench {v[-1]:.1f} events/s")
+    pinned = args.mode == "pinned" or (args.mode == "container" and not args.unpinned)
+    cpu = args.cpu if pinned else None
+    platform = "container" if args.mode == "container" else "native"
+    print(
+        f"mode {args.mode}: platform {platform}, "
+        + (f"pinned to CPU {cpu}" if pinned else "unpinned")
+    )
+    with contextlib.ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        argv = sysbench_argv(args.duration)
+        if platform == "container":
+            prepared = stack.enter_context(bundle("crun", argv))
+
+            def by_hand() -> float:
+                return direct(crun_argv(prepared), cpu)  # a fresh container each time
+        else:
+
+            def by_hand() -> float:
+                return direct(argv, cpu)
+
+        d, v = rounds(
+            args.rounds, by_hand, lambda: through_virtbench(args.duration, cpu, tmp, platform)
+        )
+    summary(d, v)
+
+
+def rounds(
+    n: int, by_hand: Callable[[], float], virtbench: Callable[[], float]
+) -> tuple[list[float], list[float]]:
+    d: list[float] = []
+    v: list[float] = []
+    for i in range(n):
+        # alternate which goes first so drift in host load hits both sides alike
+        if i % 2:
+            v.append(virtbench())
+            d.append(by_hand())
+        else:
+            d.append(by_hand())
+            v.append(virtbench())
+        print(f"round {i + 1}: direct {d[-1]:.1f}  virtbench {v[-1]:.1f} events/s")
+    return d, v
+
+
+def summary(d: list[float], v: list[float]) -> None:
     ratio = statistics.mean(v) / statistics.mean(d)
     ratios = [a / b for a, b in zip(v, d, strict=True)]
     print(f"direct    mean {statistics.mean(d):.1f} events/s (stdev {statistics.stdev(d):.1f})")
