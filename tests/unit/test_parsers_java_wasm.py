@@ -10,9 +10,13 @@ import pytest
 
 from virtbench.drivers import jmh, jvm, scimark
 from virtbench.errors import VirtbenchError, WorkloadError
+from virtbench.images import wasm_runtime
 from virtbench.java import cache
+from virtbench.platforms.base import ExecResult
 from virtbench.workloads.java import JmhThreads, Scimark
 from virtbench.workloads.wasm import ScimarkC, ScimarkWasm
+
+from .fakes import FakePlatform
 
 DATA = Path(__file__).parent.parent / "data"
 KERNELS = {"fft_mflops", "sor_mflops", "montecarlo_mflops", "sparse_mflops", "lu_mflops"}
@@ -182,3 +186,25 @@ def test_published_sha1_is_read_from_maven_layout(tmp_path):
     assert cache.published_sha1(tmp_path, a) == "abcdef"
     with pytest.raises(VirtbenchError, match="no published checksum"):
         cache.published_sha1(tmp_path / "none", a)
+
+
+class _Env(FakePlatform):
+    """An environment that has the Wasm runtime in the places listed in `has`."""
+
+    def __init__(self, has: set[str]):
+        super().__init__("env", [])
+        self.has = has
+
+    def exec(self, argv, *, cpus=None, timeout=None, env=None):
+        where = "image" if argv[0] == "env" else "virtbench"
+        return ExecResult(argv, 0 if where in self.has else 1, "", "", 0.0)
+
+
+def test_wasm_runtime_is_the_images_copy_inside_environments_else_virtbenchs():
+    assert ScimarkWasm().prefix(_Env({"image", "virtbench"}), "m.wasm") == wasm_runtime.argv(
+        "m.wasm"
+    )
+    host = ScimarkWasm().prefix(_Env({"virtbench"}), "m.wasm")
+    assert host[1:] == ["-m", "virtbench.wasm.run", "m.wasm"]
+    with pytest.raises(WorkloadError, match="neither the shared image's copy"):
+        ScimarkWasm().prefix(_Env(set()), "m.wasm")

@@ -23,6 +23,7 @@ from .. import cleanup, setup_host, tools
 from ..errors import NeedsRootError, VirtbenchError
 from ..filelock import file_lock
 from ..naming import NAME_PREFIX
+from . import wasm_runtime
 
 SUITE = "bookworm"
 VARIANT = "minbase"
@@ -51,6 +52,7 @@ PACKAGES: list[str] = [
     "ca-certificates",
     "nftables",  # in-guest DNAT for containers inside a VM (container@vm, network = "nat")
     "openjdk-17-jre-headless",  # the java suite's JVM
+    "python3",  # runs the Wasm runtime's Python package (wasm_runtime.py) in environments
 ]
 
 # What is removed after the build to keep the tree small (docs, manuals, locales, caches).
@@ -75,7 +77,15 @@ COMPLETE = ".vb-complete"
 def key(packages: list[str] | None = None, suite: str = SUITE) -> str:
     """Cache key: a hash of suite, variant, recipe and the sorted package list."""
     pkgs = sorted(set(PACKAGES if packages is None else packages))
-    blob = json.dumps({"suite": suite, "variant": VARIANT, "recipe": RECIPE, "packages": pkgs})
+    blob = json.dumps(
+        {
+            "suite": suite,
+            "variant": VARIANT,
+            "recipe": RECIPE,
+            "packages": pkgs,
+            "wasmtime": wasm_runtime.version(),  # copied in: a new version, a new image
+        }
+    )
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
@@ -218,6 +228,7 @@ def _build(log: Callable[[str], None]) -> Path:
     try:
         _run_logged(argv, log)
         _trim(tree)
+        wasmtime = wasm_runtime.install_into(tree)
         manifest = {
             "key": k,
             "suite": SUITE,
@@ -225,6 +236,7 @@ def _build(log: Callable[[str], None]) -> Path:
             "mirror": url,
             "packages": pkgs,
             "installed": _installed(tree),
+            "wasmtime": wasmtime,
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "build_seconds": round(time.monotonic() - start, 1),
             "size_mb": _du_mb(tree),

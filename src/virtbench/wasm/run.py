@@ -35,6 +35,7 @@ def main(argv: list[str]) -> int:
     t2 = time.perf_counter()
     version = importlib.metadata.version("wasmtime")
     print(f"vb-wasm runtime: wasmtime {version}")
+    print(f"vb-wasm python: {sys.executable}")  # virtbench's environment, or the image's
     print(f"vb-wasm compile_ms: {(t1 - t0) * 1e3:.1f}")
     print(f"vb-wasm instantiate_ms: {(t2 - t1) * 1e3:.1f}")
     sys.stdout.flush()  # the module writes to the same descriptor, past Python's buffer

@@ -3,8 +3,9 @@ native binary and as a WASI module, so native vs container vs VM vs Wasm is one 
 metric set (the java suite's scimark reports the same figures in the same unit).
 
 `scimark-c` runs the native binary on any platform; `scimark-wasm` runs the module under
-wasmtime, the runtime the `wasmtime` Python package in virtbench's own environment ships, so
-it runs where that environment is: on the host (platform native).
+wasmtime, the runtime the `wasmtime` Python package in virtbench's own environment ships: on
+the host (platform native) from that environment, inside containers and VMs from the copy the
+shared image carries (images/wasm_runtime.py), so every platform runs the same version.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import sys
 
 from ..drivers import scimark
 from ..errors import WorkloadError
+from ..images import wasm_runtime
 from ..platforms.base import Platform
 from ..wasm import build
 from . import scimark_report
@@ -87,16 +89,17 @@ class ScimarkWasm(_Kernels):
         return build.MODULE
 
     def prefix(self, platform, path):
-        # the runtime lives in virtbench's own Python environment; ask the environment
-        # whether it has it rather than guessing from the platform's kind
-        probe = platform.exec([sys.executable, "-c", "import wasmtime"], timeout=60)
-        if not probe.ok:
-            raise WorkloadError(
-                f"{self.name}: no wasmtime runtime in this environment (it is the wasmtime"
-                f" Python package of virtbench's environment, {sys.executable}, on the host):"
-                " run scimark-wasm on platform native"
-            )
-        return [sys.executable, "-m", "virtbench.wasm.run", path]
+        # ask the environment which runtime it has rather than guessing from its kind: the
+        # image's copy (containers, VMs) or virtbench's own Python environment (the host)
+        if platform.exec(wasm_runtime.probe_argv(), timeout=60).ok:
+            return wasm_runtime.argv(path)
+        if platform.exec([sys.executable, "-c", "import wasmtime"], timeout=60).ok:
+            return [sys.executable, "-m", "virtbench.wasm.run", path]
+        raise WorkloadError(
+            f"{self.name}: no wasmtime runtime in this environment: neither the shared image's"
+            f" copy ({wasm_runtime.IMAGE_DIR}; rebuild the image with `virtbench images build`)"
+            f" nor virtbench's own Python environment ({sys.executable})"
+        )
 
     def startup(self, report):
         info = report.info
