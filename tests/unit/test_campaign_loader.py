@@ -226,3 +226,54 @@ def _load_error(path: str) -> Exception | None:
     except Exception as exc:
         return exc
     return None
+
+
+SELECTED = """
+[campaign]
+name = "matrix"
+order = "ORDER"
+repetitions = 2
+[[platforms]]
+name = "metal.local"
+type = "native"
+[[platforms]]
+name = "metal.mnt"
+type = "container"
+storage = "volume"
+suites = ["disk"]
+[suites.cpu]
+test_cases = ["sysbench-cpu-1t"]
+[suites.disk]
+test_cases = ["fio-seq-read"]
+"""
+
+
+@pytest.mark.parametrize("order", ["sequential", "interleaved", "random"])
+def test_a_platform_runs_only_the_suites_it_names(order):
+    """Seed 004's Table 2: each configuration runs a selection of the suites."""
+    c = parse(SELECTED.replace("ORDER", order))
+    cells = expand.expand(c, seed=1)
+    assert {(x.platform.name, x.suite) for x in cells} == {
+        ("metal.local", "cpu"),
+        ("metal.local", "disk"),
+        ("metal.mnt", "disk"),
+    }
+    assert len(cells) == 6
+    # adaptive rounds keep the selection
+    extra = expand.extra_round(c, {"sysbench-cpu-1t": 3, "fio-seq-read": 3}, 100, 1)
+    assert ("metal.mnt", "cpu") not in {(x.platform.name, x.suite) for x in extra}
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ('["memory"]', "is not a suite of this campaign"),
+        ("[]", "must be a non-empty list"),
+        ('"disk"', "must be a non-empty list"),
+    ],
+)
+def test_a_platforms_suites_must_be_suites_of_the_campaign(value, problem):
+    text = SELECTED.replace("ORDER", "sequential").replace('suites = ["disk"]', f"suites = {value}")
+    with pytest.raises(CampaignError, match=problem) as e:
+        parse(text)
+    assert "platforms[1].suites" in str(e.value) and "cpu, disk" in str(e.value)

@@ -38,6 +38,7 @@ def expand(
             block = [
                 (t, s, rep)
                 for t in campaign.tests
+                if campaign.runs(spec.name, t.suite)
                 for s in campaign.scenarios
                 for rep in range(1, reps + 1)
             ]
@@ -55,7 +56,15 @@ def _round(campaign: Campaign, reps: dict[str, int]) -> list[Block]:
     number), visiting every platform in turn, in the campaign's order."""
     tests = [t for t in campaign.tests if t.test_case in reps]
     return [
-        (spec, [(t, s, reps[t.test_case]) for t in tests for s in campaign.scenarios])
+        (
+            spec,
+            [
+                (t, s, reps[t.test_case])
+                for t in tests
+                if campaign.runs(spec.name, t.suite)
+                for s in campaign.scenarios
+            ],
+        )
         for spec in campaign.platforms
     ]
 

@@ -103,6 +103,7 @@ def parse(text: str, file: str) -> Campaign:
     if settings.baseline is None:
         settings.baseline = names[0]
     tests = _suites(file, data.get("suites"))
+    platform_suites = _platform_suites(file, data.get("platforms") or [], tests)
     scenarios = _scenarios(file, meta.get("scenarios", ["solo"]), names)
     return Campaign(
         name=_typed(file, "campaign.name", meta.get("name", Path(file).stem), str),
@@ -113,7 +114,30 @@ def parse(text: str, file: str) -> Campaign:
         platforms=platforms,
         tests=tests,
         scenarios=scenarios,
+        platform_suites=platform_suites,
     )
+
+
+def _platform_suites(
+    file: str, entries: list[dict], tests: list[TestSelection]
+) -> dict[str, frozenset[str]]:
+    """A platform's optional `suites`: the only suites of the campaign it runs."""
+    selected = list(dict.fromkeys(t.suite for t in tests))
+    out: dict[str, frozenset[str]] = {}
+    for i, entry in enumerate(entries):
+        if "suites" not in entry:
+            continue
+        key = f"platforms[{i}].suites"
+        only = entry["suites"]
+        if not isinstance(only, list) or not only or not all(isinstance(s, str) for s in only):
+            raise CampaignError(
+                file, key, "must be a non-empty list of suite names", only, selected
+            )
+        for s in only:
+            if s not in selected:
+                raise CampaignError(file, key, "is not a suite of this campaign", s, selected)
+        out[entry.get("name", entry.get("type"))] = frozenset(only)
+    return out
 
 
 def _no_control_chars(file: str, data: dict) -> None:
@@ -310,6 +334,7 @@ def _platforms(file: str, entries: Any) -> list[PlatformSpec]:
         host = entry.pop("host", None)
         if host is not None:
             _typed(file, f"{where}.host", host, str)
+        entry.pop("suites", None)  # read by _platform_suites, once the suites are known
         schema = kinds[kind].options_schema
         for key, value in entry.items():
             if key not in schema:
@@ -317,7 +342,7 @@ def _platforms(file: str, entries: Any) -> list[PlatformSpec]:
                     file,
                     f"{where}.{key}",
                     f"unknown option for type '{kind}'",
-                    allowed=sorted(schema) + ["name", "type", "host"],
+                    allowed=sorted(schema) + ["name", "type", "host", "suites"],
                 )
             _default, allowed, _help = schema[key]
             if allowed is not None and value not in allowed:

@@ -55,6 +55,13 @@ class Campaign:
     platforms: list[PlatformSpec]
     tests: list[TestSelection]
     scenarios: list[Scenario]  # parsed once; each keeps its text (Scenario.text())
+    # platform name -> the only suites it runs (a platform's `suites` key; absent: all), as
+    # seed 004's Table 2 measures each configuration with a selection of the suites
+    platform_suites: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    def runs(self, platform: str, suite: str) -> bool:
+        only = self.platform_suites.get(platform)
+        return only is None or suite in only
 
 
 @dataclass
