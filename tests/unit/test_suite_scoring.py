@@ -104,3 +104,15 @@ def test_v4_unscored_test_cases_become_their_suites_flag(tmp_path):
     }
     assert not any(r.role == description.UNSCORED for r in d.labels)
     st.close()
+
+
+def test_every_suite_of_every_workload_is_described_and_scored():
+    """A suite missing from the registry's descriptions once lost its scoring row, and so
+    read as a seed 004 suite (wasm got a seed 004 total)."""
+    from virtbench.workloads import registry
+
+    every = registry.load_all()
+    d = describe(list(every))
+    suites = {w.suite for w in every.values()}
+    assert suites <= set(registry.SUITES) and suites == set(d.suites) == set(d.scoring)
+    assert not d.scoring_of("wasm").seed004 and d.scoring_of("java").seed004

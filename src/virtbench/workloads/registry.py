@@ -19,6 +19,8 @@ SUITES: dict[str, str] = {
     "web": "nginx static files under httperf rate sweeps and wrk (seed 000, 003)",
     "latency": "timer tick duration, thread switch latency, cyclictest (seed 001)",
     "lifecycle": "instance start-up, boot, image creation and teardown times (seed 003)",
+    "java": "the JVM level: SciMark 2.0 and a multi-threaded JMH benchmark on OpenJDK (seed 004)",
+    "wasm": "SciMark's kernels in C, natively and as a WASI module under wasmtime",
 }
 
 
