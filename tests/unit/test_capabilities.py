@@ -36,8 +36,9 @@ OFFERS = {
     ContainerPlatform: {caps.CpuWeight, caps.RtBudget, caps.ColdStart},
     VmPlatform: {caps.CpuWeight, caps.FreshBoot, caps.DiskImages, caps.BackendThreads}
     | {caps.VcpuThreads},
-    # through its VM; its own CPUs are not a VM's vCPU threads (antagonist keeps RR effective)
-    StackedContainer: {caps.CpuWeight, caps.BackendThreads},
+    # through its VM: it runs on the guest's vCPUs, whose host threads are CFS tasks (each
+    # neighbour of a container@vm gets a VM of its own), so host RR competition is not in effect
+    StackedContainer: {caps.CpuWeight, caps.BackendThreads, caps.VcpuThreads},
 }
 
 
@@ -129,3 +130,10 @@ def test_container_startup_splits_preparation_from_the_runtime():
     assert ContainerStartup.primary().name == "runtime_startup_ms"
     with pytest.raises(WorkloadError, match="no timestamp"):  # the fake's exec prints nothing
         ContainerStartup().run(FakePlatform("n", []), ctx)
+
+
+def test_stacked_container_runs_on_its_vms_vcpu_threads():
+    vm = VmPlatform(PlatformSpec("vm", "vm", {"vcpus": 2}), "vb-abc124")
+    vm.machine = SimpleNamespace(vcpu_threads=[7, 8])
+    assert StackedContainer.vcpu_threads(SimpleNamespace(host=vm)) == [7, 8]
+    assert StackedContainer.vcpu_threads(SimpleNamespace(host=object())) == []

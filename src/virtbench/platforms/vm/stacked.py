@@ -22,7 +22,7 @@ from typing import Any
 from ... import cgroups, cleanup, hostnet
 from ...errors import PlatformError
 from ..base import Accounting, ExecResult, Platform, Process
-from ..capabilities import BackendThreads, ThreadGroup
+from ..capabilities import BackendThreads, ThreadGroup, VcpuThreads
 from ..container import runtimes
 from ..container import spec as oci
 from ..container.options import ContainerOptions
@@ -99,6 +99,11 @@ class StackedContainer(Platform):
                 f"the guest of '{self.host.name}' does not have; allowed: 0..{vcpus - 1} "
                 f"(its vcpus = {vcpus})"
             )
+
+    def vcpu_threads(self) -> list[int]:
+        """The VcpuThreads capability: a container in a VM runs on the guest's vCPUs, so the
+        host threads that time-slice it are its VM's vCPU threads."""
+        return self.host.vcpu_threads() if isinstance(self.host, VcpuThreads) else []
 
     # --- lifecycle ----------------------------------------------------------------------
     def provision(self) -> None:
