@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from virtbench.drivers.iperf3 import cpu_limit
 from virtbench.drivers.iperf3 import parse as parse_iperf3
 from virtbench.drivers.sockperf import parse as parse_sockperf
 from virtbench.errors import WorkloadError
@@ -66,3 +67,12 @@ def test_sockperf_no_valid_observations_says_what_to_do():
     text = (DATA / "sockperf" / "udp_no_valid_observations.txt").read_text()
     with pytest.raises(WorkloadError, match="no valid observations.*duration"):
         parse_sockperf(text)
+
+
+@pytest.mark.parametrize(
+    ("client", "server", "limit"),
+    [(0.95, 70.0, "client"), (0.70, 96.0, "server"), (0.5, 40.0, "none"), (0.5, None, "none")],
+)
+def test_iperf3_says_which_end_was_the_limit(client, server, limit):
+    # the lead's containers run: a sending client at 90-99% with the server at 64-76%
+    assert cpu_limit(client, server) == limit

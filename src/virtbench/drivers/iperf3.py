@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from ..errors import WorkloadError
-from .validity import client_limit, first
+from .validity import CLIENT_SATURATED, client_limit, first
 
 # one client connect attempt (a fresh SYN each; the kernel's own retries back off to 31 s)
 CONNECT_ATTEMPT_S = 3.0
@@ -71,3 +71,14 @@ def parse(text: str) -> dict[str, Any]:
         "client_cpu_pct": cpu.get("host_total"),
         "server_cpu_pct": cpu.get("remote_total"),
     }
+
+
+def cpu_limit(client_util: float, server_cpu_pct: float | None) -> str:
+    """Which end's CPU bounded the transfer: `client`, `server`, or `none` (the path or the
+    network itself). On one host both ends are CPU-bound; the sender costs more per byte, so
+    a campaign that must be server-limited runs with `reverse = true` (the server sends)."""
+    if client_util > CLIENT_SATURATED:
+        return "client"
+    if server_cpu_pct is not None and server_cpu_pct / 100 > CLIENT_SATURATED:
+        return "server"
+    return "none"

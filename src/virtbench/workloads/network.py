@@ -108,6 +108,7 @@ class _Iperf3(_NetWorkload):
         }
         if why := iperf3.invalid_reason(res, run.cpu_util):
             labels["invalid"] = why
+        labels["cpu_limit"] = iperf3.cpu_limit(run.cpu_util, res.get("server_cpu_pct"))
         out = [
             self.sample("throughput", res["received_bps"] / 1e6, **labels),
             self.sample("sent", res["sent_bps"] / 1e6, **labels),
