@@ -121,6 +121,8 @@ def run_all() -> list[str]:
     from .scenarios import registry as scenarios
 
     scenarios.load_all()  # so do scenario helpers that change host settings (quantum)
+    from . import tune  # noqa: F401 - `virtbench tune` registers its restorer
+
     removed: list[str] = []
     for what, fn in CLEANERS:
         try:

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from . import __version__
-from .errors import VirtbenchError
+from .errors import NeedsRootError, VirtbenchError
 
 console = Console(soft_wrap=True, emoji=False)  # long lines stay whole in logs and pipes
 err_console = Console(stderr=True, soft_wrap=True, emoji=False)  # one line per error, greppable
@@ -306,6 +306,53 @@ def cleanup() -> None:
     for line in removed:
         say(line)
     console.print(f"cleanup: {len([r for r in removed if not r.startswith('!')])} objects removed")
+
+
+@cli.command()
+@click.option("--reset", is_flag=True, help="write back every value `tune` changed")
+@click.option("--dry-run", is_flag=True, help="print what would change; write nothing")
+@click.option("--status", is_flag=True, help="say whether the host is tuned, and how")
+@click.option(
+    "--housekeeping",
+    type=click.IntRange(0, (os.cpu_count() or 1) - 1),
+    default=0,
+    show_default=True,
+    help="the CPU interrupts are moved to (keep it out of target_cpus)",
+)
+def tune(reset, dry_run, status, housekeeping) -> None:
+    """Lower measurement noise (governor, turbo, THP, IRQ affinity); opt-in, undone by --reset."""
+    from . import tune as tuning
+
+    if reset:
+        lines = tuning.reset()
+        for line in lines:
+            say(line)
+        console.print(f"tune --reset: {len(lines)} settings restored")
+        return
+    if status:
+        done = tuning.load()
+        for c in done:
+            say(f"{c.knob}: {c.path} = {c.new} (was {c.old})")
+        console.print(f"tuned: {len(done)} settings changed" if done else "not tuned")
+        return
+    if dry_run:
+        changes = tuning.plan(housekeeping=housekeeping)
+    else:
+        if os.geteuid() != 0:
+            raise NeedsRootError("tuning the host")
+        try:
+            changes = tuning.apply(housekeeping=housekeeping)
+        except RuntimeError as exc:
+            raise VirtbenchError(str(exc)) from None
+    for c in changes:
+        what = "would set" if dry_run and not c.status else c.status or "set"
+        say(f"{c.knob}: {c.path}: {what} ({c.old} -> {c.new})")
+    changed = sum(c.status == tuning.SET for c in changes)
+    console.print(
+        "tune --dry-run: nothing written"
+        if dry_run
+        else f"tune: {changed} settings changed; `virtbench tune --reset` restores them"
+    )
 
 
 @cli.command()

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from . import tools
+from . import tools, tune
 
 
 def _read(path: str) -> str | None:
@@ -140,6 +140,7 @@ def facts(
         "turbo": turbo(),
         "cpuidle_driver": idle_driver,
         "cpuidle_governor": idle_governor,
+        "tuned": tune.summary(),  # `virtbench tune`: knob -> settings changed, or None
     }
     if tools_used is not None:
         out["tools_used"] = {tc: sorted(set(used)) for tc, used in sorted(tools_used.items())}

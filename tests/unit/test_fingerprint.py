@@ -16,6 +16,7 @@ HOST = {
     "thp": "madvise",
     "cgroup": "v2",
     "virtbench": "0.1.0",
+    "tuned": None,
     "tool_versions": {"sysbench": "1.0.20", "fio": "3.33", "crun": "1.8.1", "runc": "1.1.5"},
     "tools_used": {"sysbench-cpu-1t": ["sysbench"], "fio-rand-read": ["fio"]},
 }

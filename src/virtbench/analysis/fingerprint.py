@@ -14,7 +14,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-MATTERS = ("cpu_model", "microcode", "kernel", "governor", "turbo", "smt", "virtualization")
+MATTERS = (
+    "cpu_model",
+    "microcode",
+    "kernel",
+    "governor",
+    "turbo",
+    "smt",
+    "virtualization",
+    "tuned",  # `virtbench tune` (governor, turbo, THP, IRQs) on one side only
+)
 NOTED = (
     "cores",
     "memory_bytes",

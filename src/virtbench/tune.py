@@ -1,0 +1,142 @@
+"""`virtbench tune`: opt-in host settings that lower measurement noise, recorded and undone.
+
+Each knob is a sysfs/procfs file: the CPU frequency governor (performance), turbo/boost
+(off), transparent huge pages (never) and IRQ affinity (a housekeeping CPU, away from the
+CPUs that measure). What was changed is kept with its old value in STATE, so `tune --reset`
+(or `virtbench cleanup` after a crash) writes every old value back. A knob the host does
+not have, or refuses, is reported as such: a VM guest has few of them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from . import cleanup
+
+STATE = Path("/run/virtbench/tune.json")
+SET, ALREADY, UNAVAILABLE, REFUSED = "set", "already", "not available here", "refused"
+
+
+@dataclass
+class Change:
+    knob: str  # what it is for (governor, turbo, thp, irq)
+    path: str  # relative to the root ("/" on a real host)
+    old: str | None
+    new: str
+    status: str = ""
+
+
+def _read(root: Path, rel: str) -> str | None:
+    try:
+        return (root / rel.lstrip("/")).read_text().strip()
+    except OSError:
+        return None
+
+
+def _selected(value: str) -> str:
+    """THP files list every mode and bracket the active one: 'always [madvise] never'."""
+    if "[" in value:
+        return value.split("[", 1)[1].split("]", 1)[0]
+    return value
+
+
+def plan(root: Path = Path("/"), housekeeping: int = 0) -> list[Change]:
+    """What `tune` would write, each with the value it holds now."""
+    out: list[Change] = []
+    cpus = sorted((root / "sys/devices/system/cpu").glob("cpu[0-9]*/cpufreq/scaling_governor"))
+    for gov in cpus:
+        rel = "/" + str(gov.relative_to(root))
+        avail = _read(root, rel.replace("scaling_governor", "scaling_available_governors"))
+        if avail is not None and "performance" not in avail.split():
+            continue
+        out.append(Change("governor", rel, _read(root, rel), "performance"))
+    if not cpus:
+        out.append(Change("governor", "/sys/devices/system/cpu/cpu*/cpufreq", None, "performance"))
+    turbo = [
+        ("/sys/devices/system/cpu/intel_pstate/no_turbo", "1"),
+        ("/sys/devices/system/cpu/cpufreq/boost", "0"),
+    ]
+    found = [(p, v) for p, v in turbo if _read(root, p) is not None]
+    for p, v in found or turbo[:1]:
+        out.append(Change("turbo", p, _read(root, p), v))
+    for name in ("enabled", "defrag"):
+        p = f"/sys/kernel/mm/transparent_hugepage/{name}"
+        old = _read(root, p)
+        out.append(Change("thp", p, _selected(old) if old is not None else None, "never"))
+    for irq in sorted((root / "proc/irq").glob("[0-9]*/smp_affinity_list")):
+        rel = "/" + str(irq.relative_to(root))
+        out.append(Change("irq", rel, _read(root, rel), str(housekeeping)))
+    for c in out:
+        if c.old is None:
+            c.status = UNAVAILABLE
+        elif c.old == c.new:
+            c.status = ALREADY
+    return out
+
+
+def _write(root: Path, rel: str, value: str) -> bool:
+    try:
+        (root / rel.lstrip("/")).write_text(value + "\n")
+    except OSError:
+        return False
+    return True
+
+
+def apply(root: Path = Path("/"), housekeeping: int = 0, state: Path = STATE) -> list[Change]:
+    """Write every knob that differs, record the ones written, and return the whole plan."""
+    if load(state):
+        raise RuntimeError(f"the host is already tuned ({state}); run `virtbench tune --reset`")
+    changes = plan(root, housekeeping)
+    written: list[Change] = []
+    for c in changes:
+        if not c.status:
+            c.status = SET if _write(root, c.path, c.new) else REFUSED
+            if c.status == SET:
+                written.append(c)
+                _save(state, written)  # after each write: a crash leaves nothing unrecorded
+    return changes
+
+
+def _save(state: Path, written: list[Change]) -> None:
+    if not written:
+        return
+    state.parent.mkdir(parents=True, exist_ok=True)
+    tmp = state.with_suffix(".tmp")
+    tmp.write_text(json.dumps([asdict(c) for c in written], indent=1))
+    os.replace(tmp, state)
+
+
+def load(state: Path = STATE) -> list[Change]:
+    try:
+        return [Change(**c) for c in json.loads(state.read_text())]
+    except (OSError, ValueError, TypeError):
+        return []
+
+
+def reset(root: Path = Path("/"), state: Path = STATE) -> list[str]:
+    """Write back every recorded old value; a line per knob. The record goes once done."""
+    lines = []
+    for c in load(state):
+        ok = c.old is not None and _write(root, c.path, c.old)
+        lines.append(f"{'restored' if ok else 'could not restore'} {c.path}: {c.new} -> {c.old}")
+    state.unlink(missing_ok=True)
+    return lines
+
+
+def summary(state: Path = STATE) -> dict[str, int] | None:
+    """What a run records: knob -> files changed, or None when the host is not tuned."""
+    changes = load(state)
+    if not changes:
+        return None
+    out: dict[str, int] = {}
+    for c in changes:
+        out[c.knob] = out.get(c.knob, 0) + 1
+    return out
+
+
+@cleanup.register("tuned host settings")
+def _restore_after_crash() -> list[str]:
+    return reset()
