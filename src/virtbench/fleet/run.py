@@ -82,6 +82,7 @@ class FleetRunner:
         for h in hosts:
             self._set(h, PENDING, started_at=time.time(), ended_at=None, message="")
         self.log(f"preparing {len(hosts)} hosts: ship, install, start (Ansible)")
+        t0 = time.monotonic()
         outcomes = ansible.play(
             "prepare.yml",
             self._inventories(per_host),
@@ -90,6 +91,7 @@ class FleetRunner:
             self.work,
             self.settings.forks,
         )
+        self._timed("prepare_s", t0, outcomes)
         tarball.unlink(missing_ok=True)
         for host, out in outcomes.items():
             if out.unreachable:
@@ -113,9 +115,23 @@ class FleetRunner:
 
     def _poll(self, hosts: list[str]) -> dict[str, ansible.HostOutcome]:
         extravars = self._common() | {"vb_fetch_dir": str(self.fleet.dir.resolve())}
-        return ansible.play(
+        t0 = time.monotonic()
+        outcomes = ansible.play(
             "poll.yml", self._inventories({}), hosts, extravars, self.work, self.settings.forks
         )
+        self._timed("poll_s", t0, outcomes, count="polls")
+        return outcomes
+
+    def _timed(
+        self,
+        key: str,
+        t0: float,
+        outcomes: dict[str, ansible.HostOutcome],
+        count: str | None = None,
+    ) -> None:
+        self.fleet.timed(key, time.monotonic() - t0, count)
+        for out in outcomes.values():
+            self.fleet.add_task_times(out.durations)
 
     # --- one host's poll ----------------------------------------------------------------
     def _update(self, host: str, out: ansible.HostOutcome) -> None:
