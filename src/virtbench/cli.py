@@ -595,6 +595,7 @@ def fleet_run(
 
     loader.load(campaign)  # a bad campaign is refused before any host is touched
     hosts = inv.hosts(inventory, limit)
+    _fleet_store_check(store, results_dir)
     record = state.create(results_dir, campaign, inventory, limit, hosts)
     fleet_mod.ship_campaign(record, campaign)
     say(f"fleet {record.fleet_id}: {campaign} on {len(hosts)} hosts -> {record.dir}")
@@ -625,6 +626,14 @@ def fleet_show(fleet_id, results_dir, fmt) -> None:
     from .fleet import state
 
     _fleet_table(state.load(results_dir, fleet_id), fmt)
+
+
+def _fleet_store_check(store: str | None, results_dir: Path) -> None:
+    """A wrong --store is refused before any host is touched (a store that goes away later
+    only delays the import: the host stores are kept)."""
+    from .store.db import open_store
+
+    open_store(store, results_dir, create=True).close()
 
 
 def _fleet_drive(record, settings, how: str, store: str | None, results_dir: Path) -> None:
