@@ -112,3 +112,28 @@ def test_servers_on_loopback_listen_everywhere_for_a_client_host():
     assert remote.listen_address(_Plat("10.213.0.5"), _Ctx()) == "10.213.0.5"
     _Ctx.remote = None
     assert remote.listen_address(_Plat("127.0.0.1"), _Ctx()) == "127.0.0.1"
+
+
+class _LocalShell(remote.SshTarget):
+    """What ssh does with the remote words: one string for the remote user's shell."""
+
+    def argv(self, *words: str) -> list[str]:
+        return ["sh", "-c", " ".join(words)] if words else ["true"]
+
+
+def test_commands_survive_the_remote_shell(tmp_path):
+    client = remote.RemoteClient(_LocalShell("local", "127.0.0.1"), "127.0.0.1")
+    client.check()
+    offset, err = client.clock()
+    assert abs(offset) <= err + 0.005 and err < 0.5  # one clock
+    script = tmp_path / "it's.sh"  # a quote in a shipped file's name
+    script.write_text('echo "$0" ok; echo $VB_X\n')
+    res, out = client.run(["sh", str(script)], [0], 10.0, {"VB_X": "a b"})
+    assert res.ok and res.stdout.endswith("ok\na b\n") and out["cpus"] == [0]
+    cell = remote.CellClient(client)
+    cell.run(["true"], None, 5.0)
+    assert cell.facts["host"] == "local" and cell.facts["rtt_ms"] >= 0
+    assert abs(cell.facts["clock_offset_ms"]) <= cell.facts["clock_offset_err_ms"] + 5
+    bad = remote.RemoteClient(_LocalShell("local", "x", python="/nonexistent/python3"), "x")
+    with pytest.raises(VirtbenchError, match="does not run there"):
+        bad.check()

@@ -40,6 +40,7 @@ from ..platforms.base import ExecResult
 CONTROL_PATH = f"/tmp/{NAME_PREFIX}ssh-%C"  # one master per client host, gone 60 s idle
 RTT_PORT = 22  # a connect to the target answers (SYN-ACK or RST) after one round trip
 CLOCK_EXCHANGES = 7
+SSH_FAILED = 255  # ssh's own exit status: the connection, not the command, failed
 INVENTORY_ENV = "VIRTBENCH_INVENTORY"  # the client host's inventory, when the campaign has none
 
 # Runs on the client host: request on stdin, one JSON line out. Files named in the request
@@ -204,15 +205,24 @@ class RemoteClient:
     def check(self) -> None:
         """Reachable, and the wrapper's Python is there (also opens the master)."""
         r = subprocess.run(
-            self.ssh.argv(self.ssh.python, "-c", "import os; print(os.geteuid())"),
+            self.ssh.argv(self.ssh.python, "-c", shlex.quote("import os; print(os.geteuid())")),
             capture_output=True,
             text=True,
             timeout=30,
         )
+        said = " | ".join(
+            ln
+            for ln in (r.stderr or r.stdout).strip().splitlines()
+            if "Permanently added" not in ln
+        )[-400:]
+        if r.returncode == SSH_FAILED:
+            raise VirtbenchError(
+                f"client host {self.ssh.name} ({self.ssh.address}) is unreachable over SSH: {said}"
+            )
         if r.returncode != 0:
             raise VirtbenchError(
-                f"client host {self.ssh.name} ({self.ssh.address}) is unreachable over SSH:"
-                f" {(r.stderr or r.stdout).strip()[-400:]}"
+                f"client host {self.ssh.name}: {self.ssh.python} does not run there"
+                f" (ansible_python_interpreter): {said}"
             )
 
     def close(self) -> None:
