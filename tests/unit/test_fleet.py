@@ -265,3 +265,27 @@ def test_store_gone_at_gather_keeps_host_stores_and_import_later_completes(tmp_p
     assert [r["run_id"] for r in st.runs()] == ["20260101-000000-aaaa"]
     st.close()
     assert "gather_s" in state.load(tmp_path, fleet.fleet_id).timings
+
+
+def test_remote_status_copies_the_store_only_when_a_cell_finished(tmp_path, monkeypatch):
+    (tmp_path / "results").mkdir()
+    con = sqlite3.connect(tmp_path / "results" / remote.STORE)
+    con.execute("CREATE TABLE runs (run_id, status, started_at)")
+    con.execute("CREATE TABLE cells (run_id, status)")
+    con.execute("INSERT INTO runs VALUES ('r1', 'running', 1)")
+    con.executemany("INSERT INTO cells VALUES ('r1', ?)", [("ok",), ("running",)])
+    con.commit()
+    monkeypatch.setattr(remote, "run_holder", lambda results, run_id: 4242)  # a live runner
+    got = remote.state(tmp_path, known_cells=1)
+    assert got["unchanged"] and not got["snapshot"] and got["alive"]
+    assert (got["run_id"], got["cells_done"], got["cells_total"]) == ("r1", 1, 2)
+    assert not (tmp_path / remote.SNAPSHOT).exists()
+    con.execute("UPDATE cells SET status = 'ok'")
+    con.commit()
+    got = remote.state(tmp_path, known_cells=1)  # a cell finished: a copy to fetch
+    assert got["snapshot"] and got["cells_done"] == 2 and "unchanged" not in got
+    (tmp_path / remote.EXIT_CODE).write_text("0\n")  # it ended: always its last copy
+    assert remote.state(tmp_path, known_cells=2)["snapshot"]
+    monkeypatch.setattr(remote, "run_holder", lambda results, run_id: None)
+    assert remote.state(tmp_path, known_cells=2)["snapshot"]
+    con.close()

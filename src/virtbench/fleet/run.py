@@ -46,7 +46,7 @@ class FleetRunner:
             return
         self.log(f"resuming {', '.join(todo)}")
         restart: dict[str, dict] = {}
-        for host, out in self._poll(todo).items():
+        for host, out in self._poll(todo, incremental=False).items():
             st = self.fleet.hosts[host]
             if out.unreachable:
                 self._set(host, LOST, message=f"still unreachable: {out.unreachable}")
@@ -113,11 +113,18 @@ class FleetRunner:
             for host, out in self._poll(running).items():
                 self._update(host, out)
 
-    def _poll(self, hosts: list[str]) -> dict[str, ansible.HostOutcome]:
+    def _poll(self, hosts: list[str], incremental: bool = True) -> dict[str, ansible.HostOutcome]:
+        """One look at `hosts`; `incremental`: a host whose run finished no cell since the
+        store fetched from it sends no new copy."""
         extravars = self._common() | {"vb_fetch_dir": str(self.fleet.dir.resolve())}
+        known = {
+            h: {"vb_known_cells": self.fleet.hosts[h].cells_done}
+            for h in hosts
+            if incremental and self.fleet.hosts[h].run_id and self.fleet.db(h).exists()
+        }
         t0 = time.monotonic()
         outcomes = ansible.play(
-            "poll.yml", self._inventories({}), hosts, extravars, self.work, self.settings.forks
+            "poll.yml", self._inventories(known), hosts, extravars, self.work, self.settings.forks
         )
         self._timed("poll_s", t0, outcomes, count="polls")
         return outcomes
