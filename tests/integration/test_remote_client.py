@@ -78,7 +78,10 @@ def test_clients_run_on_the_client_host(tmp_path):
         " USING (cell_id) WHERE s.role = 'client'"
     ).fetchall()
     assert {r[0] for r in rows} == {"iperf3-tcp", "sockperf-tcp-rr", "wrk-max"}
-    assert all(r[1] == "client_cpu_pct" and 0 < r[2] <= 100.5 for r in rows), rows
+    # judged on c1: wrk's one load thread plus its main thread can pass 100 %; a client at
+    # its limit is invalid there as here (drivers/validity.py)
+    assert all(r[1] == "client_cpu_pct" and 0 < r[2] <= 200 for r in rows), rows
+    assert all(r[3] == (r[2] <= 90) for r in rows if r[0] != "wrk-max"), rows
     tput = con.execute(
         "SELECT s.value FROM samples s JOIN cells c USING (cell_id)"
         " WHERE c.test_case = 'iperf3-tcp' AND s.metric = 'throughput'"
