@@ -57,11 +57,9 @@ def main() -> None:
         client.check()  # opens the master
         run = lambda argv: subprocess.run(argv, capture_output=True, check=True)  # noqa: E731
         show("ssh, ControlMaster open: true", timed(lambda: run(target.argv("true")), args.calls))
-        plain = remote.SshTarget(target.name, target.address, target.port, target.user,
-                                 target.key, target.args)  # fmt: skip
-        no_master = [a for a in plain.argv("true") if not a.startswith("Control")]
-        no_master = [a for i, a in enumerate(no_master)
-                     if not (a == "-o" and no_master[i + 1].startswith("Control"))]  # fmt: skip
+        swap = {"ControlMaster=auto": "ControlMaster=no", "ControlPersist=60": "ControlPersist=no",
+                f"ControlPath={remote.CONTROL_PATH}": "ControlPath=none"}  # fmt: skip
+        no_master = [swap.get(a, a) for a in target.argv("true")]
         show("ssh, new connection each time: true", timed(lambda: run(no_master), args.calls))
         show("wrapper: client run of `true` (+RTT probe)",
              timed(lambda: client.run(["true"], [0], 10.0), args.calls))  # fmt: skip
