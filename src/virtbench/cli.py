@@ -642,6 +642,7 @@ def fleet_run(
 
     loader.load(campaign)  # a bad campaign is refused before any host is touched
     hosts = inv.hosts(inventory, limit)
+    _fleet_store_check(store, results_dir)
     record = state.create(results_dir, campaign, inventory, limit, hosts)
     fleet_mod.ship_campaign(record, campaign)
     say(f"fleet {record.fleet_id}: {campaign} on {len(hosts)} hosts -> {record.dir}")
@@ -672,6 +673,14 @@ def fleet_show(fleet_id, results_dir, fmt) -> None:
     from .fleet import state
 
     _fleet_table(state.load(results_dir, fleet_id), fmt)
+
+
+def _fleet_store_check(store: str | None, results_dir: Path) -> None:
+    """A wrong --store is refused before any host is touched (a store that goes away later
+    only delays the import: the host stores are kept)."""
+    from .store.db import open_store
+
+    open_store(store, results_dir, create=True).close()
 
 
 def _fleet_drive(record, settings, how: str, store: str | None, results_dir: Path) -> None:
@@ -711,6 +720,62 @@ def _fleet_table(record, fmt: str | None) -> None:
             host, h.status, h.run_id or "-", cells, when(h.started_at), when(h.ended_at), h.message
         )
     table.print(fmt or ("table" if sys.stdout.isatty() else "tsv"))
+
+
+@fleet.command("report")
+@click.argument("fleet_id", required=False)
+@click.option(
+    "--run",
+    "run_refs",
+    multiple=True,
+    metavar="RUN_ID",
+    help="a host's run (repeatable); instead of, or beside, FLEET_ID's runs",
+)
+@results_dir_option
+@store_option
+@click.option("--all-metrics", is_flag=True, help="every metric and role, not only the primary")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["md", "json", "jsonl"]),
+    default="md",
+    show_default=True,
+    help="jsonl: every sample (the export contract) plus host",
+)
+def fleet_report(fleet_id, run_refs, results_dir, store, all_metrics, fmt) -> None:
+    """Hosts side by side: per test case one row per host (its mean, CI, CV, hypervisor),
+    never a mean over hosts. The runs come from FLEET_ID's record and/or --run."""
+    from . import export
+    from .fleet import state
+    from .report import hosts as hosts_mod
+    from .store.db import open_store
+
+    if not fleet_id and not run_refs:
+        raise VirtbenchError("give FLEET_ID or --run RUN_ID (repeatable)")
+    db = open_store(store, results_dir)
+    named: list[tuple[str, str | None]] = []
+    if fleet_id:
+        record = state.load(results_dir, fleet_id)
+        known = {r["run_id"] for r in db.runs()}
+        for host, h in record.hosts.items():
+            if h.run_id and h.run_id in known:
+                named.append((h.run_id, host))
+            else:
+                err_console.print(Text(f"note: {host}: no run of it in {db.path} ({h.status})"))
+    named += [(db.resolve_run(r), None) for r in run_refs]
+    runs = [hosts_mod.host_run(db, run_id, name) for run_id, name in named]
+    if fmt == "jsonl":  # the export contract, one more key per line: the host
+        for hr in runs:
+            for line in export.to_jsonl(db, hr.run_id).splitlines():
+                rec = json.loads(line) | {"host": hr.host, "hypervisor": hr.hypervisor}
+                click.echo(json.dumps(rec, default=str))
+        return
+    rows = hosts_mod.rows(db, runs, all_metrics)
+    if fmt == "json":
+        click.echo(json.dumps(hosts_mod.to_json(rows), indent=1, default=str))
+    else:
+        title = f"fleet {fleet_id}" if fleet_id else "hosts side by side"
+        click.echo(hosts_mod.markdown(rows, title))
 
 
 def main() -> None:

@@ -64,6 +64,9 @@ BAD_CAMPAIGN: dict[str, list[Any]] = {
     "min_repetitions": [1, 1001, 2.5, "3", 3],
     "max_repetitions": [1, 1001, 2.5, "30", 30],
     "budget_s": [0, -1, INF, NAN, "600", 600],
+    "client_host": [1, "", "  ", ["h2"], {}, True],
+    "client_inventory": [1, "", ["inv.ini"], True],
+    "client_target_address": [1, "", [], True],
 }
 SCENARIO_JUNK = ["", "nan", "inf", "-1", "1e999", "abc", "0x10", "99999999999999999999"]
 

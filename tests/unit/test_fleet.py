@@ -200,3 +200,92 @@ def test_remote_status_reads_the_store_and_snapshots_it(tmp_path):
 def test_remote_status_before_any_run(tmp_path):
     got = remote.state(tmp_path)
     assert got == {"snapshot": False, "run_id": None, "run_status": None, "alive": False}
+
+
+# --- faults of the store (issue 14): a wrong URL before any host, a store gone at the end ---
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_wrong_store_url_is_refused_before_any_host(tmp_path):
+    from click.testing import CliRunner
+
+    from virtbench.cli import cli
+
+    inv = tmp_path / "inv.ini"
+    inv.write_text("h1 ansible_host=10.217.14.98\n")
+    url = f"postgresql://vb:pw@127.0.0.1:{_free_port()}/vb"
+    out = CliRunner().invoke(
+        cli,
+        [
+            "fleet",
+            "run",
+            "quick",
+            "-i",
+            str(inv),
+            "--results-dir",
+            str(tmp_path / "r"),
+            "--store",
+            url,
+        ],  # fmt: skip
+    )
+    assert out.exit_code != 0
+    assert "cannot connect to results store postgresql://vb:***@127.0.0.1" in str(out.exception)
+    assert not (tmp_path / "r" / "fleet").exists()  # no host touched, no fleet record
+
+
+def test_store_gone_at_gather_keeps_host_stores_and_import_later_completes(tmp_path):
+    import shutil as sh
+
+    from virtbench.fleet import gather
+    from virtbench.runner.describe import describe
+    from virtbench.store.db import Store
+
+    fleet = state.create(tmp_path, "c.toml", tmp_path / "inv.ini", None, ["h1"])
+    host = Store.in_dir(tmp_path / "h1")
+    host.create_run("20260101-000000-aaaa", "c", "c.toml", "", 1, {}, {}, "0.1",
+                    description=describe(["sysbench-cpu-1t"]))  # fmt: skip
+    host.close()
+    sh.copy(tmp_path / "h1" / "virtbench.db", fleet.db("h1"))
+    lines: list[str] = []
+    url = f"postgresql://vb@127.0.0.1:{_free_port()}/vb"
+    assert gather.gather(fleet, url, tmp_path, lines.append) is False
+    assert fleet.db("h1").exists()  # kept
+    assert any("results not imported" in ln and "cannot connect" in ln for ln in lines), lines
+    assert any(f"virtbench import {fleet.db('h1')}" in ln for ln in lines), lines
+    # the store is back (here: a SQLite one): the same gather imports it, once
+    shared = tmp_path / "shared.db"
+    assert gather.gather(fleet, str(shared), tmp_path, lines.append) is True
+    assert gather.gather(fleet, str(shared), tmp_path, lines.append) is True
+    st = Store(str(shared))
+    assert [r["run_id"] for r in st.runs()] == ["20260101-000000-aaaa"]
+    st.close()
+    assert "gather_s" in state.load(tmp_path, fleet.fleet_id).timings
+
+
+def test_remote_status_copies_the_store_only_when_a_cell_finished(tmp_path, monkeypatch):
+    (tmp_path / "results").mkdir()
+    con = sqlite3.connect(tmp_path / "results" / remote.STORE)
+    con.execute("CREATE TABLE runs (run_id, status, started_at)")
+    con.execute("CREATE TABLE cells (run_id, status)")
+    con.execute("INSERT INTO runs VALUES ('r1', 'running', 1)")
+    con.executemany("INSERT INTO cells VALUES ('r1', ?)", [("ok",), ("running",)])
+    con.commit()
+    monkeypatch.setattr(remote, "run_holder", lambda results, run_id: 4242)  # a live runner
+    got = remote.state(tmp_path, known_cells=1)
+    assert got["unchanged"] and not got["snapshot"] and got["alive"]
+    assert (got["run_id"], got["cells_done"], got["cells_total"]) == ("r1", 1, 2)
+    assert not (tmp_path / remote.SNAPSHOT).exists()
+    con.execute("UPDATE cells SET status = 'ok'")
+    con.commit()
+    got = remote.state(tmp_path, known_cells=1)  # a cell finished: a copy to fetch
+    assert got["snapshot"] and got["cells_done"] == 2 and "unchanged" not in got
+    (tmp_path / remote.EXIT_CODE).write_text("0\n")  # it ended: always its last copy
+    assert remote.state(tmp_path, known_cells=2)["snapshot"]
+    monkeypatch.setattr(remote, "run_holder", lambda results, run_id: None)
+    assert remote.state(tmp_path, known_cells=2)["snapshot"]
+    con.close()

@@ -14,16 +14,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-MATTERS = (
-    "cpu_model",
-    "microcode",
-    "kernel",
-    "governor",
-    "turbo",
-    "smt",
-    "virtualization",
-    "tuned",  # `virtbench tune` (governor, turbo, THP, IRQs) on one side only
-)
+MATTERS = ("cpu_model", "microcode", "kernel", "governor", "turbo", "smt", "virtualization")
+# matter when both runs record them; runs stored before they were recorded say nothing
+# (no "unknown" line: hostinfo.hypervisor() came with issue 14, `tuned` with `virtbench tune`)
+MATTERS_IF_KNOWN = ("hypervisor", "tuned")
 NOTED = (
     "cores",
     "memory_bytes",
@@ -103,6 +97,9 @@ def compare(
     cases = list(test_cases)
     diffs: list[Difference] = []
     unknown: list[str] = []
+    for key in MATTERS_IF_KNOWN:
+        if key in host_a and key in host_b and host_a[key] != host_b[key]:
+            diffs.append(Difference(key, host_a[key], host_b[key], True))
     for key in (*MATTERS, *NOTED):
         if key not in host_a or key not in host_b:
             if key in MATTERS or key == "virtbench":

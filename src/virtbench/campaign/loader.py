@@ -20,7 +20,7 @@ from ..scenarios.base import Scenario
 from ..workloads import registry as workload_registry
 from ..workloads.base import Param
 from . import expand, source
-from .model import ADAPTIVE_KEYS, Adaptive, Campaign, Settings, TestSelection
+from .model import ADAPTIVE_KEYS, CLIENT_KEYS, Adaptive, Campaign, Settings, TestSelection
 
 DEFAULT_CAMPAIGN = "quick"
 MAX_CELL_TIMEOUT = 7 * 24 * 3600
@@ -38,6 +38,7 @@ CAMPAIGN_KEYS = {
     "client_cpus",
     "scenarios",
     *ADAPTIVE_KEYS,
+    *CLIENT_KEYS,
 }
 AUTO = "auto"  # repetitions = "auto": adaptive repetitions (docs/ARCHITECTURE.md)
 MAX_REPETITIONS = 1000
@@ -307,6 +308,12 @@ def _settings(file: str, meta: dict) -> Settings:
         s.baseline = _typed(file, "campaign.baseline", meta["baseline"], str)
     s.target_cpus = _cpus(file, "campaign.target_cpus", meta.get("target_cpus"))
     s.client_cpus = _cpus(file, "campaign.client_cpus", meta.get("client_cpus"))
+    for key in CLIENT_KEYS:  # a client host of an Ansible inventory (serving/remote.py)
+        if key in meta:
+            value = _typed(file, f"campaign.{key}", meta[key], str)
+            if not value.strip():
+                raise CampaignError(file, f"campaign.{key}", "must not be empty", value)
+            setattr(s, key, value)
     return s
 
 

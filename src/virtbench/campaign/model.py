@@ -23,6 +23,7 @@ class Adaptive:
 
 
 ADAPTIVE_KEYS = ("precision_pct", "min_repetitions", "max_repetitions", "budget_s")
+CLIENT_KEYS = ("client_host", "client_inventory", "client_target_address")
 
 
 @dataclass
@@ -36,6 +37,12 @@ class Settings:
     target_cpus: list[int] | None = None  # host CPUs the target is pinned to
     client_cpus: list[int] | None = None  # host CPUs for load generators
     adaptive: Adaptive | None = None  # repetitions = "auto"
+    # load generators on another host (serving/remote.py): its inventory name, the inventory
+    # (default: $VIRTBENCH_INVENTORY), the address it reaches this host at (default: ours on
+    # the route to it); client_cpus then name that host's CPUs
+    client_host: str | None = None
+    client_inventory: str | None = None
+    client_target_address: str | None = None
 
 
 @dataclass

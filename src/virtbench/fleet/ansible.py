@@ -4,6 +4,7 @@ returned."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from dataclasses import dataclass, field
@@ -25,6 +26,8 @@ class HostOutcome:
     unreachable: str | None = None  # Ansible's message when the host could not be reached
     failed: str | None = None  # "task: message" of the first task that failed
     results: dict[str, dict] = field(default_factory=dict)  # task name -> its result
+    # task name -> seconds Ansible took for it on this host (where the fleet's time goes)
+    durations: dict[str, float] = field(default_factory=dict)
 
 
 def playbook(name: str) -> Path:
@@ -58,6 +61,10 @@ def digest(events) -> dict[str, HostOutcome]:
             continue
         out = outcomes.setdefault(host, HostOutcome())
         kind, task, res = ev.get("event"), data.get("task", ""), data.get("res") or {}
+        if kind in ("runner_on_ok", "runner_on_failed", "runner_on_skipped"):
+            with contextlib.suppress(TypeError, ValueError):
+                took = float(data.get("duration") or 0.0)
+                out.durations[task] = out.durations.get(task, 0.0) + took
         if kind == "runner_on_unreachable":
             out.unreachable = message(res)
         elif kind == "runner_on_failed" and not data.get("ignore_errors"):

@@ -5,6 +5,7 @@ lost host imported now and again after `fleet resume` ends up once, complete."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,6 +29,7 @@ def gather(fleet: Fleet, store: str | None, results_dir: Path, log: Callable[[st
         _later(fleet, kept, log)
         return False
     ok = True
+    t0 = time.monotonic()
     try:
         for host in kept:
             try:
@@ -38,6 +40,8 @@ def gather(fleet: Fleet, store: str | None, results_dir: Path, log: Callable[[st
                 ok = False
     finally:
         dst.close()
+        fleet.timed("gather_s", time.monotonic() - t0)
+        fleet.save()
     if not ok:
         _later(fleet, kept, log)
     return ok

@@ -43,7 +43,18 @@ def _latest_run(db: Path) -> tuple[str, str] | None:
         con.close()
 
 
-def state(run_dir: Path) -> dict:
+def _cells(db: Path, run_id: str) -> list[str]:
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return [s for (s,) in con.execute("SELECT status FROM cells WHERE run_id = ?", (run_id,))]
+    finally:
+        con.close()
+
+
+def state(run_dir: Path, known_cells: int | None = None) -> dict:
+    """`known_cells`: finished cells the controller already holds; while the run is alive
+    and has finished no cell since, no snapshot is made (nothing new to fetch: the poll
+    costs the measured host a query, not a copy of its store)."""
     # Order matters: whether a runner holds the run is asked first, the store copied next,
     # the exit status read last. A runner gone before the copy has left its last word in it
     # (finished, or still `running` if it was killed), and a clean exit is never mistaken
@@ -54,6 +65,15 @@ def state(run_dir: Path) -> dict:
     if db.exists():
         live = _latest_run(db)
         alive = live is not None and run_holder(results, live[0]) is not None
+        if alive and known_cells is not None:
+            assert live is not None
+            statuses = _cells(db, live[0])
+            done = sum(1 for s in statuses if s in DONE)
+            if done == known_cells:
+                same = _tails(run_dir, dict(out, run_id=live[0], run_status=live[1]))
+                if "exit_code" not in same:  # ended meanwhile: its last word is fetched
+                    same.update(alive=True, unchanged=True)
+                    return same | {"cells_done": done, "cells_total": len(statuses)}
         snapshot(db, run_dir / SNAPSHOT)
         out["snapshot"] = True
         row = _latest_run(run_dir / SNAPSHOT)
@@ -68,6 +88,10 @@ def state(run_dir: Path) -> dict:
                 con.close()
             out["cells_done"] = sum(1 for s in statuses if s in DONE)
             out["cells_total"] = len(statuses)
+    return _tails(run_dir, out)
+
+
+def _tails(run_dir: Path, out: dict) -> dict:
     for name, key in ((LOG, "log_tail"), (EXIT_CODE, "exit_code")):
         with contextlib.suppress(OSError):
             out[key] = (run_dir / name).read_text(errors="replace")[-1500:].strip()
@@ -79,7 +103,8 @@ def state(run_dir: Path) -> dict:
 
 
 def main() -> None:
-    print(json.dumps(state(Path(sys.argv[1]))))
+    known = sys.argv[2] if len(sys.argv) > 2 else ""
+    print(json.dumps(state(Path(sys.argv[1]), int(known) if known.isdigit() else None)))
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ class FleetRunner:
             return
         self.log(f"resuming {', '.join(todo)}")
         restart: dict[str, dict] = {}
-        for host, out in self._poll(todo).items():
+        for host, out in self._poll(todo, incremental=False).items():
             st = self.fleet.hosts[host]
             if out.unreachable:
                 self._set(host, LOST, message=f"still unreachable: {out.unreachable}")
@@ -82,6 +82,7 @@ class FleetRunner:
         for h in hosts:
             self._set(h, PENDING, started_at=time.time(), ended_at=None, message="")
         self.log(f"preparing {len(hosts)} hosts: ship, install, start (Ansible)")
+        t0 = time.monotonic()
         outcomes = ansible.play(
             "prepare.yml",
             self._inventories(per_host),
@@ -90,6 +91,7 @@ class FleetRunner:
             self.work,
             self.settings.forks,
         )
+        self._timed("prepare_s", t0, outcomes)
         tarball.unlink(missing_ok=True)
         for host, out in outcomes.items():
             if out.unreachable:
@@ -111,11 +113,32 @@ class FleetRunner:
             for host, out in self._poll(running).items():
                 self._update(host, out)
 
-    def _poll(self, hosts: list[str]) -> dict[str, ansible.HostOutcome]:
+    def _poll(self, hosts: list[str], incremental: bool = True) -> dict[str, ansible.HostOutcome]:
+        """One look at `hosts`; `incremental`: a host whose run finished no cell since the
+        store fetched from it sends no new copy."""
         extravars = self._common() | {"vb_fetch_dir": str(self.fleet.dir.resolve())}
-        return ansible.play(
-            "poll.yml", self._inventories({}), hosts, extravars, self.work, self.settings.forks
+        known = {
+            h: {"vb_known_cells": self.fleet.hosts[h].cells_done}
+            for h in hosts
+            if incremental and self.fleet.hosts[h].run_id and self.fleet.db(h).exists()
+        }
+        t0 = time.monotonic()
+        outcomes = ansible.play(
+            "poll.yml", self._inventories(known), hosts, extravars, self.work, self.settings.forks
         )
+        self._timed("poll_s", t0, outcomes, count="polls")
+        return outcomes
+
+    def _timed(
+        self,
+        key: str,
+        t0: float,
+        outcomes: dict[str, ansible.HostOutcome],
+        count: str | None = None,
+    ) -> None:
+        self.fleet.timed(key, time.monotonic() - t0, count)
+        for out in outcomes.values():
+            self.fleet.add_task_times(out.durations)
 
     # --- one host's poll ----------------------------------------------------------------
     def _update(self, host: str, out: ansible.HostOutcome) -> None:

@@ -38,10 +38,24 @@ class Fleet:
     created_at: float
     campaign_file: str | None = None  # the controller's copy, shipped to every host
     hosts: dict[str, HostState] = field(default_factory=dict)
+    # where the controller's time went: "prepare_s", "poll_s", "polls", "gather_s" (wall
+    # seconds, summed over phases) and "tasks" (task name -> seconds summed over hosts)
+    timings: dict = field(default_factory=dict)
     dir: Path = field(default=Path("."), repr=False, compare=False)
 
     def db(self, host: str) -> Path:
         return self.dir / f"{host}.db"
+
+    def timed(self, key: str, seconds: float, count: str | None = None) -> None:
+        """Add `seconds` to timings[key] (and one to timings[count])."""
+        self.timings[key] = round(self.timings.get(key, 0.0) + seconds, 3)
+        if count:
+            self.timings[count] = self.timings.get(count, 0) + 1
+
+    def add_task_times(self, durations: dict[str, float]) -> None:
+        tasks = self.timings.setdefault("tasks", {})
+        for task, took in durations.items():
+            tasks[task] = round(tasks.get(task, 0.0) + took, 3)
 
     def save(self) -> None:
         body = {k: v for k, v in asdict(self).items() if k != "dir"}

@@ -39,6 +39,7 @@ from ..platforms.base import NAME_PREFIX, Platform, PlatformSpec
 from ..results import SOLO_PEAK_SCENARIO
 from ..scenarios.base import ScenarioEnv
 from ..scenarios.peaks import SoloPeaks
+from ..serving import remote
 from ..store.db import open_store
 from ..store.fallback import FallbackStore
 from ..store.stops import Stop
@@ -126,6 +127,8 @@ class Runner:
             else opened
         )
         self.peaks: SoloPeaks = SoloPeaks()  # the solo peaks of the run being executed
+        self._remote: remote.RemoteClient | None = None  # the campaign's client host
+        self._remote_opened = False
 
     def _store_warning(self, message: str) -> None:
         self.console.print(f"[yellow]warning:[/] {escape(message)}")
@@ -255,6 +258,7 @@ class Runner:
     def _preflight(self, campaign: Campaign, cells: list[Cell]) -> None:
         """Fail before measuring anything if a needed tool is missing on the host."""
         workloads = workload_registry.load_all()
+        self._client(campaign)  # a client host that cannot be reached fails here
         for cell in cells:
             w = workloads[cell.test_case]
             require(w.host_tools, needed_by=w.name)
@@ -410,8 +414,17 @@ class Runner:
             + ", ".join(f"{n} stopped on {r}" for r, n in counts.items() if n)
         )
 
+    def _client(self, campaign: Campaign) -> remote.RemoteClient | None:
+        """The campaign's client host (serving/remote.py), opened once per run."""
+        if not self._remote_opened:
+            self._remote = remote.open_client(campaign.settings, campaign.file)
+            self._remote_opened = True
+        return self._remote
+
     def _context(self, cell: Cell, campaign: Campaign) -> RunContext:
+        client = self._client(campaign)
         return RunContext(
+            remote=remote.CellClient(client) if client is not None else None,
             params=cell.params,
             timeout=campaign.settings.cell_timeout,
             cpus=campaign.settings.target_cpus,
@@ -461,6 +474,9 @@ class Runner:
                 self._scenario_env(platform, wcls(), c, campaign, sampler)
             ),
         )
+        client = getattr(ctx, "remote", None)
+        if client is not None and client.facts:  # clock offset, RTT to the target
+            labels["client"] = client.facts
         overlapped.update(locks.other_runners())
         if overlapped:  # another run loaded this host while the cell measured
             for s in out.samples:

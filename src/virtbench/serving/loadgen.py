@@ -59,7 +59,12 @@ def run_client(
     timeout: float | None = None,
     env: dict[str, str] | None = None,
 ) -> ClientRun:
-    """Run a load generator on the host pinned to the client CPUs; measure its CPU use."""
+    """Run a load generator on the host pinned to the client CPUs; measure its CPU use.
+    With a client host (ctx.remote) it runs there, judged by the CPUs it had there."""
+    if ctx.remote is not None:
+        res, out = ctx.remote.run(argv, ctx.client_cpus, timeout, env)
+        usable = max(1, min(len(out.get("cpus") or [1]), threads))
+        return ClientRun(res, _busy(res) / max(res.elapsed_s, 1e-6) / usable)
     res = run_host(argv, cpus=ctx.client_cpus, timeout=timeout, env=env)
     util = _busy(res) / max(res.elapsed_s, 1e-6) / usable_cpus(ctx, threads)
     return ClientRun(res, util)
@@ -137,15 +142,22 @@ def run_clients(
     *,
     timeout: float | None = None,
     stagger_s: float = 0.0,
+    remote=None,
 ) -> ParallelRun:
     """Run several load generator processes side by side (process i pinned to slots[i],
-    started i * stagger_s after the first, so equal open-loop schedules interleave)."""
+    started i * stagger_s after the first, so equal open-loop schedules interleave); on
+    the client host `remote` (ctx.remote) if given."""
     results: list[ExecResult | None] = [None] * len(argvs)
     errors: list[BaseException] = []
+    remote_busy: list[float] = []
 
     def one(i: int) -> None:
         try:
             time.sleep(i * stagger_s)
+            if remote is not None:
+                results[i], out = remote.run(argvs[i], slots[i], timeout)
+                remote_busy.append(float(out.get("busy") or 0.0))
+                return
             results[i] = run_host(argvs[i], cpus=slots[i], timeout=timeout)
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             errors.append(exc)
@@ -158,6 +170,8 @@ def run_clients(
     for th in threads:
         th.join()
     busy = busiest_share(before, cpu_times(watched))
+    if remote is not None:  # the client host's CPUs, read there by each process's wrapper
+        busy = max(remote_busy, default=0.0)
     if errors:
         raise errors[0]
     done = [r for r in results if r is not None]

@@ -61,6 +61,12 @@ def serve(
         served = _start(platform, make_argv(port), port, ctx, what, check, ready_timeout, settle_s)
         if _lost_port(served, platform, what, port_key, requested_port):
             continue
+        if ctx.remote is not None:  # a client host: the address it reaches the server at
+            try:
+                served.host = ctx.remote.reach(served.host)
+            except BaseException:
+                served.proc.stop(timeout=3)
+                raise
         try:
             yield served
         finally:

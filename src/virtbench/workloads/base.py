@@ -45,6 +45,9 @@ class RunContext:
     # co-located environments stepping together (scenarios/colocation_engine.py): a workload
     # with steps calls begin(k) / end(k) around step k; None when it runs alone
     lockstep: LockstepParty | None = None
+    # the campaign's client host (serving/remote.py CellClient): clients run there over SSH;
+    # None: on this host
+    remote: Any = None
 
 
 class Workload(abc.ABC):

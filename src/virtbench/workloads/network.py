@@ -12,6 +12,7 @@ from ..errors import WorkloadError
 from ..platforms.base import Platform
 from ..serving.loadgen import ClientRun, raise_nofile, run_client
 from ..serving.readiness import READY_TIMEOUT_S
+from ..serving.remote import listen_address
 from ..serving.server import serve
 from .base import Metric, Param, RunContext, Sample, Workload
 from .registry import register
@@ -66,7 +67,7 @@ class _Iperf3(_NetWorkload):
         raise_nofile()
         with serve(
             platform,
-            lambda port: iperf3.server_argv(port, platform.listen_address()),
+            lambda port: iperf3.server_argv(port, listen_address(platform, ctx)),
             ctx,
             what=f"{self.name}: iperf3 server",
             port_key="suites.network.port",
@@ -171,7 +172,7 @@ class _Sockperf(_NetWorkload):
         p = ctx.params
         with serve(
             platform,
-            lambda port: sockperf.server_argv(port, self.tcp, platform.listen_address()),
+            lambda port: sockperf.server_argv(port, self.tcp, listen_address(platform, ctx)),
             ctx,
             what=f"{self.name}: sockperf server",
             port_key="suites.network.port",

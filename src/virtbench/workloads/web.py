@@ -25,6 +25,7 @@ from ..serving.loadgen import (
     run_clients,
 )
 from ..serving.readiness import http_probe
+from ..serving.remote import listen_address
 from ..serving.server import Served, serve
 from .base import Metric, Param, RunContext, Sample, Workload
 from .registry import register
@@ -65,7 +66,7 @@ class _NginxWorkload(Workload):
 
         def make_argv(port: int) -> list[str]:
             root, conf = nginx.prepare(
-                platform, sizes, port, int(p.get("workers", 0)), platform.listen_address()
+                platform, sizes, port, int(p.get("workers", 0)), listen_address(platform, ctx)
             )
             state["root"] = root
             return nginx.argv(root, conf)
@@ -388,7 +389,9 @@ class HttperfSweep(_NginxWorkload):
         ]
         # start the processes 1/rate apart so their equal schedules interleave, not coincide
         stagger = min(0.05, 1 / max(load.conn_rate, 1))
-        par = run_clients(argvs, slots, timeout=duration * 3 + 60, stagger_s=stagger)
+        par = run_clients(
+            argvs, slots, timeout=duration * 3 + 60, stagger_s=stagger, remote=st.ctx.remote
+        )
         for i, run in enumerate(par.runs):
             if not run.result.ok:
                 tail = (run.result.stderr or run.result.stdout).strip().splitlines()[-3:]

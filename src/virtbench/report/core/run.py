@@ -127,6 +127,13 @@ def host_section(data: ReportData) -> Section:
         ),
         ("hostname / python", f"{f.get('hostname', '–')} / {f.get('python', '–')}"),
     ]
+    if "hypervisor" in f:  # runs stored since issue 14: the machine beneath, with evidence
+        ev = f.get("hypervisor_evidence") or {}
+        show = lambda v: " ".join(v) if isinstance(v, list) else str(v)  # noqa: E731
+        seen = ", ".join(f"{k}={show(v)}" for k, v in ev.items() if v not in (None, [], ""))
+        facts.insert(5, ("hypervisor", f"{f['hypervisor']}" + (f" ({seen})" if seen else "")))
+    if f.get("fleet_host"):
+        facts.append(("fleet host (inventory name)", f["fleet_host"]))
     plats = data.platform_labels()
     prow = []
     for name in data.platforms:
