@@ -22,6 +22,8 @@ from virtbench.platforms.container.platform import ContainerPlatform
 from virtbench.platforms.container.storage import STATE_DIR
 from virtbench.store.db import Store
 
+from .test_container_crash import _processes, _watchdogs
+
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.skipif(tools.which("lxc-start") is None, reason="lxc not installed"),
@@ -164,23 +166,6 @@ def _objects(names: set[str]) -> set[str]:
     return {o for o in objs if any(n in o for n in names)}
 
 
-def _processes(names: set[str]) -> list[str]:
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            text = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            cg = (proc / "cgroup").read_text()
-            if (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] in "ZX":
-                continue
-        except (OSError, IndexError):
-            continue
-        if any(n in text or f"/{n}" in cg for n in names):
-            found.append(f"{proc.name}: {text[:80]}")
-    return found
-
-
 def _start_and_wait(tmp_path) -> tuple[subprocess.Popen, set[str]]:
     campaign = tmp_path / "kill.toml"
     campaign.write_text(KILL_CAMPAIGN)
@@ -206,18 +191,6 @@ def _start_and_wait(tmp_path) -> tuple[subprocess.Popen, set[str]]:
     time.sleep(1)
     assert run.poll() is None and names, "the run ended before it could be stopped"
     return run, names
-
-
-def _watchdogs(parent: int) -> list[int]:
-    out = []
-    for proc in Path("/proc").iterdir():
-        try:
-            argv = (proc / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"virtbench.watchdog" in argv and str(parent).encode() in argv:
-            out.append(int(proc.name))
-    return out
 
 
 # the registered cleaners, run so that they spare everything not of this run (other

@@ -135,14 +135,6 @@ class Runsc(OciRuntime):
     def needs_read_shim(self) -> bool:
         return self.network == "host"  # gvisor.py: hostinet's read(2) does not block
 
-    def plug(self, cid: str) -> tuple[str | None, hostnet.Attachment | None]:
-        """The container's network besides the host's: (netns path for config.json, its
-        attachment to the bridge). Default: a netns of virtbench's with a veth in it."""
-        if self.network == "host":
-            return None, None
-        netns = hostnet.create_netns(cid)
-        return netns, hostnet.attach_netns(cid, cid)
-
     def populate(self, host_path):
         if self.needs_read_shim:
             gvisor.install_shim(host_path)
