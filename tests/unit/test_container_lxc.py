@@ -133,9 +133,12 @@ def test_run_argv_writes_config_under_virtbench_lxcpath(tmp_path, monkeypatch):
     (bundle / "config.json").write_text(json.dumps(_config()))
     rt = runtimes.get("lxc", "host")
     argv = rt.run_argv("vb-1", bundle, detach=True)
-    assert argv[:5] == ["lxc-start", "-P", str(tmp_path / "lxcpath"), "-n", "vb-1"]
+    log = tmp_path / "lxcpath/vb-1/lxc.log"
+    assert argv[:4] == ["sh", "-c", f'"$@" || {{ s=$?; cat {log} >&2; exit $s; }}', "sh"]
+    assert argv[4:9] == ["lxc-start", "-P", str(tmp_path / "lxcpath"), "-n", "vb-1"]
     assert "-d" in argv and argv[argv.index("--") + 1 :] == ["sleep", "infinity"]
-    assert "-F" in rt.run_argv("vb-1", bundle, detach=False)
+    fg = rt.run_argv("vb-1", bundle, detach=False)
+    assert fg[0] == "lxc-start" and "-F" in fg and fg[-2:] == ["sleep", "infinity"]
     text = (tmp_path / "lxcpath/vb-1/config").read_text()
     assert "lxc.apparmor.profile = unconfined" in text
     assert (bundle / "pids").is_dir()

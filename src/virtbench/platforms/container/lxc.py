@@ -215,19 +215,13 @@ class Lxc(OciRuntime):
 
     def run_argv(self, cid: str, bundle: Path, detach: bool) -> list[str]:
         d = self._write_config(cid, bundle)
-        return [
-            "lxc-start",
-            *self.base(),
-            "-n",
-            cid,
-            "-d" if detach else "-F",
-            "-o",
-            str(d / "lxc.log"),
-            "-l",
-            LOG_LEVEL,
-            "--",
-            *self._args,
-        ]
+        log = d / "lxc.log"
+        argv = ["lxc-start", *self.base(), "-n", cid, "-d" if detach else "-F"]
+        argv += ["-o", str(log), "-l", LOG_LEVEL, "--", *self._args]
+        if not detach:
+            return argv  # the start-up test case: nothing between it and lxc-start
+        # a daemonized start that fails says only "failed to start"; its reason is in the log
+        return ["sh", "-c", f'"$@" || {{ s=$?; cat {log} >&2; exit $s; }}', "sh", *argv]
 
     def exec_argv(
         self, cid: str, argv: list[str], env: dict[str, str] | None, pid_file: str | None
