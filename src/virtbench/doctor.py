@@ -58,6 +58,14 @@ def gvisor_check() -> Check | None:
     )
 
 
+def lxc_check() -> Check:
+    """What LXC cannot do on this host (AppArmor, lxc-net) and what virtbench does instead."""
+    from .platforms.container import lxc
+
+    status, detail, fix = lxc.host_check()
+    return Check("lxc", status, detail, fix)
+
+
 def checks() -> list[Check]:
     out: list[Check] = []
     root = os.geteuid() == 0
@@ -77,6 +85,7 @@ def checks() -> list[Check]:
     out.append(kvm_check())
     if root and (gv := gvisor_check()) is not None:
         out.append(gv)
+    out.append(lxc_check())
     for t in tools.TOOLS.values():
         path = tools.which(t.name)
         if path:

@@ -57,6 +57,8 @@ TOOLS: dict[str, Tool] = {
         Tool("mvn", "maven", ("-v",), purpose="fetches the java suite's jars at setup"),
         Tool("clang", "clang", purpose="builds the Wasm kernels and their native twin"),
         Tool("wasm-ld", "lld", purpose="links the Wasm kernel module"),
+        Tool("lxc-start", "lxc", purpose="LXC container engine (runtime = lxc)"),
+        Tool("lxc-attach", "lxc", purpose="runs workloads in LXC containers"),
     ]
 }
 

@@ -84,10 +84,7 @@ class Instance:
         self.storage.create()
         # in the private upper layer: the shared image stays untouched
         (self.storage.rootfs / "etc/hosts").write_text(spec.etc_hosts(self.name))
-        netns: str | None = None
-        if self.config.network != "host":
-            netns = hostnet.create_netns(self.name)
-            self.net = hostnet.attach_netns(self.name, self.name)
+        netns, self.net = self.runtime.plug(self.name)
         binds = [spec.Bind(src, dst) for src, dst in self.storage.binds()]
         nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]  # no CAP_SYS_RESOURCE to raise
         cfg = spec.build(

@@ -134,13 +134,7 @@ class Podman(OciRuntime):
     def exec_argv(
         self, cid: str, argv: list[str], env: dict[str, str] | None, pid_file: str | None
     ) -> list[str]:
-        out = self.exec_prefix(env)
-        if pid_file:
-            # the command records its own (container) pid where the host can read it
-            name = Path(pid_file).name
-            wrap = f'echo $$ > {PID_DIR}/{name}; exec "$@"'
-            return [*out, cid, "sh", "-c", wrap, "sh", *argv]
-        return [*out, cid, *argv]
+        return [*self.exec_prefix(env), cid, *pid_wrapped(argv, pid_file)]
 
     def host_pid_file(self, pid_file: str) -> str:
         """Where the wrapper's pid file appears on the host (the bundle's pids/ dir)."""
@@ -171,6 +165,15 @@ class Podman(OciRuntime):
             timeout=60,
         )
         return sorted(n for n in r.stdout.split() if n.startswith(NAME_PREFIX))
+
+
+def pid_wrapped(argv: list[str], pid_file: str | None) -> list[str]:
+    """argv run so that it records its own (container) pid in PID_DIR where the host can
+    read it: for engines whose exec has no --pid-file (podman, lxc-attach)."""
+    if not pid_file:
+        return list(argv)
+    wrap = f'echo $$ > {PID_DIR}/{Path(pid_file).name}; exec "$@"'
+    return ["sh", "-c", wrap, "sh", *argv]
 
 
 def host_pid(container_pid: int, candidates: list[int]) -> int | None:

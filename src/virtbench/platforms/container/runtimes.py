@@ -14,13 +14,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ... import hostinfo, tools
+from ... import hostinfo, hostnet, tools
 from ...errors import PlatformError
 from ..base import NAME_PREFIX
 from . import gvisor
 
 STATE_ROOT = Path("/run/virtbench/oci")
 RUNTIMES = ("crun", "runc", "runsc", "podman")
+RUNTIMES += ("lxc",)  # an engine with its own config format: lxc.py
 
 
 class OciRuntime:
@@ -85,6 +86,14 @@ class OciRuntime:
         """Kill and delete the container; no error if it is already gone."""
         subprocess.run([*self.base(), "kill", cid, "KILL"], capture_output=True, timeout=30)
         subprocess.run([*self.base(), "delete", "--force", cid], capture_output=True, timeout=30)
+
+    def plug(self, cid: str) -> tuple[str | None, hostnet.Attachment | None]:
+        """The container's network besides the host's: (netns path for config.json, its
+        attachment to the bridge). Default: a netns of virtbench's with a veth in it."""
+        if self.network == "host":
+            return None, None
+        netns = hostnet.create_netns(cid)
+        return netns, hostnet.attach_netns(cid, cid)
 
     def populate(self, host_path: Callable[[str], Path]) -> None:
         """Put what the runtime needs inside a provisioned container's root (default: none)."""
@@ -155,6 +164,10 @@ def get(name: str, network: str = "host") -> OciRuntime:
         from .podman import Podman
 
         return Podman(network)
+    if name == "lxc":
+        from .lxc import Lxc
+
+        return Lxc(network)
     if name not in _CLASSES:
         raise PlatformError(f"unknown container runtime {name!r}; allowed: {', '.join(RUNTIMES)}")
     return _CLASSES[name](network)
