@@ -61,7 +61,7 @@ def test_container_in_vm_follows_its_vm_and_a_guest_quota_is_refused():
 def test_one_cpu_host_shares_it_with_the_clients_and_says_so():
     p = shared_cpu({"target": NATIVE, "neighbour-1": NATIVE}, "w", cpus=[0])
     assert (p.cpu, p.client_cpus) == (0, [0])
-    assert "share it" in p.labels()["placement_note"]
+    assert "shared CPU too" in p.labels()["placement_note"]
 
 
 def test_bad_cpu_option_names_the_allowed_ones():
@@ -103,3 +103,13 @@ def test_weights_cell_runs_everyone_on_the_shared_cpu_and_labels_every_sample():
         assert labels["cpus"] == [p.cpu] and labels["clients"] == p.client_cpus
     assert all(s.labels["placement"] == "shared-cpu" for s in samples)
     assert "weight native 4096" in log and "weight native 1024" in log
+
+
+def test_clients_anywhere_keeps_the_campaigns_client_cpus():
+    specs = {"target": NATIVE, "neighbour-1": NATIVE}
+    p = shared_cpu(specs, "w", cpus=[0, 1], clients="all")
+    assert (p.cpu, p.client_cpus) == (1, None)
+    assert "shared CPU too" in p.labels()["placement_note"]
+    assert registry.parse("weights:1:1:4:clients=all").clients == "all"
+    with pytest.raises(ValueError, match=r"clients=some: allowed: other, all"):
+        registry.parse("weights:1:1:4:clients=some")

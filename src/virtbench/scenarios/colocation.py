@@ -27,7 +27,7 @@ from ..workloads.base import Sample
 from . import colocation_engine as engine
 from . import rates
 from .base import Scenario, ScenarioEnv
-from .colocation_placement import SharedCpu, shared_cpu
+from .colocation_placement import CLIENTS, SharedCpu, shared_cpu
 from .placement import parse_cpu
 from .registry import register
 
@@ -247,7 +247,7 @@ class Weights(_Colocation):
         "CPU weight ratios host back end : target : neighbour (seed 003 §6), every "
         "environment on one shared CPU (cpu=N), the load generators on the others"
     )
-    options = ("load", "cpu")
+    options = ("load", "cpu", "clients")
 
     def parse(self, pos):
         if len(pos) != 3:
@@ -276,11 +276,18 @@ class Weights(_Colocation):
             self.cpu = parse_cpu(self.opts["cpu"]) if "cpu" in self.opts else None
         except ValueError as exc:
             raise ValueError(f"scenario '{self.kind}': {exc}") from None
+        self.clients = self.opts.get("clients", "other")
+        if self.clients not in CLIENTS:
+            raise ValueError(
+                f"scenario '{self.kind}': clients={self.clients}: allowed: {', '.join(CLIENTS)}"
+            )
 
     def placement(self, env, plans):
         # weights decide only between environments that want the same CPU at once
         specs = {p.role: p.spec or env.target.spec for p in plans}
-        return shared_cpu(specs, self.text(), self.cpu, env.ctx.cpus, env.ctx.client_cpus)
+        return shared_cpu(
+            specs, self.text(), self.cpu, env.ctx.cpus, env.ctx.client_cpus, clients=self.clients
+        )
 
     def plans(self, env):
         return [

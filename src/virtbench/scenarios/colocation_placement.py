@@ -24,12 +24,14 @@ from ..platforms.base import PlatformSpec
 from .placement import host_cpus
 
 SHARED = "shared-cpu"  # labels["placement"] of a weights cell
+# where the load generators go: every CPU but the shared one, or anywhere (campaign's)
+CLIENTS = ("other", "all")
 
 
 @dataclass(frozen=True)
 class SharedCpu:
     cpu: int  # the host CPU every environment of the cell is pinned to
-    client_cpus: list[int]  # where the load generators run
+    client_cpus: list[int] | None  # where the load generators run (None: anywhere)
 
     @property
     def env_cpus(self) -> list[int]:
@@ -41,8 +43,8 @@ class SharedCpu:
             "env_cpus": self.env_cpus,
             "client_cpus": self.client_cpus,
         }
-        if self.cpu in self.client_cpus:
-            out["placement_note"] = "one CPU only: the load generators share it"
+        if self.client_cpus is None or self.cpu in self.client_cpus:
+            out["placement_note"] = "the load generators may run on the shared CPU too"
         return out
 
 
@@ -78,6 +80,7 @@ def shared_cpu(
     target_cpus: list[int] | None = None,
     client_cpus: list[int] | None = None,
     cpus: list[int] | None = None,
+    clients: str = "other",
 ) -> SharedCpu:
     """One CPU every environment (role -> its platform spec) may use, and the clients' CPUs.
 
@@ -116,5 +119,6 @@ def shared_cpu(
     else:
         preferred = [c for c in (target_cpus or []) if c in common]
         cpu = preferred[0] if preferred else common[-1]
-    clients = [c for c in (client_cpus or host) if c != cpu] or [cpu]
-    return SharedCpu(cpu, clients)
+    if clients == "all":  # the campaign's client CPUs as they are (None: unpinned)
+        return SharedCpu(cpu, client_cpus)
+    return SharedCpu(cpu, [c for c in (client_cpus or host) if c != cpu] or [cpu])
