@@ -5,6 +5,11 @@ Floating over both CPUs of this host, two containers' weights did nothing (1:1:1
 shared CPU and wrk to the other, lifts the campaign's half-CPU quotas for the cell, and
 labels the placement on every sample. Both directions are run (1024:256 and 256:1024), so a
 target/neighbour asymmetry cannot pass for a weight effect. About 40 s.
+
+50 KB files, because there the servers' CPU is what the pair contends for. Measured under the
+lock (6 s wrk each): 50 KB 3,160 vs 1,657 and 1,726 vs 2,892 req/s (1.9x, 1.7x); at 1 KB the
+two load generators on the other CPU ran at 88 % of it and the shift was 1.06-1.38x (right
+direction, too close to the noise for a test: docs/colocation.md).
 """
 
 import json
@@ -39,13 +44,13 @@ cpu_quota_us = 50000
 
 [suites.web]
 test_cases = ["wrk-max"]
-file_sizes = [1]
+file_sizes = [50]
 duration = 6
 """
 
-# 1024 vs 256 shares is 4:1 of the shared CPU; softirq work charged to whoever runs and the
-# closed-loop clients on the other CPU blur that, so ask for a clear 1.5x in each direction
-MARGIN = 1.5
+# 1024 vs 256 shares is 4:1 of the shared CPU; softirq work (not charged to either group)
+# and the closed-loop clients on the other CPU blur that: measured 1.7-1.9x, ask for 1.3x
+MARGIN = 1.3
 
 
 def test_heavier_container_serves_more_on_a_shared_cpu(tmp_path: Path, monkeypatch):
