@@ -12,15 +12,12 @@ two load generators on the other CPU ran at 88 % of it and the shift was 1.06-1.
 direction, too close to the noise for a test: docs/colocation.md).
 """
 
-import json
 import os
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from virtbench.cli import cli
-
+from .campaign_run import run_rows
 from .owned import Owned
 
 pytestmark = [
@@ -55,15 +52,7 @@ MARGIN = 1.3
 
 def test_heavier_container_serves_more_on_a_shared_cpu(tmp_path: Path, monkeypatch):
     owned = Owned(monkeypatch)
-    f = tmp_path / "c.toml"
-    f.write_text(CAMPAIGN)
-    runner = CliRunner()
-    res = runner.invoke(cli, ["run", str(f), "--results-dir", str(tmp_path), "--no-report"])
-    assert res.exit_code == 0, res.output
-    out = runner.invoke(
-        cli, ["results", "--run", "latest", "--results-dir", str(tmp_path), "--format", "jsonl"]
-    )
-    rows = [json.loads(line) for line in out.output.splitlines() if line.strip()]
+    rows = run_rows(tmp_path, CAMPAIGN)
     rps = {
         (r["scenario"], r["role"]): r
         for r in rows
