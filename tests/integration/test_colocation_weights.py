@@ -7,7 +7,8 @@ labels the placement on every sample. Both directions are run (1024:256 and 256:
 target/neighbour asymmetry cannot pass for a weight effect. About 40 s.
 
 50 KB files, because there the servers' CPU is what the pair contends for. Measured under the
-lock (6 s wrk each): 50 KB 3,160 vs 1,657 and 1,726 vs 2,892 req/s (1.9x, 1.7x); at 1 KB the
+lock (6 s wrk each): 50 KB 3,160 vs 1,657 and 1,726 vs 2,892 req/s (1.9x, 1.7x), and in this
+test's own run 6,505 vs 2,399 and 2,192 vs 6,468 (2.7x, 3.0x); at 1 KB the
 two load generators on the other CPU ran at 88 % of it and the shift was 1.06-1.38x (right
 direction, too close to the noise for a test: docs/colocation.md).
 """
