@@ -5,7 +5,8 @@
     heterogeneous:PLATFORM[:load=PCT]  a neighbour on another platform, same workload
     different:SIZE_KB[:load=PCT]     the neighbour serves SIZE_KB files, the target its own
     many:N[:load=PCT]                N environments in all, each at load PCT (default 10)
-    weights:A:B:C[:load=PCT][:cpu=N] CPU weights host back end : target : neighbour, all
+    weights:A:B:C[:load=PCT][:cpu=N][:clients=other|all]
+                                     CPU weights host back end : target : neighbour, all
                                      environments on one shared CPU (colocation_placement.py)
     startup:K[:PLATFORM[:DELAY_S]]   K newcomers start DELAY_S after the target's load began
 
@@ -242,7 +243,7 @@ class Many(_Colocation):
 @register
 class Weights(_Colocation):
     kind = "weights"
-    usage = "weights:A:B:C[:load=PCT][:cpu=N]"
+    usage = "weights:A:B:C[:load=PCT][:cpu=N][:clients=other|all]"
     description = (
         "CPU weight ratios host back end : target : neighbour (seed 003 §6), every "
         "environment on one shared CPU (cpu=N), the load generators on the others"
