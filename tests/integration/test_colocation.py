@@ -6,15 +6,12 @@ behind. Other runs on the host create vb- objects at the same time, so only our 
 (tests/integration/owned.py).
 """
 
-import json
 import os
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from virtbench.cli import cli
-
+from .campaign_run import run_rows
 from .owned import Owned
 
 pytestmark = [
@@ -42,15 +39,7 @@ duration = 3
 
 def test_native_colocation_roles_metrics_and_cleanup(tmp_path: Path, monkeypatch):
     owned = Owned(monkeypatch)
-    f = tmp_path / "c.toml"
-    f.write_text(CAMPAIGN)
-    runner = CliRunner()
-    res = runner.invoke(cli, ["run", str(f), "--results-dir", str(tmp_path), "--no-report"])
-    assert res.exit_code == 0, res.output
-    out = runner.invoke(
-        cli, ["results", "--run", "latest", "--results-dir", str(tmp_path), "--format", "jsonl"]
-    )
-    rows = [json.loads(line) for line in out.output.splitlines() if line.strip()]
+    rows = run_rows(tmp_path, CAMPAIGN)
     by = {(r["scenario"], r["role"], r["metric"]) for r in rows}
     assert ("idle-neighbours:2", "neighbour-2", "sched_blocked_pct") in by
     assert ("identical", "neighbour-1", "events_per_s") in by

@@ -38,6 +38,38 @@ def weighted(platform: Platform, shares: int, whose: str) -> Iterator[str]:
         yield f"{path.name}={value} on {whose} {path.parent}"
 
 
+@contextlib.contextmanager
+def lifted_quota(platform: Platform) -> Iterator[str | None]:
+    """Lift a CFS quota on the environment's own cgroup while the block runs, then put it
+    back; yields what was lifted where, or None if it had no quota there.
+
+    Why: in a weights cell the environments share one CPU, which is then their budget. A quota
+    at or below a fair share (the shipped campaigns give servers half a CPU each) would cap
+    each environment before its weight could count: two at 50 % on one CPU split it 50:50
+    whatever the weights say."""
+    cg = platform.accounting().cgroups
+    if "cpu" in cg and Path(cg["cpu"], "cpu.cfs_quota_us").exists():
+        path = Path(cg["cpu"], "cpu.cfs_quota_us")
+        old = path.read_text().strip()
+        if old.lstrip("-").isdigit() and int(old) < 0:
+            yield None
+            return
+        with _set_knob(path, "-1"):
+            yield f"cpu.cfs_quota_us={old} lifted to -1 on {path.parent}"
+        return
+    if "unified" in cg and Path(cg["unified"], "cpu.max").exists():
+        path = Path(cg["unified"], "cpu.max")
+        old = path.read_text().strip()
+        quota, _, period = old.partition(" ")
+        if quota == "max":
+            yield None
+            return
+        with _set_knob(path, f"max {period or 100000}"):
+            yield f"cpu.max='{old}' lifted to max on {path.parent}"
+        return
+    yield None
+
+
 def _own_cgroup_knob(cg: dict[str, str]) -> tuple[Path, str] | None:
     """The weight file of the environment's own cgroup and the value format, if it has one."""
     if "cpu" in cg and Path(cg["cpu"], "cpu.shares").exists():

@@ -5,7 +5,9 @@
     heterogeneous:PLATFORM[:load=PCT]  a neighbour on another platform, same workload
     different:SIZE_KB[:load=PCT]     the neighbour serves SIZE_KB files, the target its own
     many:N[:load=PCT]                N environments in all, each at load PCT (default 10)
-    weights:A:B:C[:load=PCT]         CPU weights host back end : target : neighbour
+    weights:A:B:C[:load=PCT][:cpu=N][:clients=other|all]
+                                     CPU weights host back end : target : neighbour, all
+                                     environments on one shared CPU (colocation_placement.py)
     startup:K[:PLATFORM[:DELAY_S]]   K newcomers start DELAY_S after the target's load began
 
 PLATFORM names a [[platforms]] entry of the campaign (default: the target's own).
@@ -26,6 +28,8 @@ from ..workloads.base import Sample
 from . import colocation_engine as engine
 from . import rates
 from .base import Scenario, ScenarioEnv
+from .colocation_placement import CLIENTS, SharedCpu, shared_cpu
+from .placement import parse_cpu
 from .registry import register
 
 MAX_NEIGHBOURS = 16
@@ -75,6 +79,7 @@ class _Colocation(Scenario):
     def __init__(self, args: list[str]) -> None:
         self.args = args
         self.pos, opts = _split_options(self.kind, args, self.options)
+        self.opts = opts
         self.load = _load(self.kind, opts)
         self.platform_ref: str | None = None
         self.parse(self.pos)
@@ -105,12 +110,23 @@ class _Colocation(Scenario):
     def labels(self, env: ScenarioEnv) -> dict[str, Any]:
         return {"scenario_kind": self.kind}
 
+    def placement(self, env: ScenarioEnv, plans: list[engine.EnvPlan]) -> SharedCpu | None:
+        """Where the environments run; None: where the scheduler puts them."""
+        return None
+
     def run(self, env: ScenarioEnv) -> list[Sample]:
         plans = self.plans(env)
         lab = self.labels(env) | {
             "environments": {p.role: (p.spec or env.target.spec).name for p in plans}
         }
-        return engine.run(env, plans, self.text(), lab, getattr(self, "host_shares", None))
+        return engine.run(
+            env,
+            plans,
+            self.text(),
+            lab,
+            getattr(self, "host_shares", None),
+            self.placement(env, plans),
+        )
 
 
 @register
@@ -183,16 +199,18 @@ class Different(_Colocation):
                 f"(Workload.size_param); test case {w.name} has: "
                 f"{', '.join(sorted(w.params)) or 'none'}"
             )
+        # one run of SIZE_KB beside each of the target's sizes, so both run (and step) for as
+        # long as each other: with file_sizes = [1, 4, ... 100] the target sweeps seven sizes
+        # and a single 100 KB run would leave six of them alone (invalid)
+        own = env.ctx.params.get(size_param)
+        n = len(own) if isinstance(own, list) and own else 1
+        value = [self.size_kb] * n if isinstance(w.params[size_param].default, list) else None
         return [
             engine.EnvPlan("target", load_pct=self.load),
             engine.EnvPlan(
                 "neighbour-1",
                 self.neighbour_spec(env),
-                params={
-                    size_param: [self.size_kb]
-                    if isinstance(w.params[size_param].default, list)
-                    else self.size_kb
-                },
+                params={size_param: value if value is not None else self.size_kb},
                 load_pct=self.load,
             ),
         ]
@@ -225,8 +243,12 @@ class Many(_Colocation):
 @register
 class Weights(_Colocation):
     kind = "weights"
-    usage = "weights:A:B:C[:load=PCT]"
-    description = "CPU weight ratios host back end : target : neighbour (seed 003 §6)"
+    usage = "weights:A:B:C[:load=PCT][:cpu=N][:clients=other|all]"
+    description = (
+        "CPU weight ratios host back end : target : neighbour (seed 003 §6), every "
+        "environment on one shared CPU (cpu=N), the load generators on the others"
+    )
+    options = ("load", "cpu", "clients")
 
     def parse(self, pos):
         if len(pos) != 3:
@@ -251,6 +273,22 @@ class Weights(_Colocation):
             )
         self.ratios = ratios
         self.host_shares, self.target_shares, self.neighbour_shares = shares
+        try:
+            self.cpu = parse_cpu(self.opts["cpu"]) if "cpu" in self.opts else None
+        except ValueError as exc:
+            raise ValueError(f"scenario '{self.kind}': {exc}") from None
+        self.clients = self.opts.get("clients", "other")
+        if self.clients not in CLIENTS:
+            raise ValueError(
+                f"scenario '{self.kind}': clients={self.clients}: allowed: {', '.join(CLIENTS)}"
+            )
+
+    def placement(self, env, plans):
+        # weights decide only between environments that want the same CPU at once
+        specs = {p.role: p.spec or env.target.spec for p in plans}
+        return shared_cpu(
+            specs, self.text(), self.cpu, env.ctx.cpus, env.ctx.client_cpus, clients=self.clients
+        )
 
     def plans(self, env):
         return [

@@ -26,6 +26,7 @@ from ..platforms.base import Platform, PlatformSpec
 from ..workloads.base import RunContext, Sample
 from . import weights as weights_mod
 from .base import ScenarioEnv
+from .colocation_placement import SharedCpu
 from .neighbours import NeighbourPlan, Neighbours, idle
 from .peaks import Peak
 from .rates import apply_load, apply_schedule, schedule_param
@@ -65,14 +66,21 @@ class _Env:
 
 
 def _ctx_for(
-    env: ScenarioEnv, params: dict[str, Any], tag: str, marks: list[float] | None = None
+    env: ScenarioEnv,
+    params: dict[str, Any],
+    tag: str,
+    marks: list[float] | None = None,
+    placement: SharedCpu | None = None,
 ) -> RunContext:
     def record(metric: str, t: float, value: float, unit: str, role: str = "target") -> None:
         if marks is not None:
             marks.append(time.monotonic())  # when the workload reported a measured step
         env.ctx.series(metric, t, value, unit, tag if role == "target" else f"{role}:{tag}")
 
-    return replace(env.ctx, params=params, series=record)
+    ctx = replace(env.ctx, params=params, series=record)
+    if placement is not None:  # every environment on the shared CPU, clients on the others
+        ctx = replace(ctx, cpus=placement.env_cpus, client_cpus=placement.client_cpus)
+    return ctx
 
 
 def _params(env: ScenarioEnv, e: _Env, lockstep: bool) -> dict[str, Any]:
@@ -109,8 +117,9 @@ def _run_workload(
     params: dict[str, Any],
     gate: threading.Barrier,
     lockstep: Lockstep | None,
+    placement: SharedCpu | None = None,
 ) -> None:
-    ctx = _ctx_for(env, params, e.plan.role, e.marks)
+    ctx = _ctx_for(env, params, e.plan.role, e.marks, placement)
     if lockstep is not None:
         ctx = replace(ctx, lockstep=lockstep.party(e.plan.role))
     with contextlib.suppress(threading.BrokenBarrierError):
@@ -176,20 +185,32 @@ def run(
     what: str,
     labels: dict[str, Any],
     host_weight: int | None = None,
+    placement: SharedCpu | None = None,
 ) -> list[Sample]:
     """Run one co-location cell; return samples of every role (target, neighbour-N, client).
 
     `host_weight` (cpu.shares scale) goes to the host-side back-end work that can be grouped
-    (see scenarios/weights.py)."""
+    (see scenarios/weights.py). `placement` pins every environment to one shared CPU and the
+    load generators to the others (colocation_placement.py); it lifts their CFS quotas for
+    the cell and is recorded on every sample."""
+    if placement is not None:
+        labels = labels | placement.labels()
     with ExitStack() as stack:
         group = stack.enter_context(
-            Neighbours(env, _neighbour_plans(plans), what, settle_s=0, commands_on_enter=False)
+            Neighbours(
+                env,
+                _neighbour_plans(plans, placement),
+                what,
+                settle_s=0,
+                commands_on_enter=False,
+            )
         )
         envs = [_Env(p, env.target if p.spec is None else _started(group, p.role)) for p in plans]
         weight_notes = weights_mod.apply(
             [(e.platform, e.plan.cpu_weight, e.plan.role) for e in envs if e.platform],
             host_weight,
             stack,
+            lift_quotas=placement is not None,
         )
         active = [e for e in envs if e.plan.start_after_s is None]
         late = [e for e in envs if e.plan.start_after_s is not None]
@@ -205,7 +226,7 @@ def run(
         threads = [
             threading.Thread(
                 target=_run_workload,
-                args=(env, e, params[e.plan.role], gate, lockstep),
+                args=(env, e, params[e.plan.role], gate, lockstep, placement),
                 daemon=True,
             )
             for e in busy
@@ -232,7 +253,9 @@ def run(
         )
 
 
-def _neighbour_plans(plans: list[EnvPlan]) -> list[NeighbourPlan]:
+def _neighbour_plans(
+    plans: list[EnvPlan], placement: SharedCpu | None = None
+) -> list[NeighbourPlan]:
     """What the neighbour layer provisions: every environment but the runner's target.
 
     Busy neighbours get no command (their workload runs in them later); storm newcomers are
@@ -243,6 +266,7 @@ def _neighbour_plans(plans: list[EnvPlan]) -> list[NeighbourPlan]:
             p.spec,
             argv=idle if p.activity == "idle" and p.start_after_s is None else None,
             deferred=p.start_after_s is not None,
+            cpus=placement.env_cpus if placement is not None else None,
         )
         for p in plans
         if p.spec is not None

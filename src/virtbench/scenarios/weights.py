@@ -24,6 +24,7 @@ from ..cgroups import Cgroup, Layout
 from ..naming import NAME_PREFIX
 from ..platforms.base import Platform
 from ..platforms.capabilities import BackendThreads, CpuWeight, require
+from ..platforms.cpu_weight import lifted_quota
 
 
 def _write(path: Path, value: str) -> None:
@@ -105,18 +106,28 @@ def _tgid(tid: int) -> int:
 
 
 def apply(
-    items: list[tuple[Platform, int | None, str]], host_weight: int | None, stack: ExitStack
+    items: list[tuple[Platform, int | None, str]],
+    host_weight: int | None,
+    stack: ExitStack,
+    lift_quotas: bool = False,
 ) -> dict[str, Any]:
-    """Apply weights (cpu.shares scale) for the cell; undo them when `stack` closes."""
+    """Apply weights (cpu.shares scale) for the cell; undo them when `stack` closes.
+
+    `lift_quotas` (a weights cell on one shared CPU) lifts each weighted environment's CFS
+    quota meanwhile, so the shared CPU and not a per-environment cap is what they divide."""
     notes: dict[str, Any] = {}
-    weighted = {}
+    weighted, lifted = {}, {}
     for platform, shares, role in items:
         if shares is None:
             continue
         weightable = require(platform, CpuWeight, f"the weights scenario ({role})")
         weighted[role] = stack.enter_context(weightable.cpu_weight(shares))
+        if lift_quotas and (what := stack.enter_context(lifted_quota(platform))):
+            lifted[role] = what
     if weighted:
         notes["weights_applied"] = weighted
+    if lifted:
+        notes["quota_lifted"] = lifted
     if host_weight is not None:
         stack.enter_context(_backend_group([(p, r) for p, _w, r in items], host_weight, notes))
     return notes

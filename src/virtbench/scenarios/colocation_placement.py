@@ -1,0 +1,124 @@
+"""Where the environments of a weights cell run: all on one shared host CPU (seed 003 §6).
+
+A CPU weight decides something only while its environments want the same CPU at the same
+time. Left to float over a 2-core host, two containers each found a CPU of their own and
+their weights did nothing (1:1:1 / 1:4:1 / 1:1:4 gave 4,216 / 4,733 / 4,944 req/s), while
+two VMs pinned to one CPU split it by weight (1,178 vs 613 req/s). So a weights cell pins
+every environment to one shared CPU and the load generators to the other CPUs, records that
+on every sample, and refuses up front when the environments cannot share a CPU.
+
+The shared CPU is `cpu=N` if given, else the first of the campaign's `target_cpus` that every
+environment may use, else the highest-numbered such CPU (CPU 0 usually takes more
+interrupts). The load generators get the campaign's `client_cpus` (or every other CPU of the
+host) minus the shared one; on a one-CPU host they share it, and the label says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import parsing
+from ..errors import VirtbenchError
+from ..parsing import ParseError
+from ..platforms.base import PlatformSpec
+from .placement import host_cpus
+
+SHARED = "shared-cpu"  # labels["placement"] of a weights cell
+# where the load generators go: every CPU but the shared one, or anywhere (campaign's)
+CLIENTS = ("other", "all")
+
+
+@dataclass(frozen=True)
+class SharedCpu:
+    cpu: int  # the host CPU every environment of the cell is pinned to
+    client_cpus: list[int] | None  # where the load generators run (None: anywhere)
+
+    @property
+    def env_cpus(self) -> list[int]:
+        return [self.cpu]
+
+    def labels(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "placement": SHARED,
+            "env_cpus": self.env_cpus,
+            "client_cpus": self.client_cpus,
+        }
+        if self.client_cpus is None or self.cpu in self.client_cpus:
+            out["placement_note"] = "the load generators may run on the shared CPU too"
+        return out
+
+
+def allowed_cpus(spec: PlatformSpec, cpus: list[int]) -> tuple[list[int], str | None]:
+    """Host CPUs an environment of `spec` may be pinned to, and the option that limits them.
+
+    A container's `cpuset` limits it (taskset inside cannot leave it); a VM's `vcpu_pin` is
+    overridden by the cell's CPUs; a container inside a VM runs where its VM's vCPUs run (its
+    own cpuset names guest CPUs)."""
+    if spec.host is not None:
+        return allowed_cpus(spec.host, cpus)
+    value = spec.options.get("cpuset") if spec.type == "container" else None
+    if value is None:
+        return list(cpus), None
+    try:
+        own = parsing.cpu_list(value)
+    except ParseError:  # the loader refuses a bad cpuset; never widen on one here
+        own = []
+    return [c for c in cpus if c in own], f"cpuset = {value!r}"
+
+
+def guest_quota(spec: PlatformSpec) -> str | None:
+    """A CFS quota the host cannot lift for the cell: a container's inside its VM guest."""
+    if spec.host is not None and spec.options.get("cpu_quota_us") is not None:
+        return f"cpu_quota_us = {spec.options['cpu_quota_us']} inside its VM '{spec.host.name}'"
+    return None
+
+
+def shared_cpu(
+    specs: dict[str, PlatformSpec],
+    what: str,
+    requested: int | None = None,
+    target_cpus: list[int] | None = None,
+    client_cpus: list[int] | None = None,
+    cpus: list[int] | None = None,
+    clients: str = "other",
+) -> SharedCpu:
+    """One CPU every environment (role -> its platform spec) may use, and the clients' CPUs.
+
+    Raises VirtbenchError naming the scenario, each environment's CPUs and the option that
+    limits them when they have no CPU in common, or when a quota would keep them apart."""
+    host = sorted(cpus if cpus is not None else host_cpus())
+    allowed: dict[str, list[int]] = {}
+    why: dict[str, str] = {}
+    for role, spec in specs.items():
+        allowed[role], reason = allowed_cpus(spec, host)
+        if reason:
+            why[role] = f"platform '{spec.name}' option {reason}"
+        if q := guest_quota(spec):
+            raise VirtbenchError(
+                f"scenario '{what}': {role} (platform '{spec.name}') cannot contend for the CPU "
+                f"by weight: {q} caps it from inside the guest; remove that option for weights"
+            )
+    common = [c for c in host if all(c in a for a in allowed.values())]
+    if not common:
+        each = "; ".join(
+            f"{role} may run on CPUs {allowed[role] or 'none'}"
+            + (f" ({why[role]})" if role in why else "")
+            for role in specs
+        )
+        raise VirtbenchError(
+            f"scenario '{what}': its environments must share one CPU for the weights to "
+            f"decide anything, but they have none in common: {each}; give them a common CPU"
+        )
+    if requested is not None:
+        if requested not in common:
+            raise VirtbenchError(
+                f"scenario '{what}': cpu={requested} is not a CPU every environment may use; "
+                f"allowed: {', '.join(map(str, common))}"
+            )
+        cpu = requested
+    else:
+        preferred = [c for c in (target_cpus or []) if c in common]
+        cpu = preferred[0] if preferred else common[-1]
+    if clients == "all":  # the campaign's client CPUs as they are (None: unpinned)
+        return SharedCpu(cpu, client_cpus)
+    return SharedCpu(cpu, [c for c in (client_cpus or host) if c != cpu] or [cpu])
