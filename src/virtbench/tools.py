@@ -57,6 +57,8 @@ TOOLS: dict[str, Tool] = {
         Tool("mvn", "maven", ("-v",), purpose="fetches the java suite's jars at setup"),
         Tool("clang", "clang", purpose="builds the Wasm kernels and their native twin"),
         Tool("wasm-ld", "lld", purpose="links the Wasm kernel module"),
+        # installed by setup (docker.io brings containerd and runc); virtbench starts dockerd
+        Tool("dockerd", "docker.io", purpose="Docker engine (runtime = docker)"),
     ]
 }
 
