@@ -260,8 +260,12 @@ class Docker(Podman):
         return []
 
     def after_start(self, cid: str) -> None:
-        """Ports published the way the label will say: docker-proxy processes for this
-        container's block exactly when the daemon runs with the userland proxy."""
+        """The data path in the container's own layer (the image has none; crun makes it in
+        its upper layer), and ports published the way the label will say: docker-proxy
+        processes for this container's block exactly when the daemon uses the userland proxy."""
+        r = self._docker("exec", cid, "mkdir", "-p", DATA_PATH, timeout=60)
+        if r.returncode != 0:
+            raise PlatformError(f"docker exec {cid} mkdir {DATA_PATH}: {r.stderr.strip()}")
         if cid not in self.ports or self.daemon is None:
             return
         host = self.ports[cid][1]
