@@ -277,11 +277,15 @@ def stop() -> bool:
         os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + STOP_TIMEOUT_S
     while cleanup.command_of(pid) is not None and cleanup.process_state(pid) not in ("Z", "X"):
+        with contextlib.suppress(ChildProcessError):  # ours: reap it, or it stays a zombie
+            os.waitpid(pid, os.WNOHANG)
         if time.monotonic() > deadline:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
             break
         time.sleep(0.1)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
     MODE_FILE.unlink(missing_ok=True)
     return True
 
