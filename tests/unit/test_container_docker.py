@@ -151,3 +151,24 @@ def test_missing_dockerd_names_the_package(monkeypatch):
     monkeypatch.setattr(tools, "which", lambda name: None)
     with pytest.raises(MissingToolError, match="docker.io"):
         dockerd.ensure()
+
+
+def test_dockerd_that_fails_to_start_shows_its_log(monkeypatch, tmp_path):
+    from virtbench import tools
+    from virtbench.errors import PlatformError
+
+    fake = tmp_path / "dockerd"
+    fake.write_text("#!/bin/sh\necho 'failed to start daemon: boom' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    real = tools.which
+    monkeypatch.setattr(tools, "which", lambda n: str(fake) if n == "dockerd" else real(n))
+    for attr, path in (
+        ("RUN_DIR", tmp_path / "run"),
+        ("DATA_ROOT", tmp_path / "data"),
+        ("LOG_FILE", tmp_path / "run/dockerd.log"),
+        ("MODE_FILE", tmp_path / "run/mode"),
+        ("SOCKET", tmp_path / "run/docker.sock"),
+    ):
+        monkeypatch.setattr(dockerd, attr, path)
+    with pytest.raises(PlatformError, match=r"(?s)dockerd exited 1.*failed to start daemon: boom"):
+        dockerd._start(True)
