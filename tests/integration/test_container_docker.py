@@ -121,6 +121,9 @@ def test_killed_run_leaves_nothing_after_docker_cleanup(tmp_path):
     """SIGKILL mid-cell (watchdog too); docker's cleaner removes the container, its volume,
     the network and virtbench's dockerd if that run started it."""
     (tmp_path / "c.toml").write_text(CAMPAIGN)
+    # this process is done with virtbench's dockerd (the tests above claimed it, maybe with
+    # the other docker_nat): stopped unless another run uses it, so the run below starts its own
+    dockerd.release()
     daemon_before = dockerd.own_pid()
     before = _docker_names()
     run = subprocess.Popen(

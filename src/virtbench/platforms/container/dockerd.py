@@ -284,8 +284,8 @@ def stop() -> bool:
                 os.kill(pid, signal.SIGKILL)
             break
         time.sleep(0.1)
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, os.WNOHANG)
+    with contextlib.suppress(ChildProcessError):  # it has exited (or was killed): no wait
+        os.waitpid(pid, 0)
     MODE_FILE.unlink(missing_ok=True)
     return True
 
