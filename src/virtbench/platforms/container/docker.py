@@ -323,6 +323,8 @@ def clean() -> list[str]:
     removed: list[str] = []
     engine = Docker()
     if engine.daemon is None:
+        for claim in dockerd.dead_claims():
+            claim.unlink(missing_ok=True)
         return removed
     for cid in engine.list_ids():
         if not cleanup.in_use(cid):
@@ -344,6 +346,8 @@ def clean() -> list[str]:
     for ref in r.stdout.split():
         if ref != current and engine._docker("rmi", ref).returncode == 0:
             removed.append(f"docker image {ref} (stale root filesystem)")
+    for claim in dockerd.dead_claims():  # processes that used our daemon and died
+        claim.unlink(missing_ok=True)
     if engine.daemon.owned and not dockerd._live_claims() and dockerd.stop():
         removed.append(f"virtbench's dockerd ({dockerd.SOCKET})")
     return removed

@@ -222,6 +222,17 @@ def _live_claims() -> list[str]:
     ]
 
 
+def dead_claims() -> list[Path]:
+    """Claims on our daemon left by virtbench processes that died without releasing them."""
+    if not cleanup.OWNERS_DIR.is_dir():
+        return []
+    return [
+        c
+        for c in cleanup.OWNERS_DIR.iterdir()
+        if c.name.startswith(CLAIM_PREFIX) and not cleanup.in_use(c.name)
+    ]
+
+
 def _start(userland_proxy: bool) -> None:
     RUN_DIR.mkdir(parents=True, exist_ok=True)
     DATA_ROOT.mkdir(parents=True, exist_ok=True)
