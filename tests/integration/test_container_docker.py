@@ -47,7 +47,12 @@ def _primary(samples, name):
 
 @pytest.mark.parametrize(
     "network, storage, nat",
-    [("host", "overlay", None), ("nat", "volume", None), ("nat", "overlay", "iptables")],
+    [
+        ("host", "overlay", None),
+        ("nat", "volume", None),
+        ("nat", "overlay", "iptables"),
+        ("bridge", "volume", None),
+    ],
 )
 def test_docker_cpu_network_storage_limits(network, storage, nat):
     name = f"vb-itdk{network[0]}{storage[0]}{(nat or 'p')[0]}"
