@@ -66,6 +66,24 @@ def lxc_check() -> Check:
     return Check("lxc", status, detail, fix)
 
 
+def docker_check() -> Check | None:
+    """Which dockerd virtbench would use (the user's running one, or its own on demand)."""
+    if tools.which("dockerd") is None:
+        return Check(
+            "docker",
+            "warn",
+            'dockerd not installed: runtime = "docker" platforms fail',
+            "apt-get install docker.io",
+        )
+    from .platforms.container import dockerd
+
+    d = dockerd.current()
+    if d is None:
+        return Check("docker", "ok", "no dockerd running: virtbench starts its own when needed")
+    who = "virtbench's" if d.owned else "the user's (used as is, never stopped)"
+    return Check("docker", "ok", f"{who} dockerd answers on {d.socket}; -p via {d.nat_mode}")
+
+
 def checks() -> list[Check]:
     out: list[Check] = []
     root = os.geteuid() == 0
@@ -86,6 +104,8 @@ def checks() -> list[Check]:
     if root and (gv := gvisor_check()) is not None:
         out.append(gv)
     out.append(lxc_check())
+    if root and (dk := docker_check()) is not None:
+        out.append(dk)
     for t in tools.TOOLS.values():
         path = tools.which(t.name)
         if path:

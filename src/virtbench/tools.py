@@ -59,6 +59,8 @@ TOOLS: dict[str, Tool] = {
         Tool("wasm-ld", "lld", purpose="links the Wasm kernel module"),
         Tool("lxc-start", "lxc", purpose="LXC container engine (runtime = lxc)"),
         Tool("lxc-attach", "lxc", purpose="runs workloads in LXC containers"),
+        # installed by setup (docker.io brings containerd and runc); virtbench starts dockerd
+        Tool("dockerd", "docker.io", purpose="Docker engine (runtime = docker)"),
     ]
 }
 

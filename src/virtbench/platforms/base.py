@@ -170,6 +170,11 @@ class Platform(abc.ABC):
     def endpoint(self, port: int) -> tuple[str, int]:
         """Address a client on the host uses to reach `port` served inside."""
 
+    def server_ports(self) -> list[int] | None:
+        """The ports a server inside must pick from, where the platform decides them before
+        it starts (Docker publishes its `-p` ports at `docker run`); None: any free port."""
+        return None
+
     def listen_address(self) -> str | None:
         """The address a server inside binds to so that only its client reaches it (the one
         `endpoint` leads to, as seen inside); None: every address (the environment's own

@@ -53,7 +53,8 @@ def serve(
     "udp") its socket shows up inside the environment (no connection that would disturb it),
     else a TCP connect succeeds (`tcp_probe`), else nothing is checked."""
     tried: list[int] = []
-    for port in candidate_ports(requested_port):
+    fixed = None if requested_port else platform.server_ports()
+    for port in fixed or candidate_ports(requested_port):
         tried.append(port)
         if not _endpoint_usable(platform, port, ctx, what, port_key, requested_port):
             continue

@@ -37,13 +37,15 @@ class Config:
     # matters on v1 hosts with RT group scheduling, where SCHED_FIFO needs it
     rt_runtime_us: int | str | None = cgroups.RT_AUTO
     rt_period_us: int | None = None  # None: the host's rt period
+    docker_nat: str | None = None  # runtime docker, network nat: userland-proxy | iptables
+    publish_port_offset: int = 20000  # engines that publish at start: host = inner + offset
 
 
 class Instance:
     def __init__(self, name: str, config: Config, image: Path) -> None:
         self.name = name
         self.config = config
-        self.runtime = runtimes.get(config.runtime, config.network)
+        self.runtime = runtimes.get(config.runtime, config.network, config.docker_nat)
         self.storage = Storage(name, image, config.storage)
         self.cgroup: cgroups.Cgroup | None = None
         self.net: hostnet.Attachment | None = None
@@ -81,11 +83,17 @@ class Instance:
                 realtime_runtime_us=self.cgroup.rt_runtime_us,
                 realtime_period_us=self.cgroup.rt_period_us,
             )
-        self.storage.create()
-        # in the private upper layer: the shared image stays untouched
-        (self.storage.rootfs / "etc/hosts").write_text(spec.etc_hosts(self.name))
-        netns, self.net = self.runtime.plug(self.name)
-        binds = [spec.Bind(src, dst) for src, dst in self.storage.binds()]
+        own_root = self.runtime.own_rootfs  # docker: its own layer over its imported image
+        self.storage.create(mount_root=not own_root)
+        if not own_root:  # in the private upper layer: the shared image stays untouched
+            (self.storage.rootfs / "etc/hosts").write_text(spec.etc_hosts(self.name))
+        netns: str | None = None
+        if not self.runtime.own_network:  # docker makes its own; LXC plugs its own veth
+            netns, self.net = self.runtime.plug(self.name)
+        self.runtime.prepare_instance(
+            self.name, self.config.storage, self.config.publish_port_offset
+        )
+        binds = [] if own_root else [spec.Bind(s, d) for s, d in self.storage.binds()]
         nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]  # no CAP_SYS_RESOURCE to raise
         cfg = spec.build(
             spec.ContainerSpec(

@@ -18,7 +18,7 @@ from .storage import STORAGE_MODES
 RT_MAX_US = 1_000_000  # the kernel's default rt period; the runtime cannot exceed the period
 
 SCHEMA: Schema = {
-    "runtime": ("crun", runtimes.RUNTIMES, "OCI runtime, or the podman engine"),
+    "runtime": ("crun", runtimes.RUNTIMES, "OCI runtime, or the podman or docker engine"),
     "storage": ("overlay", STORAGE_MODES, "data path in the overlay layer or a volume"),
     "network": ("host", NETWORK_MODES, "host netns, veth on vb-br0, or bridge + DNAT"),
     "cpu_weight": (None, None, "cpu.shares scale 2..262144 (default 1024; seeds 256)"),
@@ -40,6 +40,14 @@ SCHEMA: Schema = {
         "rt period in µs for rt_runtime_us (1000..1000000; default: the host's)",
     ),
 }
+# appended (keeps the schema's order for existing campaigns' help and labels)
+SCHEMA["docker_nat"] = (
+    None,
+    None,
+    "docker with network nat: -p through the userland docker-proxy or iptables DNAT "
+    "(a dockerd setting; default userland-proxy, Docker's)",
+)
+DOCKER_NATS = ("userland-proxy", "iptables")
 
 
 @dataclass(frozen=True)
@@ -51,6 +59,7 @@ class ContainerOptions(PlatformOptions):
     publish_port_offset: int
     rt_runtime_us: int | str  # µs, or cgroups.RT_AUTO
     rt_period_us: int | None  # None: the host's rt period
+    docker_nat: str | None  # runtime docker, network nat: how -p is served
 
     schema = SCHEMA
 
@@ -64,7 +73,25 @@ class ContainerOptions(PlatformOptions):
             "publish_port_offset": r.get("publish_port_offset", _ints(0, 65534)),
             "rt_runtime_us": r.get("rt_runtime_us", rt_runtime_opt),
             "rt_period_us": r.get("rt_period_us", rt_period_opt),
+            "docker_nat": _docker_nat(r),
         }
+
+
+def _docker_nat(r: OptionReader) -> str | None:
+    value = r.values.get("docker_nat")
+    if value is None:
+        return None
+    if value not in DOCKER_NATS:
+        r.problem("docker_nat", "is not allowed", ", ".join(DOCKER_NATS))
+        return None
+    if r.values["runtime"] != "docker" or r.values["network"] != "nat":
+        r.problem(
+            "docker_nat",
+            "applies only to a Docker container with published ports",
+            'runtime = "docker" with network = "nat"',
+        )
+        return None
+    return value
 
 
 def _ints(lo: int, hi: int):

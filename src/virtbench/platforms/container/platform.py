@@ -68,17 +68,21 @@ class ContainerPlatform(Platform):
         self.config = Config(
             o.runtime, o.storage, o.network, o.resources, o.rt_runtime_us, o.rt_period_us
         )
+        self.config.docker_nat = o.docker_nat
+        self.config.publish_port_offset = o.publish_port_offset
         self._offset = o.publish_port_offset
         self._inst: Instance | None = None
         self._procs: list[HostProcess] = []
         self._published: dict[int, tuple[str, int]] = {}
         self._seq = 0
+        self._ifaces: dict[str, list[str]] = {}  # engine-made veths (docker), per instance
 
     # --- lifecycle ----------------------------------------------------------------------
     def _image(self):
         if os.geteuid() != 0:
             raise NeedsRootError("the container platform")
-        runtimes.get(self.config.runtime).prepare()  # names the package if not installed
+        c = self.config  # names the package if not installed (docker: starts the daemon)
+        runtimes.get(c.runtime, c.network, c.docker_nat).prepare()
         # builds the shared image on first use (minutes, with progress) and caches it
         return rootfs.rootfs_tree(lambda m: print(m, flush=True))
 
@@ -88,6 +92,7 @@ class ContainerPlatform(Platform):
         self._inst.prepare(["sleep", "infinity"])
         self._inst.runtime.populate(self._inst.storage.host_path)
         self._inst.start_detached()
+        self._inst.runtime.after_start(self._inst.name)
 
     def teardown(self) -> None:
         for p in self._procs:
@@ -182,6 +187,9 @@ class ContainerPlatform(Platform):
 
     def endpoint(self, port: int) -> tuple[str, int]:
         inst = self._live()
+        own = inst.runtime.endpoint(inst.name, port)  # docker: its network, its -p
+        if own is not None:
+            return own
         if self.config.network == "host":
             return ("127.0.0.1", port)
         assert inst.net is not None
@@ -192,6 +200,10 @@ class ContainerPlatform(Platform):
                 inst.name, port + self._offset, inst.net.address, port
             )
         return self._published[port]
+
+    def server_ports(self) -> list[int] | None:
+        inst = self._live()
+        return inst.runtime.server_ports(inst.name)
 
     def listen_address(self) -> str | None:
         if self.config.network == "host":
@@ -207,7 +219,10 @@ class ContainerPlatform(Platform):
         # the container's root and volume are host directories: copy straight in
         inst = self._live()
         dest = dest or f"{DATA_PATH}/{os.path.basename(host_path)}"
-        target = inst.storage.host_path(dest)
+        if inst.runtime.own_rootfs:  # docker: its layer or volume, found by inspect
+            target = inst.runtime.host_path(inst.name, dest)  # type: ignore[attr-defined]
+        else:
+            target = inst.storage.host_path(dest)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(host_path, target)
         os.chmod(target, mode)
@@ -219,7 +234,7 @@ class ContainerPlatform(Platform):
         return Accounting(
             pids=cg.pids() if cg else [],
             cgroups=cg.paths() if cg else {},
-            net_ifaces=[inst.net.host_if] if inst.net else [],
+            net_ifaces=[inst.net.host_if] if inst.net else self._engine_ifaces(inst),
             extra={
                 "runtime": self.config.runtime,
                 "container_id": inst.name,
@@ -229,14 +244,23 @@ class ContainerPlatform(Platform):
             },
         )
 
+    def _engine_ifaces(self, inst: Instance) -> list[str]:
+        if not inst.runtime.own_network:
+            return []
+        if inst.name not in self._ifaces:  # looked up once: the veth lives as long as it
+            self._ifaces[inst.name] = inst.runtime.host_ifaces(inst.name)  # type: ignore[attr-defined]
+        return self._ifaces[inst.name]
+
     def labels(self) -> dict[str, Any]:
         image = rootfs.existing()
+        c = self.config
+        runtime = self._inst.runtime if self._inst else runtimes.get(c.runtime, c.network)
         return {
             **super().labels(),
             "runtime_version": tools.version(self.config.runtime),
             "image": image.parent.name if image else None,
             "cgroup": cgroups_version(),
-            **runtimes.get(self.config.runtime, self.config.network).labels(),
+            **runtime.labels(),
             **self._rt_labels(),
         }
 

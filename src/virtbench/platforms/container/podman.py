@@ -30,14 +30,16 @@ PID_DIR = "/.vb-pids"  # inside the container: where exec'd commands write their
 PODMAN_NPROC = 32768  # the RLIMIT_NPROC podman gives conmon (measured, podman 4.3)
 
 
-def run_flags(config: dict[str, Any]) -> list[str]:
-    """`podman run` flags equivalent to an OCI config.json (pure: unit-tested)."""
+def run_flags(config: dict[str, Any], network: bool = True) -> list[str]:
+    """`podman run` flags equivalent to an OCI config.json (pure: unit-tested); also Docker's,
+    whose flags have the same names (`network=False`: the engine makes its own network)."""
     linux = config.get("linux", {})
     proc = config.get("process", {})
     flags = ["--hostname", config.get("hostname", "")]
     flags += ["--cgroup-parent", linux.get("cgroupsPath", "/virtbench")]
     netns = next((n for n in linux.get("namespaces", []) if n["type"] == "network"), None)
-    flags += ["--network", f"ns:{netns['path']}" if netns and netns.get("path") else "host"]
+    if network:
+        flags += ["--network", f"ns:{netns['path']}" if netns and netns.get("path") else "host"]
     for m in config.get("mounts", []):
         if m.get("type") == "bind":
             ro = "ro" if "ro" in m.get("options", []) else "rw"

@@ -20,7 +20,7 @@ from ..base import NAME_PREFIX
 from . import gvisor
 
 STATE_ROOT = Path("/run/virtbench/oci")
-RUNTIMES = ("crun", "runc", "runsc", "podman")
+RUNTIMES = ("crun", "runc", "runsc", "podman", "docker")
 RUNTIMES += ("lxc",)  # an engine with its own config format: lxc.py
 
 
@@ -31,6 +31,9 @@ class OciRuntime:
     joins_netns = True
     # whether exec pid files hold the container's own pids (podman) instead of host pids
     pid_files_in_container = False
+    # engines (docker) that make the container's root filesystem and network themselves
+    own_rootfs = False
+    own_network = False
 
     def __init__(self, network: str = "host") -> None:
         self.network = network
@@ -94,6 +97,20 @@ class OciRuntime:
             return None, None
         netns = hostnet.create_netns(cid)
         return netns, hostnet.attach_netns(cid, cid)
+
+    def prepare_instance(self, cid: str, storage: str, offset: int) -> None:
+        """Engine objects of container `cid` made before `run_argv` (default: none)."""
+
+    def endpoint(self, cid: str, port: int) -> tuple[str, int] | None:
+        """Where a host client reaches `port`, if the engine decides (default: the platform)."""
+        return None
+
+    def server_ports(self, cid: str) -> list[int] | None:
+        """The ports a server inside may use, if the engine limits them (default: any)."""
+        return None
+
+    def after_start(self, cid: str) -> None:
+        """Checks once the container runs (default: none)."""
 
     def populate(self, host_path: Callable[[str], Path]) -> None:
         """Put what the runtime needs inside a provisioned container's root (default: none)."""
@@ -159,7 +176,7 @@ class Runsc(OciRuntime):
 _CLASSES: dict[str, type[OciRuntime]] = {"crun": Crun, "runc": Runc, "runsc": Runsc}
 
 
-def get(name: str, network: str = "host") -> OciRuntime:
+def get(name: str, network: str = "host", nat: str | None = None) -> OciRuntime:
     if name == "podman":  # an engine, not an OCI runtime: its own module
         from .podman import Podman
 
@@ -168,6 +185,10 @@ def get(name: str, network: str = "host") -> OciRuntime:
         from .lxc import Lxc
 
         return Lxc(network)
+    if name == "docker":  # so is docker; `nat`: its docker_nat option
+        from .docker import Docker
+
+        return Docker(network, nat)
     if name not in _CLASSES:
         raise PlatformError(f"unknown container runtime {name!r}; allowed: {', '.join(RUNTIMES)}")
     return _CLASSES[name](network)

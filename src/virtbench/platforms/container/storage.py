@@ -74,11 +74,16 @@ class Storage:
     def volume(self) -> Path:
         return self.dir / "volume"
 
-    def create(self) -> None:
+    def create(self, mount_root: bool = True) -> None:
+        """The state dir, and (mount_root) the overlay root and volume; an engine with its
+        own root (docker) keeps only its bundle files here."""
         if self.mode not in STORAGE_MODES:
             raise PlatformError(
                 f"unknown storage mode {self.mode!r}; allowed: {', '.join(STORAGE_MODES)}"
             )
+        if not mount_root:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            return
         for sub in ("upper", "work", "rootfs"):
             (self.dir / sub).mkdir(parents=True, exist_ok=True)
         # overlayfs copy-on-write root over the shared image: the image is never written

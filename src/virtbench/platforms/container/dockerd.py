@@ -1,0 +1,311 @@
+"""The Docker daemon virtbench talks to: the user's, when one answers on the default socket
+(used as it is, never stopped), else virtbench's own, started on demand and stopped when the
+last virtbench process using it ends.
+
+Ours keeps everything under virtbench's roots (data root DATA_ROOT, so the imported image
+survives between runs; socket, pid file, log and containerd under RUN_DIR), uses the cgroupfs
+driver (no systemd on these hosts) and overlay2, makes no docker0 (`--bridge=none`: our
+containers use one user-defined network) and never touches the host's forwarding policy
+(`--ip-forward=false`: dockerd would set FORWARD to DROP on a host with forwarding off, and
+other vb- bridges forward through it; published ports reach containers without forwarding).
+
+`--userland-proxy` is a daemon-wide setting, so it is what a `docker_nat` platform asks for:
+our daemon is restarted with the other setting when no virtbench container runs on it; the
+user's daemon is only read (its command line and daemon.json) and a mismatch is an error.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ... import cleanup, tools
+from ...errors import PlatformError
+from ...filelock import file_lock
+from ..base import NAME_PREFIX
+
+USER_SOCKET = "/var/run/docker.sock"
+RUN_DIR = Path("/run/virtbench/docker")
+DATA_ROOT = Path("/var/lib/virtbench/docker")
+SOCKET = RUN_DIR / "docker.sock"
+PID_FILE = RUN_DIR / "dockerd.pid"
+LOG_FILE = RUN_DIR / "dockerd.log"
+MODE_FILE = RUN_DIR / "userland-proxy"  # what our running daemon was started with
+START_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 20.0
+CLAIM_PREFIX = NAME_PREFIX + "dockerd-"  # one claim per virtbench process using our daemon
+PROXY = "userland-proxy"
+IPTABLES = "iptables"
+NAT_MODES = (PROXY, IPTABLES)
+
+
+@dataclass(frozen=True)
+class Daemon:
+    socket: str
+    owned: bool  # started by virtbench (and stopped by it)
+    userland_proxy: bool
+
+    @property
+    def nat_mode(self) -> str:
+        return PROXY if self.userland_proxy else IPTABLES
+
+
+def cli() -> str:
+    """The docker client shipped with the daemon (a newer client elsewhere on PATH speaks a
+    newer API; the one beside dockerd always matches it)."""
+    dockerd = tools.which("dockerd")
+    if dockerd:
+        beside = Path(dockerd).parent.parent / "bin" / "docker"
+        if beside.exists():
+            return str(beside)
+    found = tools.which("docker")
+    if found is None:
+        tools.require(["docker"], needed_by='runtime = "docker"')
+    return str(found)
+
+
+def daemon_argv(userland_proxy: bool) -> list[str]:
+    """How virtbench starts its own dockerd (pure: unit-tested)."""
+    return [
+        "dockerd",
+        "--host",
+        f"unix://{SOCKET}",
+        "--data-root",
+        str(DATA_ROOT),
+        "--exec-root",
+        str(RUN_DIR / "exec"),
+        "--pidfile",
+        str(PID_FILE),
+        "--exec-opt",
+        "native.cgroupdriver=cgroupfs",
+        "--storage-driver",
+        "overlay2",
+        "--bridge",
+        "none",
+        "--ip-forward=false",
+        f"--userland-proxy={'true' if userland_proxy else 'false'}",
+        "--log-level",
+        "warn",
+    ]
+
+
+def answers(socket: str, timeout: float = 5.0) -> bool:
+    """Whether a daemon answers on `socket` (an API round trip, not just a file)."""
+    if not Path(socket).exists():
+        return False
+    try:
+        r = subprocess.run(
+            [cli(), "--host", f"unix://{socket}", "version", "--format", "{{.Server.Version}}"],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return r.returncode == 0 and bool(r.stdout.strip())
+
+
+def own_pid() -> int | None:
+    """PID of virtbench's dockerd if it is running."""
+    try:
+        pid = int(PID_FILE.read_text().strip())
+    except (OSError, ValueError):
+        return None
+    comm = cleanup.command_of(pid) or ""
+    return pid if "dockerd" in comm and str(SOCKET) in comm else None
+
+
+def user_userland_proxy(cmdline: str, daemon_json: str) -> bool:
+    """The userland-proxy setting of a daemon we did not start (its flag wins over
+    daemon.json; Docker's default is on). Pure: unit-tested."""
+    for word in cmdline.split():
+        if word.startswith("--userland-proxy"):
+            return word.split("=", 1)[-1].lower() not in ("false", "0")
+    with contextlib.suppress(ValueError, AttributeError):
+        return bool(json.loads(daemon_json or "{}").get("userland-proxy", True))
+    return True
+
+
+def _user_daemon() -> Daemon | None:
+    if not answers(USER_SOCKET):
+        return None
+    cmdline = ""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (cleanup.command_of(int(entry.name)) or "").startswith(
+            ("dockerd", "/usr/bin/dockerd", "/usr/sbin/dockerd")
+        ):
+            cmd = cleanup.command_of(int(entry.name)) or ""
+            if str(SOCKET) not in cmd:
+                cmdline = cmd
+                break
+    daemon_json = ""
+    with contextlib.suppress(OSError):
+        daemon_json = Path("/etc/docker/daemon.json").read_text()
+    return Daemon(USER_SOCKET, False, user_userland_proxy(cmdline, daemon_json))
+
+
+def ensure(nat_mode: str | None = None) -> Daemon:
+    """A daemon to use: the user's if one runs, else ours (started or restarted so that its
+    userland-proxy setting is `nat_mode`'s; None: whatever runs, else Docker's default)."""
+    tools.require(["dockerd"], needed_by='runtime = "docker"')
+    user = _user_daemon()
+    if user is not None:
+        if nat_mode is not None and user.nat_mode != nat_mode:
+            raise PlatformError(
+                f"docker_nat = {nat_mode!r}: the running dockerd (not started by virtbench, "
+                f"socket {USER_SOCKET}) publishes ports with {user.nat_mode}; virtbench does not "
+                f"restart a daemon it did not start: use docker_nat = {user.nat_mode!r}, or "
+                f"restart dockerd with --userland-proxy={'true' if nat_mode == PROXY else 'false'}"
+            )
+        return user
+    with file_lock(RUN_DIR.parent / ".dockerd.lock"):
+        running = own_pid() is not None and answers(str(SOCKET))
+        current = _mode_of_running() if running else None
+        want = (nat_mode or current or PROXY) == PROXY
+        if running and current is not None and (current == PROXY) != want:
+            if _others_using() or _containers(str(SOCKET)):
+                raise PlatformError(
+                    f"docker_nat = {nat_mode!r}: virtbench's dockerd runs with {current} for "
+                    "containers of another virtbench run; the setting is daemon-wide, so "
+                    "platforms with different docker_nat cannot run side by side"
+                )
+            stop()
+            running = False
+        if not running:
+            _start(want)
+        cleanup.claim(CLAIM_PREFIX + str(os.getpid()))
+        if not _atexit_done:
+            atexit.register(release)
+            _atexit_done.append(True)
+    return Daemon(str(SOCKET), True, want)
+
+
+_atexit_done: list[bool] = []
+
+
+def _containers(socket: str) -> list[str]:
+    r = subprocess.run(
+        [cli(), "--host", f"unix://{socket}", "ps", "--all", "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return r.stdout.split()
+
+
+def _mode_of_running() -> str | None:
+    with contextlib.suppress(OSError):
+        return MODE_FILE.read_text().strip() or None
+    return None
+
+
+def _others_using() -> bool:
+    """Whether another live virtbench process claims our daemon."""
+    mine = CLAIM_PREFIX + str(os.getpid())
+    return any(c != mine for c in _live_claims())
+
+
+def _live_claims() -> list[str]:
+    if not cleanup.OWNERS_DIR.is_dir():
+        return []
+    return [
+        c.name
+        for c in cleanup.OWNERS_DIR.iterdir()
+        if c.name.startswith(CLAIM_PREFIX) and cleanup.in_use(c.name)
+    ]
+
+
+def dead_claims() -> list[Path]:
+    """Claims on our daemon left by virtbench processes that died without releasing them."""
+    if not cleanup.OWNERS_DIR.is_dir():
+        return []
+    return [
+        c
+        for c in cleanup.OWNERS_DIR.iterdir()
+        if c.name.startswith(CLAIM_PREFIX) and not cleanup.in_use(c.name)
+    ]
+
+
+def _start(userland_proxy: bool) -> None:
+    RUN_DIR.mkdir(parents=True, exist_ok=True)
+    DATA_ROOT.mkdir(parents=True, exist_ok=True)
+    argv = daemon_argv(userland_proxy)
+    argv[0] = tools.which("dockerd") or "dockerd"
+    with open(LOG_FILE, "w") as log:
+        # its own session: a Ctrl-C at the terminal must not kill it before we remove our
+        # containers (we stop it ourselves, after them)
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
+        )
+    MODE_FILE.write_text(PROXY if userland_proxy else IPTABLES)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            break
+        if answers(str(SOCKET), timeout=2):
+            return
+        time.sleep(0.2)
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()
+    proc.wait()
+    why = f"exited {proc.returncode}" if proc.returncode not in (None, -9) else "did not answer"
+    raise PlatformError(
+        f"dockerd {why} within {START_TIMEOUT_S:.0f}s of `{' '.join(argv)}`; its log "
+        f"({LOG_FILE}):\n{log_tail()}"
+    )
+
+
+def log_tail(lines: int = 15) -> str:
+    try:
+        text = LOG_FILE.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return "(no log)"
+    return "\n".join(text[-lines:]) or "(empty log)"
+
+
+def release() -> None:
+    """This process is done with our daemon: stop it if no other virtbench process uses it
+    (run at exit, after the platforms' teardown)."""
+    cleanup.release(CLAIM_PREFIX + str(os.getpid()))
+    with contextlib.suppress(OSError, PlatformError), file_lock(RUN_DIR.parent / ".dockerd.lock"):
+        if not _live_claims():
+            stop()
+
+
+def stop() -> bool:
+    """Stop virtbench's dockerd (never the user's); True if one was running."""
+    pid = own_pid()
+    if pid is None:
+        return False
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_TIMEOUT_S
+    while cleanup.command_of(pid) is not None and cleanup.process_state(pid) not in ("Z", "X"):
+        with contextlib.suppress(ChildProcessError):  # ours: reap it, or it stays a zombie
+            os.waitpid(pid, os.WNOHANG)
+        if time.monotonic() > deadline:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            break
+        time.sleep(0.1)
+    with contextlib.suppress(ChildProcessError):  # it has exited (or was killed): no wait
+        os.waitpid(pid, 0)
+    MODE_FILE.unlink(missing_ok=True)
+    return True
+
+
+def current() -> Daemon | None:
+    """The daemon that answers now, without starting one (for cleanup and doctor)."""
+    user = _user_daemon()
+    if user is not None:
+        return user
+    if own_pid() is not None and answers(str(SOCKET)):
+        return Daemon(str(SOCKET), True, _mode_of_running() != IPTABLES)
+    return None
