@@ -190,6 +190,21 @@ def check_html(
     return report
 
 
+def only_sections(page: str, ids: list[str]) -> str:
+    """The page with only the `<section id=...>` elements named (for a legible screenshot of
+    one part of a long report)."""
+    first = page.find("<section")
+    if first < 0:
+        return page
+    keep = []
+    for sid in ids:
+        m = re.search(rf'<section id="{re.escape(sid)}">.*?</section>', page, re.S)
+        if m is None:
+            raise ValueError(f"no <section id={sid!r}> in the page")
+        keep.append(m.group(0))
+    return page[:first] + "".join(keep) + "</main></body></html>"
+
+
 def assert_figures_ok(report: FigureReport, allow: tuple[str, ...] = ()) -> None:
     """Fail listing every problem whose kind is not in `allow`."""
     bad = [p for p in report.problems if p.kind not in allow]
@@ -200,8 +215,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("html", type=Path)
     ap.add_argument("--screenshot", type=Path)
+    ap.add_argument("--section", action="append", help="keep only this section id (repeatable)")
     args = ap.parse_args(argv)
-    report = check_html(args.html, args.screenshot)
+    page = args.html.read_text()
+    if args.section:
+        page = only_sections(page, args.section)
+    report = check_html(page, args.screenshot.resolve() if args.screenshot else None)
     print(report.text())
     return 1 if report.problems else 0
 

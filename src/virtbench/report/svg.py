@@ -53,7 +53,11 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
 
 
 def tick(v: float) -> str:
-    """Axis tick text: no trailing zeros (0.5, 2.5, 1,000)."""
+    """Axis tick text: no trailing zeros (0.5, 2.5, 1,000); millions and more as 150M, 2.5G
+    (a 12-character tick ran past the left edge of the plot)."""
+    for scale, suffix in ((1e9, "G"), (1e6, "M")):
+        if abs(v) >= scale:
+            return f"{v / scale:.4g}{suffix}"
     return num(v) if abs(v) >= 1000 else f"{v:.4g}"
 
 

@@ -92,6 +92,11 @@ def curve_section(data: ReportData, dim: CurveDim) -> Section | None:
     return Section(dim.title, note + Raw('<div class="charts">' + "".join(svgs) + "</div>"))
 
 
+def split_axes(title: str, lines: list[Line]) -> list[tuple[str, list[Line]]]:
+    """Public name of `_axes`, for suite sections that draw curves of their own."""
+    return _axes(title, lines)
+
+
 def _axes(title: str, lines: list[Line]) -> list[tuple[str, list[Line]]]:
     """One chart for all lines, or one per scale group when their peaks span a tenfold or more
     (a TCG guest and a container in it apart from native and its containers)."""
