@@ -205,6 +205,17 @@ def only_sections(page: str, ids: list[str]) -> str:
     return page[:first] + "".join(keep) + "</main></body></html>"
 
 
+def by_heading(page: str) -> list[str]:
+    """One page per `<h3>` part of the page's sections (the text before the first `<h3>`
+    of the page is its own part): screenshots short enough to read."""
+    first = page.find("<section")
+    if first < 0:
+        return [page]
+    head, body = page[:first], page[first:]
+    parts = re.split(r"(?=<h3)", body)
+    return [head + part + "</main></body></html>" for part in parts if "<svg" in part]
+
+
 def assert_figures_ok(report: FigureReport, allow: tuple[str, ...] = ()) -> None:
     """Fail listing every problem whose kind is not in `allow`."""
     bad = [p for p in report.problems if p.kind not in allow]
@@ -216,12 +227,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("html", type=Path)
     ap.add_argument("--screenshot", type=Path)
     ap.add_argument("--section", action="append", help="keep only this section id (repeatable)")
+    ap.add_argument(
+        "--by-heading", action="store_true", help="also one screenshot per <h3> part with figures"
+    )
     args = ap.parse_args(argv)
     page = args.html.read_text()
     if args.section:
         page = only_sections(page, args.section)
     report = check_html(page, args.screenshot.resolve() if args.screenshot else None)
     print(report.text())
+    if args.screenshot and args.by_heading:
+        for i, part in enumerate(by_heading(page)):
+            shot = args.screenshot.resolve().with_name(f"{args.screenshot.stem}-{i:02d}.png")
+            check_html(part, shot)
+            print(f"part {i}: {shot}")
     return 1 if report.problems else 0
 
 

@@ -208,12 +208,16 @@ class DegradationRow:
     invalid: bool  # either side of the comparison had no valid repetition
 
 
-def degradation_rows(rows: list[dict[str, Any]], steps_per_size: int = 3) -> list[DegradationRow]:
+def degradation_rows(
+    rows: list[dict[str, Any]], steps_per_size: int = 3, tolerance: float = 0.1
+) -> list[DegradationRow]:
     """Seed 003 Table 3: per platform and file size, at a low, a middle and the highest step
-    valid in solo, each scenario's target throughput, reply time and transfer time against
-    solo's at the same step, with degradation % (positive = worse)."""
+    valid in solo, each scenario's target throughput, reply time and transfer time at the
+    same offered rate (its step closest to solo's, within `tolerance`; capacity-mode sweeps
+    step by each cell's own probe, so step numbers alone do not match rates), against solo's,
+    with degradation % (positive = worse)."""
     metrics = {"reply_rate": True, "reply_time_ms": False, "transfer_time_ms": False}
-    pts = {m: sweep_points(rows, m) for m in metrics}
+    pts = {m: sweep_points(rows, m, x="offered") for m in metrics}
 
     def at(metric: str, key: SweepKey, step: int) -> StepPoint | None:
         return next((p for p in pts[metric].get(key, []) if p.step == step), None)
@@ -223,26 +227,56 @@ def degradation_rows(rows: list[dict[str, Any]], steps_per_size: int = 3) -> lis
         platform, tc, scenario, role, size = key
         if scenario != SOLO or role != "target":
             continue
-        valid = [p.step for p in solo_pts if p.invalid is None]
+        valid = [p for p in solo_pts if p.invalid is None]
         if not valid:
             continue
         idx = sorted({0, len(valid) // 2, len(valid) - 1})[:steps_per_size]
-        chosen = [valid[i] for i in idx]
         others = sorted(
             {k[2] for k in pts["reply_rate"] if k[:2] == (platform, tc) and k[3] == "target"}
             - {SOLO, SOLO_PEAK_SCENARIO}  # the lockstep reference is not a scenario
         )
-        for step in chosen:
+        for solo_pt in (valid[i] for i in idx):
             for sc in others:
                 other = (platform, tc, sc, "target", size)
+                near = [
+                    p
+                    for p in pts["reply_rate"].get(other, [])
+                    if abs(p.x - solo_pt.x) <= tolerance * solo_pt.x
+                ]
+                if not near:
+                    continue
+                step = min(near, key=lambda p: abs(p.x - solo_pt.x)).step
                 cols, bad = [], False
                 for metric, hib in metrics.items():
-                    a, b = at(metric, key, step), at(metric, other, step)
+                    a, b = at(metric, key, solo_pt.step), at(metric, other, step)
                     bad = bad or (b is not None and b.invalid is not None)
                     va, vb = (a.mean if a else None), (b.mean if b else None)
                     cols.append((va, vb, _deg(vb, va, hib)))
-                if cols[0][1] is None:
-                    continue
-                x = at("reply_rate", key, step).x  # type: ignore[union-attr]
-                out.append(DegradationRow(platform, size, step, x, sc, *cols, bad))
+                out.append(DegradationRow(platform, size, step, solo_pt.x, sc, *cols, bad))
     return out
+
+
+def concurrent_sweeps(series: list[dict[str, Any]]) -> dict[tuple[str, str, str, Any], set]:
+    """(platform, test case, scenario, target's file size) -> {(role, file size)} of the
+    sweeps that ran at the same time as the target's sweep of that size (their throughput
+    series overlap in time in some cell): a `different:50` neighbour serves 50 KB while the
+    target sweeps 1 KB, and the target's own 50 KB sweep may run with no neighbour at all."""
+    spans: dict[str, dict[tuple[str, Any], tuple[float, float]]] = defaultdict(dict)
+    where: dict[str, tuple[str, str, str]] = {}
+    for p in series:
+        if not p["metric"].startswith("reply_rate.") or p["role"].startswith("client"):
+            continue
+        key = (p["role"], _size(p["metric"].split(".", 1)[1]))
+        t0, t1 = spans[p["cell_id"]].get(key, (p["t"], p["t"]))
+        spans[p["cell_id"]][key] = (min(t0, p["t"]), max(t1, p["t"]))
+        where[p["cell_id"]] = (p["platform"], p["test_case"], p["scenario"])
+    out: dict[tuple[str, str, str, Any], set] = defaultdict(set)
+    for cell, by in spans.items():
+        for (role, size), (a0, a1) in by.items():
+            if role != "target":
+                continue
+            out[(*where[cell], size)] |= set()  # recorded, even when it ran alone
+            for (other, osize), (b0, b1) in by.items():
+                if other != "target" and a0 <= b1 and b0 <= a1:
+                    out[(*where[cell], size)].add((other, osize))
+    return dict(out)

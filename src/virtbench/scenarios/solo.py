@@ -13,4 +13,8 @@ class Solo(Scenario):
     description = "the target alone, no neighbours"
 
     def run(self, env: ScenarioEnv):
-        return env.workload.run(env.target, env.ctx)
+        # read the target in detail while it runs (scheduler counters, exe/s, µs/exe), as
+        # co-location scenarios do, so the report can set 0 neighbours beside 1..3 (seed 003
+        # Figs. 1-2, 5-10) and the sampling overhead is the same in both
+        with env.sampler.window({"target": env.target}):
+            return env.workload.run(env.target, env.ctx)

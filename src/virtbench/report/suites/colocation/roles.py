@@ -90,17 +90,33 @@ def idle_neighbours(data, primary: dict[str, str]) -> tuple[list[str], str]:
     table = str(html.scroll(str(html.table(headers, rows))))
     return charts, (
         "<p class='note'>Peak throughput (req/s) with N idle neighbours of the same type, "
-        "degradation against 0 idle in brackets (seed 003 Table 2: (1,0)…(4,3)).</p>" + table
+        "degradation % against 0 idle in brackets, positive = worse (seed 003 Table 2: "
+        "(1,0)…(4,3)).</p>" + table
     )
 
 
 def _summaries(data, metrics: set[str]) -> dict[tuple[str, str, str, str], list[dict]]:
     """(platform, scenario, role, metric) -> the cells' summary rows (mean, stdev, cov of the
-    1 s samples in labels), one per repetition."""
+    1 s samples in labels), one per repetition. A cell that stored no summaries (a solo
+    cell) gets them from its series, the same 1 s points."""
     out: dict[tuple[str, str, str, str], list[dict]] = defaultdict(list)
+    summarized = set()
     for r in data.samples:
-        if r["metric"] in metrics and r["role"] not in ("host",) and "stdev" in r["labels"]:
+        if r["metric"] in metrics and r["role"] != "host" and "stdev" in r["labels"]:
             out[(r["platform"], r["scenario"], r["role"], r["metric"])].append(r)
+            summarized.add(r["cell_id"])
+    points: dict[tuple[str, str, str, str, str], list[float]] = defaultdict(list)
+    for p in data.series:
+        if p["metric"] in metrics and p["cell_id"] not in summarized and p["role"] == "target":
+            points[(p["cell_id"], p["platform"], p["scenario"], p["role"], p["metric"])].append(
+                p["value"]
+            )
+    for (_cell, *key), values in points.items():
+        if len(values) < 2:
+            continue
+        m, sd = statistics.fmean(values), statistics.stdev(values)
+        labels = {"stdev": sd, "cov": sd / m if m else None, "from": "series"}
+        out[tuple(key)].append({"value": m, "labels": labels})  # type: ignore[index]
     return out
 
 

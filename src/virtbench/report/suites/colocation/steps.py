@@ -81,42 +81,73 @@ def platform_charts(data, points: dict[cs.SweepKey, list[cs.StepPoint]]) -> list
 
 
 def pair_charts(data, points: dict[cs.SweepKey, list[cs.StepPoint]]) -> list[str]:
-    """Per platform, scenario and size: every environment and the sum, per step."""
-    per: dict[tuple[str, str, str, Any], dict[str, list[cs.StepPoint]]] = defaultdict(dict)
+    """Per platform, scenario and target file size: every environment that ran beside that
+    sweep (at whatever size it served) and the sum, per step."""
+    partners = cs.concurrent_sweeps(data.series)
+    per: dict[tuple[str, str, str], dict[str, dict[Any, list[cs.StepPoint]]]] = defaultdict(
+        lambda: defaultdict(dict)
+    )
     for (platform, tc, scenario, role, size), pts in points.items():
-        per[(platform, tc, scenario, size)][role] = pts
+        if pts:
+            per[(platform, tc, scenario)][role][size] = pts
     out = []
-    for (platform, _tc, scenario, size), roles in sorted(
-        per.items(), key=lambda kv: (kv[0][0], kv[0][1], _scen(kv[0][2]), _num(kv[0][3]))
+    for (platform, tc, scenario), roles in sorted(
+        per.items(), key=lambda kv: (kv[0][0], kv[0][1], _scen(kv[0][2]))
     ):
-        if len(roles) < 2:
-            continue  # a lone environment is in platform_charts
-        lines = [
-            _line(role, svg.PALETTE[(i + 1) % len(svg.PALETTE)], pts)
-            for i, (role, pts) in enumerate(sorted(roles.items(), key=lambda kv: _role(kv[0])))
-        ]
-        # the sum only at steps every environment measured validly: a gap is not a zero
-        steps = [{p.step: p for p in pts if p.invalid is None} for pts in roles.values()]
-        common = sorted(set.intersection(*(set(s) for s in steps)))
-        total = [
-            (steps[0][st].x, sum(s[st].mean for s in steps), None, None)
-            for st in common
-            if all(s[st].x == steps[0][st].x for s in steps)
-        ]
-        lines.insert(0, svg.Line("sum (steps valid in all)", "#222", total, dashed=True))
-        xs = {p.x for pts in roles.values() for p in pts}
-        pct = all(p.x <= 200 for pts in roles.values() for p in pts) and len(xs) > 1
-        out.append(
-            svg.line_chart(
-                f"{platform} · {scenario}: throughput per environment, {_size(size)}",
-                lines,
-                "intensity (% of each one's own capacity)" if pct else "offered rate (req/s)",
-                "replies/s (min–max whiskers)",
-                width=CHART_W,
-                height=280,
-            )
-        )
+        for size in sorted(roles.get("target", {}), key=_num):
+            beside = _beside(roles, partners.get((platform, tc, scenario, size)), size)
+            if not beside:
+                continue  # a lone environment is in platform_charts
+            out.append(_pair_chart(platform, scenario, size, roles["target"][size], beside))
     return out
+
+
+def _beside(
+    roles: dict[str, dict[Any, list[cs.StepPoint]]], partners: set | None, size: Any
+) -> dict[str, list[cs.StepPoint]]:
+    """The neighbours' sweeps that ran with the target's sweep of `size`: from the series'
+    times when recorded, else the same size, else a neighbour's only size."""
+    out = {}
+    for role, sizes in roles.items():
+        if role == "target":
+            continue
+        if partners is not None:
+            hits = [s for s in sizes if (role, s) in partners]
+        else:
+            hits = [size] if size in sizes else list(sizes)[:1] if len(sizes) == 1 else []
+        for s in hits:
+            out[role if s == size else f"{role} ({s} KB)"] = sizes[s]
+    return out
+
+
+def _pair_chart(
+    platform: str,
+    scenario: str,
+    size: Any,
+    target: list[cs.StepPoint],
+    beside: dict[str, list[cs.StepPoint]],
+) -> str:
+    roles = dict(sorted(beside.items()))
+    lines = [
+        _line(role, svg.PALETTE[(i + 2) % len(svg.PALETTE)], pts)
+        for i, (role, pts) in enumerate(roles.items())
+    ]
+    lines.append(_line("target", svg.PALETTE[1], target))  # drawn last: on top
+    # the sum only at steps every environment measured validly: a gap is not a zero
+    steps = [{p.step: p for p in pts if p.invalid is None} for pts in [target, *roles.values()]]
+    common = sorted(set.intersection(*(set(s) for s in steps)))
+    total = [(steps[0][st].x, sum(s[st].mean for s in steps), None, None) for st in common]
+    if total:
+        lines.insert(0, svg.Line("sum (steps valid in all)", "#222", total, dashed=True))
+    pct = all(p.x <= 200 for p in target) and len({p.x for p in target}) > 1
+    return svg.line_chart(
+        f"{platform} · {scenario}: throughput per environment, target {_size(size)}",
+        lines,
+        "intensity (% of each one's own capacity)" if pct else "target's offered rate (req/s)",
+        "replies/s (min–max whiskers)",
+        width=CHART_W,
+        height=280,
+    )
 
 
 def env_rate_charts(data) -> list[str]:
@@ -126,15 +157,16 @@ def env_rate_charts(data) -> list[str]:
     for ((platform, _tc, scenario, role, size), metric), pts in steps.items():
         if len(pts) > 1:
             per[(platform, size, metric)].append((scenario, role, pts))
+    # one colour per scenario across every chart
+    every = sorted({k[0][2] for k in steps}, key=_scen)
     out = []
     for (platform, size, metric), lines_in in sorted(
         per.items(),
         key=lambda kv: (kv[0][0], _num(kv[0][1]), list(ENV_TITLES).index(kv[0][2])),
     ):
-        scen = sorted({s for s, _r, _p in lines_in}, key=_scen)
         lines = []
         for scenario, role, pts in sorted(lines_in, key=lambda t: (_scen(t[0]), _role(t[1]))):
-            colour = svg.PALETTE[scen.index(scenario) % len(svg.PALETTE)]
+            colour = svg.PALETTE[every.index(scenario) % len(svg.PALETTE)]
             # one colour per scenario; the target solid, its neighbours dashed
             lines.append(_line(f"{scenario} · {role}", colour, pts, dashed=role != "target"))
         what, unit = ENV_TITLES[metric]
@@ -193,10 +225,11 @@ def degradation_table(data) -> tuple[str, str]:
             ]
         )
     page = (
-        "<h3>Throughput, reply time and transfer time against solo at the same step "
-        "(seed 003 Table 3)</h3><p class='note'>Three steps per file size: the lowest, the "
-        "middle and the highest valid in solo. Degradation: positive = worse than solo; "
-        "'–' where solo's time was 0 (below httperf's resolution, as the paper's 1 kB).</p>"
+        "<h3>Throughput, reply time and transfer time against solo at the same rate "
+        "(seed 003 Table 3)</h3><p class='note'>Three offered rates per file size: solo's "
+        "lowest, middle and highest valid step; each scenario at its step within 10 % of that "
+        "rate (none: no row). Degradation: positive = worse than solo; '–' where solo's time "
+        "was 0 (below httperf's 0.1 ms resolution, as the paper's 1 kB transfer time).</p>"
         + str(html.scroll(str(html.table(headers, body))))
     )
     return page, "degradation vs solo (seed 003 Table 3):\n" + html.md_table(headers, body)
