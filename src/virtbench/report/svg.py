@@ -86,12 +86,14 @@ class Line:
 
 
 def _frame(width: int, height: int, title: str) -> list[str]:
+    # a title wider than the chart is clipped (the full one is the tooltip and aria-label)
+    shown = _clip(title, int((width - 12) / 6.8))
     return [
         f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}"'
         f' role="img" aria-label="{escape(title)}">',
         f"<title>{escape(title)}</title>",
         f'<text x="{width / 2:.0f}" y="14" text-anchor="middle" {FONT} font-weight="bold">'
-        f"{escape(title)}</text>",
+        f"{escape(shown)}</text>",
     ]
 
 

@@ -95,6 +95,8 @@ def startup_charts(data) -> list[str]:
             # every newcomer is named: a vertical line at the moment it ran its first command
             lines.append(svg.Line(name, colour, [(t1, 0.0, None, None), (t1, top, None, None)]))
         title = f"{c.platform} · {c.test_case} · {c.scenario} · rep {c.repetition}"
+        if metric.startswith("reply_rate"):  # one point per sweep step: the load rises
+            title += " (target sweeps its rate: read the dips, not the slope)"
         out.append(
             svg.line_chart(
                 title,
