@@ -203,3 +203,17 @@ def test_line_chart_marks_invalid_points_and_wraps_long_legends():
         + str(300 + 15 * (svg.legend_rows([ln.name for ln in [line, *many]], 70, 760) - 1))
         in chart
     )
+
+
+def test_a_single_fixed_rate_point_does_not_split_the_axes():
+    from virtbench.report.core.curves import split_curves
+
+    curve = svg.Line("native · solo", "#000", [(1, 15000, None, None), (2, 14000, None, None)])
+    point = svg.Line("native · many:2", "#111", [(1, 800, None, None)])
+    vm = svg.Line("vm · solo", "#222", [(1, 700, None, None), (2, 900, None, None)])
+    assert [len(p) for _t, p in split_curves("t", [curve, point])] == [2]
+    parts = split_curves("t", [curve, point, vm])  # the VM curve splits; the point joins it
+    assert [[ln.name for ln in p] for _t, p in parts] == [
+        ["native · solo"],
+        ["vm · solo", "native · many:2"],
+    ]

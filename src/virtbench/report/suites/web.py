@@ -17,7 +17,7 @@ from typing import Any
 
 from ...analysis.colocation_steps import sweep_points
 from .. import fmt, html, svg
-from ..core.curves import split_axes
+from ..core.curves import split_curves
 from ..sections import Section, register_section
 
 
@@ -59,7 +59,7 @@ def curves(data) -> list[str]:
                 )
             )
         title = f"httperf: server throughput vs offered rate, {size} KB files"
-        for part_title, part in split_axes(title, lines):
+        for part_title, part in split_curves(title, lines):
             out.append(
                 svg.line_chart(part_title, part, "offered rate (req/s)", "replies/s", width=680)
             )

@@ -19,7 +19,7 @@ from typing import Any
 
 from ....analysis import colocation_steps as cs
 from ... import html, svg
-from ...core.curves import split_axes
+from ...core.curves import split_curves
 
 CHART_W = 640
 ENV_TITLES = {
@@ -52,7 +52,7 @@ def _size(size: Any) -> str:
 def _charts(title: str, lines: list[svg.Line], x_label: str, y_label: str) -> list[str]:
     return [
         svg.line_chart(t, part, x_label, y_label, width=CHART_W, height=280)
-        for t, part in split_axes(title, lines)
+        for t, part in split_curves(title, lines)
     ]
 
 
