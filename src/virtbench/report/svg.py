@@ -187,7 +187,7 @@ def bar_chart(
                 )
         out.append(
             f'<text x="{left + gi * gw + gw / 2:.1f}" y="{height - bottom + 16}"'
-            f' text-anchor="middle" {FONT}>{escape(_clip(g, int(gw / 6)))}'
+            f' text-anchor="middle" {FONT}>{escape(_clip(g, int(gw / 7)))}'
             f"<title>{escape(g)}</title></text>"
         )
     _legend(out, series, left, height - 18 - extra, width)
