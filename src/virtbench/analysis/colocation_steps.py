@@ -17,7 +17,6 @@ Nothing here is averaged across file sizes or across steps.
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..results import SOLO_PEAK_SCENARIO
+from .colocation import labels_of
 
 SOLO = "solo"
 SweepKey = tuple[str, str, str, str, Any]  # platform, test case, scenario, role, file size
@@ -47,16 +47,6 @@ class StepPoint:
     high: float | None
     n: int  # repetitions behind the mean
     invalid: str | None = None  # set when no repetition of the step was valid: the reason
-
-
-def labels_of(row: dict[str, Any]) -> dict[str, Any]:
-    labels = row.get("labels")
-    if isinstance(labels, dict):
-        return labels
-    try:
-        return json.loads(row.get("labels_json") or "{}")
-    except ValueError:
-        return {}
 
 
 def intensity(labels: dict[str, Any]) -> float | None:

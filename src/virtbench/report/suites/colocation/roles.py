@@ -120,8 +120,11 @@ def _summaries(data, metrics: set[str]) -> dict[tuple[str, str, str, str], list[
     return out
 
 
-def _roles(keys) -> list[str]:
-    return sorted({k[2] for k in keys}, key=lambda r: (r != "target", r))
+def _groups(keys) -> tuple[list[str], list[tuple[str, str]]]:
+    """Scenarios in order (solo first) and one coloured series per role (target first)."""
+    scen = list(dict.fromkeys(k[1] for k in sorted(keys, key=lambda k: _order(k[1]))))
+    roles = sorted({k[2] for k in keys}, key=lambda r: (r != "target", r))
+    return scen, [(r, svg.PALETTE[(i + 1) % len(svg.PALETTE)]) for i, r in enumerate(roles)]
 
 
 def role_bars(data) -> list[str]:
@@ -133,9 +136,7 @@ def role_bars(data) -> list[str]:
             keys = [k for k in summ if k[0] == platform and k[3] == metric]
             if not keys:
                 continue
-            scen = list(dict.fromkeys(k[1] for k in sorted(keys, key=lambda k: _order(k[1]))))
-            roles = _roles(keys)
-            series = [(r, svg.PALETTE[(i + 1) % len(svg.PALETTE)]) for i, r in enumerate(roles)]
+            scen, series = _groups(keys)
             bars = {}
             for _p, scenario, role, _m in keys:
                 rs = summ[(platform, scenario, role, metric)]
@@ -164,9 +165,7 @@ def cov_bars(data) -> list[str]:
             ]  # fmt: skip
             if not keys:
                 continue
-            scen = list(dict.fromkeys(k[1] for k in sorted(keys, key=lambda k: _order(k[1]))))
-            roles = _roles(keys)
-            series = [(r, svg.PALETTE[(i + 1) % len(svg.PALETTE)]) for i, r in enumerate(roles)]
+            scen, series = _groups(keys)
             bars = {}
             for _p, scenario, role, _m in keys:
                 covs = [
