@@ -73,8 +73,10 @@ def test_colocation_run_draws_the_papers_figures(tmp_path):
     assert idle["legend"] == ["0 idle", "1 idle", "3 idle"]
     # CPU / blocked / waiting and µs/exe, exe/s per step, for every role (Table 4, Figs 1-10)
     for what in ("CPU utilization", "blocked time", "waiting time", "executions per second"):
-        chart = some(f"{what} per environment vs rate, 1 KB")[0]
-        assert any("neighbour" in name for name in chart["legend"]), chart
+        for family in ("solo and idle neighbours", "busy neighbours"):
+            chart = some(f"{what} vs rate, 1 KB files ({family}")[0]
+            assert "solo · target" in chart["legend"], chart
+            assert any("neighbour" in name for name in chart["legend"]), chart
     # reply/transfer degradation table (Table 3), CoV of every role (Figs. 11-12)
     assert "seed 003 Table 3" in page
     assert any("neighbour-1" in f["legend"] for f in some("coefficient of variation"))

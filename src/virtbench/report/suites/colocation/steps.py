@@ -18,6 +18,7 @@ from collections import defaultdict
 from typing import Any
 
 from ....analysis import colocation_steps as cs
+from ....results import SOLO_PEAK_SCENARIO
 from ... import html, svg
 from ...core.curves import split_curves
 
@@ -150,20 +151,38 @@ def _pair_chart(
     )
 
 
+IDLE_KINDS = ("solo", "idle-neighbours")  # seed 003 Table 4, Figs. 5-10: 0 vs 1..3 idle
+FAMILIES = (("idle", "solo and idle neighbours"), ("busy", "busy neighbours, solo as reference"))
+
+
+def _family(scenario: str) -> str:
+    return "idle" if scenario.split(":")[0] in IDLE_KINDS else "busy"
+
+
 def env_rate_charts(data) -> list[str]:
-    """Per platform, size and metric: every role of every scenario vs the offered rate."""
+    """Per platform, size, metric and scenario family (idle neighbours; busy neighbours with
+    solo for reference): every role of every scenario vs the target's offered rate."""
     steps = cs.env_by_step(data.samples, data.series)
-    per: dict[tuple[str, Any, str], list[tuple[str, str, list[cs.StepPoint]]]] = defaultdict(list)
+    per: dict[tuple[str, Any, str, str], list[tuple[str, str, list[cs.StepPoint]]]]
+    per = defaultdict(list)
     for ((platform, _tc, scenario, role, size), metric), pts in steps.items():
-        if len(pts) > 1:
-            per[(platform, size, metric)].append((scenario, role, pts))
+        if len(pts) < 2 or scenario == SOLO_PEAK_SCENARIO:
+            continue
+        for fam, _what in FAMILIES:
+            if _family(scenario) == fam or scenario == "solo":
+                per[(platform, size, metric, fam)].append((scenario, role, pts))
     # one colour per scenario across every chart
     every = sorted({k[0][2] for k in steps}, key=_scen)
+    families = dict(FAMILIES)
     out = []
-    for (platform, size, metric), lines_in in sorted(
+    for (platform, size, metric, fam), lines_in in sorted(
         per.items(),
-        key=lambda kv: (kv[0][0], _num(kv[0][1]), list(ENV_TITLES).index(kv[0][2])),
-    ):
+        key=lambda kv: (
+            kv[0][0], _num(kv[0][1]), kv[0][3] != "idle", list(ENV_TITLES).index(kv[0][2])
+        ),
+    ):  # fmt: skip
+        if {s for s, _r, _p in lines_in} == {"solo"}:
+            continue  # solo alone is in every family's chart already
         lines = []
         for scenario, role, pts in sorted(lines_in, key=lambda t: (_scen(t[0]), _role(t[1]))):
             colour = svg.PALETTE[every.index(scenario) % len(svg.PALETTE)]
@@ -172,7 +191,7 @@ def env_rate_charts(data) -> list[str]:
         what, unit = ENV_TITLES[metric]
         out.append(
             svg.line_chart(
-                f"{platform}: {what} per environment vs rate, {_size(size)}",
+                f"{platform}: {what} vs rate, {_size(size)} ({families[fam]})",
                 lines,
                 "target's offered rate (req/s)",
                 f"{unit} (step mean)",
