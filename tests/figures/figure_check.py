@@ -8,6 +8,7 @@ lets a small script measure every `<svg>` figure in the laid-out page:
 - legend-without-series / series-without-legend: legend entries (`data-legend`) against the
   series actually drawn (`data-series`, with `data-gap` for a bar that had no result);
 - legend-overlap: two legend entries drawn on top of each other;
+- text-overlap: two other labels (ticks, group names, titles) drawn on top of each other;
 - empty: a figure with nothing drawn at all (or the "no data" placeholder); a bar chart
   whose bars are all "no valid result" gaps is not empty: it says so.
 
@@ -78,6 +79,16 @@ CHECK_JS = (
       if (over.length)
         problems.push({kind: 'cut-text', detail: label(t) + ' (' + over.join(', ') + ')'});
     });
+    // axis and group labels drawn on top of each other (the legend is checked below)
+    var labels = Array.prototype.slice.call(svg.querySelectorAll('text:not([data-legend])'))
+      .filter(function (t) { return label(t) !== ''; });
+    for (var i = 0; i < labels.length; i++) {
+      for (var j = i + 1; j < labels.length; j++) {
+        if (inter(labels[i].getBoundingClientRect(), labels[j].getBoundingClientRect()))
+          problems.push({kind: 'text-overlap',
+                         detail: label(labels[i]) + ' / ' + label(labels[j])});
+      }
+    }
     var legendEls = Array.prototype.slice.call(svg.querySelectorAll('[data-legend]'));
     var legend = legendEls.map(function (e) { return e.getAttribute('data-legend'); });
     var drawn = {};

@@ -72,3 +72,11 @@ def test_overlapping_legend_fails():
     overlap = _line().replace('data-legend="container"', 'data-legend="container" dx="-60"')
     report = check_html(_page(overlap))
     assert any(p.kind == "legend-overlap" for p in report.problems)
+
+
+def test_overlapping_labels_fail():
+    # an axis label written over another one
+    clash = _line().replace("</svg>", '<text x="60" y="270">overlapping label</text></svg>')
+    clash = clash.replace("</svg>", '<text x="62" y="271">overlapping label</text></svg>')
+    report = check_html(_page(clash))
+    assert [p.kind for p in report.problems] == ["text-overlap"]

@@ -249,7 +249,8 @@ def line_chart(
         xt = [t for t in nice_ticks(xlo, xhi, 8) if xlo <= t <= xhi]
     for t in xt:
         out.append(
-            f'<text x="{px(t):.1f}" y="{height - bottom + 14}" text-anchor="middle" {FONT}>'
+            # 16 px below the plot: clear of the y axis' bottom tick label
+            f'<text x="{px(t):.1f}" y="{height - bottom + 16}" text-anchor="middle" {FONT}>'
             f"{escape(x_format(t))}</text>"
         )
         out.append(
