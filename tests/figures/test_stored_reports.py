@@ -83,3 +83,5 @@ def test_colocation_run_draws_the_papers_figures(tmp_path):
     # the start-up chart names every newcomer
     (start,) = some("startup:2:container")
     assert sum(name.startswith("neighbour-") for name in start["legend"]) == 2
+    # a sweeping target is divided by the rate offered at each step (seed 003 Fig. 14)
+    assert "target reply_rate.1KB ÷ the offered rate at each step" in start["legend"]

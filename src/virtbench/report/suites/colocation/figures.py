@@ -72,8 +72,19 @@ def startup_charts(data) -> list[str]:
             continue
         pts = sorted((p["t"], p["value"]) for p in target if p["metric"] == metric)
         news = sorted(newcomers[c.cell_id], key=lambda s: s["labels"].get("ready_at_s", 0))
-        base, how = startup_base(pts, news)
-        ys = [v / base if base else v for _t, v in pts]
+        offered = {
+            p["t"]: p["value"]
+            for p in target
+            if p["metric"] == metric.replace("reply_rate", "offered_rate", 1) and p["value"] > 0
+        }
+        if metric.startswith("reply_rate") and all(t in offered for t, _v in pts):
+            # seed 003 Fig. 14: replies ÷ the rate offered at the same moment (1.0 = all
+            # served), which holds for a sweep whose rate rises step by step
+            ys = [v / offered[t] for t, v in pts]
+            base, how = 1.0, "the offered rate at each step"
+        else:
+            base, how = startup_base(pts, news)
+            ys = [v / base if base else v for _t, v in pts]
         line = svg.Line(
             f"target {metric}" + (f" ÷ {how}" if base else ""),
             data.colour(c.platform),
@@ -95,8 +106,6 @@ def startup_charts(data) -> list[str]:
             # every newcomer is named: a vertical line at the moment it ran its first command
             lines.append(svg.Line(name, colour, [(t1, 0.0, None, None), (t1, top, None, None)]))
         title = f"{c.platform} · {c.test_case} · {c.scenario} · rep {c.repetition}"
-        if metric.startswith("reply_rate"):  # one point per sweep step: the load rises
-            title += " (target sweeps its rate: read the dips, not the slope)"
         out.append(
             svg.line_chart(
                 title,
