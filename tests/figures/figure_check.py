@@ -8,7 +8,9 @@ lets a small script measure every `<svg>` figure in the laid-out page:
 - legend-without-series / series-without-legend: legend entries (`data-legend`) against the
   series actually drawn (`data-series`, with `data-gap` for a bar that had no result);
 - legend-overlap: two legend entries drawn on top of each other;
-- empty: a figure with no drawn series at all (or the "no data" placeholder).
+- text-overlap: two other labels (ticks, group names, titles) drawn on top of each other;
+- empty: a figure with nothing drawn at all (or the "no data" placeholder); a bar chart
+  whose bars are all "no valid result" gaps is not empty: it says so.
 
 The script runs inside the page before Chromium's `--dump-dom` serializes it and leaves its
 result as JSON in `<pre id="vb-figure-check">`. A second Chromium call saves a full-page
@@ -77,6 +79,16 @@ CHECK_JS = (
       if (over.length)
         problems.push({kind: 'cut-text', detail: label(t) + ' (' + over.join(', ') + ')'});
     });
+    // axis and group labels drawn on top of each other (the legend is checked below)
+    var labels = Array.prototype.slice.call(svg.querySelectorAll('text:not([data-legend])'))
+      .filter(function (t) { return label(t) !== ''; });
+    for (var i = 0; i < labels.length; i++) {
+      for (var j = i + 1; j < labels.length; j++) {
+        if (inter(labels[i].getBoundingClientRect(), labels[j].getBoundingClientRect()))
+          problems.push({kind: 'text-overlap',
+                         detail: label(labels[i]) + ' / ' + label(labels[j])});
+      }
+    }
     var legendEls = Array.prototype.slice.call(svg.querySelectorAll('[data-legend]'));
     var legend = legendEls.map(function (e) { return e.getAttribute('data-legend'); });
     var drawn = {};
@@ -98,7 +110,10 @@ CHECK_JS = (
           problems.push({kind: 'legend-overlap', detail: legend[a] + ' / ' + legend[c]});
       }
     }
-    if (svg.querySelector('[data-empty]') || (svg.classList.contains('chart') && marks === 0))
+    // a bar chart of gaps only says "no valid result" on purpose: not empty
+    var gaps = svg.querySelectorAll('[data-gap]').length;
+    var nothing = svg.classList.contains('chart') && marks + gaps === 0;
+    if (svg.querySelector('[data-empty]') || nothing)
       problems.push({kind: 'empty', detail: ''});
   });
   var pre = document.createElement('pre');
@@ -190,6 +205,32 @@ def check_html(
     return report
 
 
+def only_sections(page: str, ids: list[str]) -> str:
+    """The page with only the `<section id=...>` elements named (for a legible screenshot of
+    one part of a long report)."""
+    first = page.find("<section")
+    if first < 0:
+        return page
+    keep = []
+    for sid in ids:
+        m = re.search(rf'<section id="{re.escape(sid)}">.*?</section>', page, re.S)
+        if m is None:
+            raise ValueError(f"no <section id={sid!r}> in the page")
+        keep.append(m.group(0))
+    return page[:first] + "".join(keep) + "</main></body></html>"
+
+
+def by_heading(page: str) -> list[str]:
+    """One page per `<h3>` part of the page's sections (the text before the first `<h3>`
+    of the page is its own part): screenshots short enough to read."""
+    first = page.find("<section")
+    if first < 0:
+        return [page]
+    head, body = page[:first], page[first:]
+    parts = re.split(r"(?=<h3)", body)
+    return [head + part + "</main></body></html>" for part in parts if "<svg" in part]
+
+
 def assert_figures_ok(report: FigureReport, allow: tuple[str, ...] = ()) -> None:
     """Fail listing every problem whose kind is not in `allow`."""
     bad = [p for p in report.problems if p.kind not in allow]
@@ -200,9 +241,21 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("html", type=Path)
     ap.add_argument("--screenshot", type=Path)
+    ap.add_argument("--section", action="append", help="keep only this section id (repeatable)")
+    ap.add_argument(
+        "--by-heading", action="store_true", help="also one screenshot per <h3> part with figures"
+    )
     args = ap.parse_args(argv)
-    report = check_html(args.html, args.screenshot)
+    page = args.html.read_text()
+    if args.section:
+        page = only_sections(page, args.section)
+    report = check_html(page, args.screenshot.resolve() if args.screenshot else None)
     print(report.text())
+    if args.screenshot and args.by_heading:
+        for i, part in enumerate(by_heading(page)):
+            shot = args.screenshot.resolve().with_name(f"{args.screenshot.stem}-{i:02d}.png")
+            check_html(part, shot)
+            print(f"part {i}: {shot}")
     return 1 if report.problems else 0
 
 

@@ -38,13 +38,22 @@ def test_sound_charts_pass(tmp_path):
 
 
 def test_cut_label_fails():
-    # a legend this long runs off the right edge of a 760 px chart
-    long = [f"platform-with-an-extremely-long-name-number-{i}-" + "x" * 30 for i in range(4)]
-    report = check_html(_page(_line(long)))
-    kinds = {p.kind for p in report.problems}
-    assert "cut-text" in kinds
+    # a label placed past the right edge of the 760 px chart
+    cut = _line().replace(
+        "</svg>", '<text x="700" y="100">a label running off the edge</text></svg>'
+    )
+    report = check_html(_page(cut))
+    assert [p.kind for p in report.problems] == ["cut-text"]
     with pytest.raises(AssertionError, match="cut-text"):
         assert_figures_ok(report)
+
+
+def test_long_legend_wraps_inside_the_chart():
+    # legends used to run off the right edge (issue 12: "legend cut"); they now wrap
+    long = [f"platform-with-an-extremely-long-name-number-{i}-" + "x" * 30 for i in range(4)]
+    report = check_html(_page(_line(long)))
+    assert_figures_ok(report)
+    assert report.figures[0]["height"] > 300  # grown by the extra legend rows
 
 
 def test_legend_mismatch_and_empty_fail():
@@ -63,3 +72,11 @@ def test_overlapping_legend_fails():
     overlap = _line().replace('data-legend="container"', 'data-legend="container" dx="-60"')
     report = check_html(_page(overlap))
     assert any(p.kind == "legend-overlap" for p in report.problems)
+
+
+def test_overlapping_labels_fail():
+    # an axis label written over another one
+    clash = _line().replace("</svg>", '<text x="60" y="270">overlapping label</text></svg>')
+    clash = clash.replace("</svg>", '<text x="62" y="271">overlapping label</text></svg>')
+    report = check_html(_page(clash))
+    assert [p.kind for p in report.problems] == ["text-overlap"]

@@ -1,5 +1,6 @@
 """Pure helpers of the co-location figures (report/suites/colocation/figures.py)."""
 
+from virtbench.analysis import colocation_steps as cs
 from virtbench.report.suites.colocation import figures as fig
 
 
@@ -24,7 +25,7 @@ def test_throughput_series_preference():
 
 def test_sweep_step_as_intensity():
     params = {"mode": "capacity", "start_fraction": 0.1, "step_fraction": 0.1}
-    assert fig._step_x({"step": 4, "env_params": params}) == 50.0
+    assert cs.intensity({"step": 4, "env_params": params}) == 50.0
     absolute = {"mode": "absolute", "start_fraction": 0.1, "step_fraction": 0.1}
-    assert fig._step_x({"step": 4, "offered_rate": 500, "env_params": absolute}) == 500.0
-    assert fig._step_x({"env_params": params}) is None
+    assert cs.intensity({"step": 4, "offered_rate": 500, "env_params": absolute}) is None
+    assert cs.intensity({"env_params": params}) is None

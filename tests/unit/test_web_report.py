@@ -112,9 +112,12 @@ def test_web_section_curves_tables_and_invalid_steps(tmp_path):
     assert sec is not None
     text = str(sec.html)
     assert "server throughput vs offered rate, 1 KB files" in text and "<svg" in text
-    # the client-limited step is left off the curve and counted, per platform and scenario
-    assert "native · solo: 2 invalid step(s)" in text
-    assert "container · solo: 2 invalid step(s)" in text
+    # the client-limited steps stay on the curve, marked, and are counted per platform and
+    # scenario (issue 12: dropping them hid the fall after saturation)
+    # (one step, invalid in both repetitions: one marker at the mean of the invalid ones)
+    assert text.count('data-invalid="native · solo"') == 1
+    assert "native · solo: 1 invalid step(s)" in text
+    assert "container · solo: 1 invalid step(s)" in text
     # peak table: mean over the two repetitions (2000+1, 2000+2) with n
     assert "Peak sustained throughput" in text
     assert "2,002 ± " in text
@@ -132,7 +135,7 @@ def test_web_curve_leaves_neighbours_off_the_target_lines(tmp_path):
     data = ReportData.load(_store(tmp_path), RUN)
     text = str(web_section(data).html)
     # the neighbour's (invalid) fixed-rate step is not counted under the target's curve
-    note = text.split("Left off the lines")[1].split("</p>")[0]
+    note = text.split("Invalid steps are drawn")[1].split("</p>")[0]
     assert "many:2" not in note
 
 

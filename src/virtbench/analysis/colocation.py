@@ -95,7 +95,8 @@ class CellStats:
         return ", ".join(f"{k}={v}" for k, v in self.dims)
 
 
-def _labels(row: dict[str, Any]) -> dict[str, Any]:
+def labels_of(row: dict[str, Any]) -> dict[str, Any]:
+    """A sample row's labels, whether parsed already or still JSON."""
     labels = row.get("labels")
     if isinstance(labels, dict):
         return labels
@@ -157,7 +158,7 @@ def cell_stats(
         if r["scenario"] == SOLO_PEAK_SCENARIO:  # a reference, not a co-location scenario
             continue
         key = (r["platform"], r["test_case"], r["scenario"])
-        labels = _labels(r)
+        labels = labels_of(r)
         dims = _dims(labels, (dimensions or {}).get(r["test_case"], ()))
         meta[key] = (r["unit"], bool(r["higher_is_better"]))
         if not r["valid"]:
@@ -233,7 +234,7 @@ def _budget(row: dict[str, Any]) -> float | None:
 def _client_limited(row: dict[str, Any]) -> bool:
     """The workload's own verdict (each tool judges its load generator its own way: wrk by
     its CPU, httperf by its send rate, sockets and schedule, since it busy-polls)."""
-    why = row.get("invalid_reason") or str(_labels(row).get("invalid") or "")
+    why = row.get("invalid_reason") or str(labels_of(row).get("invalid") or "")
     return not row["valid"] and ("load generator" in why or "client" in why)
 
 
@@ -246,7 +247,7 @@ def _limits(
     heads: dict[tuple[Any, Any], tuple[tuple[str, str, str, Dims], Any, bool]] = {}
     for r in rows:
         if r["metric"] == primary.get(r["test_case"]) and r["role"] == "target":
-            lab = _labels(r)
+            lab = labels_of(r)
             key = (r["platform"], r["test_case"], r["scenario"])
             dims = _dims(lab, dimensions.get(r["test_case"], ()))
             cell = r.get("cell_id") or r["repetition"]
@@ -258,7 +259,7 @@ def _limits(
     budgets = {r.get("cell_id") or r["repetition"]: b for r in rows if (b := _budget(r))}
     client_pct: dict[tuple[Any, Any], float] = {}
     for r in rows:
-        lab = _labels(r)
+        lab = labels_of(r)
         if r["metric"] != "client_cpu_pct" or lab.get("client_of", "target") != "target":
             continue
         at = (r.get("cell_id") or r["repetition"], lab.get("file_size_kb"))

@@ -53,7 +53,11 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
 
 
 def tick(v: float) -> str:
-    """Axis tick text: no trailing zeros (0.5, 2.5, 1,000)."""
+    """Axis tick text: no trailing zeros (0.5, 2.5, 1,000); millions and more as 150M, 2.5G
+    (a 12-character tick ran past the left edge of the plot)."""
+    for scale, suffix in ((1e9, "G"), (1e6, "M")):
+        if abs(v) >= scale:
+            return f"{v / scale:.4g}{suffix}"
     return num(v) if abs(v) >= 1000 else f"{v:.4g}"
 
 
@@ -75,15 +79,21 @@ class Line:
     name: str
     colour: str
     points: list[tuple[float, float, float | None, float | None]] = field(default_factory=list)
+    # x -> reason: points measured but flagged invalid, drawn as hollow red-ringed markers
+    # on the line (so a fall after saturation shows) instead of being dropped
+    invalid: dict[float, str] = field(default_factory=dict)
+    dashed: bool = False
 
 
 def _frame(width: int, height: int, title: str) -> list[str]:
+    # a title wider than the chart is clipped (the full one is the tooltip and aria-label)
+    shown = _clip(title, int((width - 12) / 6.8))
     return [
         f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}"'
         f' role="img" aria-label="{escape(title)}">',
         f"<title>{escape(title)}</title>",
         f'<text x="{width / 2:.0f}" y="14" text-anchor="middle" {FONT} font-weight="bold">'
-        f"{escape(title)}</text>",
+        f"{escape(shown)}</text>",
     ]
 
 
@@ -114,6 +124,9 @@ def bar_chart(
         bars_w = 110 + len(groups) * (len(series) * 44 + 30)
         width = int(min(760, max(300, legend, bars_w, 7 * len(title) + 20)))
     left, right, top, bottom = 70, 10, 26, 60
+    extra = (legend_rows([n for n, _ in series], left, width) - 1) * LEGEND_ROW
+    height += extra
+    bottom += extra
     values = [
         v
         for b in bars.values()
@@ -174,10 +187,10 @@ def bar_chart(
                 )
         out.append(
             f'<text x="{left + gi * gw + gw / 2:.1f}" y="{height - bottom + 16}"'
-            f' text-anchor="middle" {FONT}>{escape(_clip(g, int(gw / 6)))}'
+            f' text-anchor="middle" {FONT}>{escape(_clip(g, int(gw / 7)))}'
             f"<title>{escape(g)}</title></text>"
         )
-    _legend(out, series, left, height - 18)
+    _legend(out, series, left, height - 18 - extra, width)
     out.append("</svg>")
     return "".join(out)
 
@@ -195,6 +208,10 @@ def line_chart(
     """Lines with optional vertical error bars; log2 x axis when log_x."""
     x_format = x_format or tick
     left, right, top, bottom = 70, 14, 26, 62
+    # a long legend wraps: the chart grows by its extra rows, the plot keeps its height
+    extra = (legend_rows([ln.name for ln in lines], left, width) - 1) * LEGEND_ROW
+    height += extra
+    bottom += extra
     pts = [p for ln in lines for p in ln.points if p[1] is not None]
     xs = [p[0] for p in pts if not log_x or p[0] > 0]
     # positive quantities keep the axis at 0: CI whiskers reaching below 0 are clipped there
@@ -232,7 +249,8 @@ def line_chart(
         xt = [t for t in nice_ticks(xlo, xhi, 8) if xlo <= t <= xhi]
     for t in xt:
         out.append(
-            f'<text x="{px(t):.1f}" y="{height - bottom + 14}" text-anchor="middle" {FONT}>'
+            # 16 px below the plot: clear of the y axis' bottom tick label
+            f'<text x="{px(t):.1f}" y="{height - bottom + 16}" text-anchor="middle" {FONT}>'
             f"{escape(x_format(t))}</text>"
         )
         out.append(
@@ -252,8 +270,9 @@ def line_chart(
         if not good:
             continue
         d = "M" + "L".join(f"{px(x):.1f} {py(v):.1f}" for x, v, _, _ in good)
+        dash = ' stroke-dasharray="5 3"' if ln.dashed else ""
         out.append(
-            f'<path d="{d}" stroke="{ln.colour}" stroke-width="1.8" fill="none"'
+            f'<path d="{d}" stroke="{ln.colour}" stroke-width="1.8" fill="none"{dash}'
             f' data-series="{escape(ln.name)}"/>'
         )
         for x, v, lo, hi in good:
@@ -263,24 +282,61 @@ def line_chart(
                     f' stroke="{ln.colour}"'
                     ' stroke-width="1"/>'
                 )
-            if len(good) <= 60:  # markers only where they stay readable
+            why = ln.invalid.get(x)
+            if why is not None:  # measured, flagged: a hollow marker ringed in red
+                out.append(
+                    f'<circle cx="{px(x):.1f}" cy="{py(v):.1f}" r="4" fill="#fff"'
+                    f' stroke="#b00" stroke-width="1.6" data-invalid="{escape(ln.name)}">'
+                    f"<title>{escape(ln.name)}: {escape(x_format(x))} → {num(v)}, invalid: "
+                    f"{escape(why)}</title></circle>"
+                )
+            elif len(good) <= 60:  # markers only where they stay readable
                 out.append(
                     f'<circle cx="{px(x):.1f}" cy="{py(v):.1f}" r="2.6" fill="{ln.colour}">'
                     f"<title>{escape(ln.name)}: {escape(x_format(x))} → {num(v)}</title></circle>"
                 )
-    _legend(out, [(ln.name, ln.colour) for ln in lines], left, height - 14)
+    _legend(out, [(ln.name, ln.colour) for ln in lines], left, height - 14 - extra, width)
     out.append("</svg>")
     return "".join(out)
 
 
-def _legend(out: list[str], series: Sequence[tuple[str, str]], x: float, y: float) -> None:
+LEGEND_ROW = 15  # px per legend row
+
+
+def _legend_width(name: str) -> float:
+    return 24 + 6.5 * len(name)
+
+
+def legend_rows(series: Sequence[str], x: float, width: float) -> int:
+    """How many rows the legend needs when entries wrap at the chart's right edge."""
+    rows, at = 1, x
+    for name in series:
+        w = _legend_width(name)
+        if at > x and at + w > width - 4:
+            rows, at = rows + 1, x
+        at += w
+    return rows
+
+
+def _legend(
+    out: list[str],
+    series: Sequence[tuple[str, str]],
+    x: float,
+    y: float,
+    width: float | None = None,
+) -> None:
+    """Entries left to right; with `width`, wrapping onto further rows below `y`."""
+    x0 = x
     for name, colour in series:
+        w = _legend_width(name)
+        if width is not None and x > x0 and x + w > width - 4:
+            x, y = x0, y + LEGEND_ROW
         out.append(f'<rect x="{x:.1f}" y="{y - 9:.1f}" width="10" height="10" fill="{colour}"/>')
         out.append(
             f'<text x="{x + 14:.1f}" y="{y:.1f}" {FONT} data-legend="{escape(name)}">'
             f"{escape(name)}</text>"
         )
-        x += 24 + 6.5 * len(name)
+        x += w
 
 
 def _clip(text: str, n: int) -> str:

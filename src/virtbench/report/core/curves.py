@@ -6,6 +6,7 @@ own axis, so no curve is flattened against the axis."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -90,6 +91,25 @@ def curve_section(data: ReportData, dim: CurveDim) -> Section | None:
             )
     note = Raw(f'<p class="note">{dim.note}</p>')
     return Section(dim.title, note + Raw('<div class="charts">' + "".join(svgs) + "</div>"))
+
+
+def split_curves(title: str, lines: list[Line]) -> list[tuple[str, list[Line]]]:
+    """Axes split by scale among the curves; a single point (a fixed-rate cell) is not a
+    curve and joins the part whose peak is nearest its value instead of forcing a split."""
+    curves = [ln for ln in lines if len(ln.points) > 1]
+    points = [ln for ln in lines if len(ln.points) == 1]
+    if not curves:
+        return [(title, lines)]
+    parts = _axes(title, curves)
+    for ln in points:
+        v = max(ln.points[0][1], 1e-9)
+
+        def gap(part: tuple[str, list[Line]], v: float = v) -> float:
+            peak = max(p[1] for c in part[1] for p in c.points)
+            return abs(math.log(max(peak, 1e-9) / v))
+
+        min(parts, key=gap)[1].append(ln)
+    return parts
 
 
 def _axes(title: str, lines: list[Line]) -> list[tuple[str, list[Line]]]:

@@ -1,8 +1,9 @@
 """Report sections of the web and network suites, from the store's samples only.
 
 - throughput vs offered rate, one chart per file size, a line per platform (and scenario):
-  the shape of seed 000 Fig. 5 and seed 003 Fig. 16; invalid (client-limited) steps are
-  left off the lines and counted under the chart
+  the shape of seed 000 Fig. 5 and seed 003 Fig. 16; invalid (client-limited, overloaded)
+  steps stay on the lines as marked points, so the fall after saturation shows; platforms a
+  tenfold apart (VMs under TCG beside native) get one axis each
 - peak sustained throughput per file size and platform (mean ± CI over repetitions, the
   offered rate where it was reached), and wrk's closed-loop maximum beside it
 - round-trip latency percentiles (sockperf) and iperf3 throughput per platform
@@ -14,9 +15,9 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from ...analysis.groups import Group
-from ...analysis.stats import Summary, summarize
+from ...analysis.colocation_steps import sweep_points
 from .. import fmt, html, svg
+from ..core.curves import split_curves
 from ..sections import Section, register_section
 
 
@@ -28,55 +29,45 @@ def _who(platform: str, scenario: str, scenarios: int) -> str:
     return platform if scenarios < 2 else f"{platform} · {scenario}"
 
 
-def _pooled(gs: list[Group]) -> Summary:
-    """One sweep point's valid repetitions (several groups only if other labels split it)."""
-    return gs[0].summary if len(gs) == 1 else summarize([v for g in gs for v in g.values])
-
-
 def curves(data) -> list[str]:
+    """Per file size: every platform's target throughput vs offered rate; invalid steps are
+    drawn as marked points (not dropped), and platforms a tenfold apart get their own axis."""
     # the target's curve only: co-located neighbours are the co-location section's business
-    rows = [r for r in _rows(data, "httperf-sweep") if r["role"] == "target"]
-    scenarios = len({r["scenario"] for r in rows})
-    # (size, who) -> step -> metric -> groups of the sweep point
-    points: dict[tuple[int, str], dict[int, dict[str, list[Group]]]] = defaultdict(dict)
-    for g in data.select(test_case="httperf-sweep"):
-        if g.key.metric in ("offered_rate", "reply_rate") and "step" in g.labels and g.values:
-            who = _who(g.key.platform, g.key.scenario, scenarios)
-            step = points[(g.labels["file_size_kb"], who)].setdefault(g.labels["step"], {})
-            step.setdefault(g.key.metric, []).append(g)
-    invalid: dict[tuple[int, str], int] = defaultdict(int)  # in the order they occurred
-    for r in rows:
-        if r["metric"] == "reply_rate" and "step" in r["labels"] and not r["valid"]:
-            invalid[
-                (r["labels"]["file_size_kb"], _who(r["platform"], r["scenario"], scenarios))
-            ] += 1
-    whos = list(dict.fromkeys(_who(r["platform"], r["scenario"], scenarios) for r in rows))
+    points = {
+        k: v
+        for k, v in sweep_points(_rows(data, "httperf-sweep"), "reply_rate", x="offered").items()
+        if k[3] == "target" and v
+    }
+    scenarios = len({r["scenario"] for r in _rows(data, "httperf-sweep") if r["role"] == "target"})
     out = []
-    for size in sorted({k[0] for k in points} | {k[0] for k in invalid}):
-        lines = []
-        for i, who in enumerate(whos):
-            pts = []
-            for _step, slot in sorted(points.get((size, who), {}).items()):
-                if "offered_rate" not in slot or "reply_rate" not in slot:
-                    continue
-                y = _pooled(slot["reply_rate"])
-                spread = (y.minimum, y.maximum) if y.n > 1 else (None, None)
-                pts.append((_pooled(slot["offered_rate"]).mean, y.mean, *spread))
-            platform = who.split(" · ")[0]
-            colour = data.colour(platform) if scenarios < 2 else svg.PALETTE[i % len(svg.PALETTE)]
-            lines.append(svg.Line(who, colour, pts))
-        out.append(
-            svg.line_chart(
-                f"httperf: server throughput vs offered rate, {size} KB files",
-                lines,
-                "offered rate (req/s)",
-                "replies/s",
-            )
+    order = {p: i for i, p in enumerate(data.platforms)}
+    for size in sorted({k[4] for k in points}, key=lambda s: (s is None, s)):
+        keys = sorted(
+            (k for k in points if k[4] == size), key=lambda k: (order.get(k[0], 99), k[2])
         )
-        notes = [f"{who}: {n} invalid step(s)" for (s, who), n in invalid.items() if s == size]
+        lines = []
+        for i, k in enumerate(keys):
+            platform, _tc, scenario = k[:3]
+            colour = data.colour(platform) if scenarios < 2 else svg.PALETTE[i % len(svg.PALETTE)]
+            pts = points[k]
+            lines.append(
+                svg.Line(
+                    _who(platform, scenario, scenarios),
+                    colour,
+                    [(p.x, p.mean, p.low, p.high) for p in pts],
+                    invalid={p.x: p.invalid for p in pts if p.invalid},
+                )
+            )
+        title = f"httperf: server throughput vs offered rate, {size} KB files"
+        for part_title, part in split_curves(title, lines):
+            out.append(
+                svg.line_chart(part_title, part, "offered rate (req/s)", "replies/s", width=680)
+            )
+        notes = [f"{ln.name}: {len(ln.invalid)} invalid step(s)" for ln in lines if ln.invalid]
         if notes:
             out.append(
-                "<p class='note'>Left off the lines (load generator was the limit): "
+                "<p class='note'>Invalid steps are drawn as hollow red-ringed markers on the "
+                "line (hover for the reason; whiskers: min–max over repetitions): "
                 + html.h("; ".join(notes))
                 + ". Reasons are listed in the invalid-samples section.</p>"
             )

@@ -4,17 +4,20 @@
 - a table with degradation %, aggregated throughput and its ratio (seed 003 Fig. 20),
   Jain's fairness between environments (seed 000 Fig. 4a) and CoV of the target
 - the interference matrix: victim platform x aggressor (test case | scenario)
-- the figures of figures.py (start-up storms, sweeps beside neighbours, scheduler metrics)
-Reads only the store's sample rows, through analysis/colocation.py.
+- normalized peak with 0-3 idle neighbours per file size, µs/exe, exe/s and CoV of every
+  role (roles.py); per-step curves: throughput of every environment, CPU/blocked/waiting vs
+  rate, reply/transfer time degradation (steps.py); start-up storms (figures.py)
+Reads only the store's rows, through analysis/colocation.py and analysis/colocation_steps.py.
 """
 
 from __future__ import annotations
 
 from ....analysis import colocation as coloc
+from ....analysis import colocation_steps as coloc_steps
 from ....store.description import DIMENSION
 from ... import html, svg
 from ...sections import Section, register_section
-from . import figures
+from . import figures, roles, steps
 
 # every sample of a co-location cell carries the scenario's kind under this label
 KIND_LABEL = "scenario_kind"
@@ -95,20 +98,68 @@ def colocation_section(data) -> Section | None:
     shared = lockstep_note(data)
     if shared:
         parts.append(f"<p class='note'>{html.h(shared)}</p>")
+    idle_charts, idle_table = roles.idle_neighbours(data, primary)
+    if idle_charts:
+        parts.append("<h3>Idle neighbours: peak throughput per file size (seed 003 Table 2)</h3>")
+        parts.append(_charts(idle_charts) + idle_table)
+    points = coloc_steps.sweep_points(data.samples, "reply_rate", x="offered")
+    per_platform = steps.platform_charts(data, points)
+    if per_platform:
+        parts.append(
+            "<h3>Target throughput vs offered rate per platform and file size, every scenario</h3>"
+        )
+        parts.append(_charts(per_platform, steps.INVALID_NOTE))
+    pairs = steps.pair_charts(data, coloc_steps.sweep_points(data.samples, "reply_rate"))
+    if pairs:
+        parts.append("<h3>Sweeps beside neighbours: each environment and their sum</h3>")
+        parts.append(_charts(pairs, steps.INVALID_NOTE))
+    env = steps.env_rate_charts(data)
+    if env:
+        parts.append(
+            "<h3>CPU, blocked and waiting time, µs/exe and exe/s of every environment vs rate</h3>"
+        )
+        parts.append(
+            _charts(
+                env,
+                "Each environment's 1 s samples averaged over each step's window; one colour "
+                "per scenario, the target solid, neighbours dashed (seed 003 Table 4, Figs. "
+                "1-2, 5-10).",
+            )
+        )
+    deg_html, _deg_md = steps.degradation_table(data)  # HTML only: the summary stays short
+    if deg_html:
+        parts.append(deg_html)
+    per_role = roles.role_bars(data)
+    if per_role:
+        parts.append("<h3>Per environment: µs/exe, exe/s and CPU (seed 000 Figs. 2-3)</h3>")
+        parts.append(_charts(per_role, "Whiskers: ±1 sd of the cell's 1 s samples."))
+    covs = roles.cov_bars(data)
+    if covs:
+        parts.append(
+            "<h3>Coefficient of variation of every environment (seed 003 Figs. 11-12)</h3>"
+        )
+        parts.append(
+            _charts(
+                covs,
+                "CoV of each cell's 1 s samples (a sweep's changing load is part of it); "
+                "whiskers: min–max over repetitions.",
+            )
+        )
     starts = figures.startup_charts(data)
     if starts:
         parts.append(
             "<h3>Start-up storms: target throughput over time, newcomers' ready times</h3>"
         )
-        parts.extend(starts)
-    sweeps = figures.intensity_charts(data)
-    if sweeps:
-        parts.append("<h3>Sweeps beside neighbours: each environment and the aggregate</h3>")
-        parts.extend(sweeps)
+        parts.append(_charts(starts))
     parts.append(figures.env_metrics_table(data))
     md_headers = ["platform", "scenario", *shown, "target", "degr. %", "agg. ratio", "Jain"]
     md = html.md_table(md_headers, md_rows) + (f"\n{shared}\n" if shared else "")
     return Section("Co-location and interference", html.Raw("\n".join(parts)), markdown=md)
+
+
+def _charts(svgs: list[str], note: str = "") -> str:
+    body = '<div class="charts">' + "".join(svgs) + "</div>"
+    return (f"<p class='note'>{html.h(note)}</p>" if note else "") + body
 
 
 def lockstep_note(data) -> str:

@@ -1,10 +1,8 @@
 """Figure shapes of seeds 000 and 003 for co-location cells, from the store only.
 
 - start-up storms (seed 003 Fig. 14): the target's throughput over time, normalized to its
-  median over the run, with each newcomer's ready time as a vertical line labelled with its
-  start and start-up time;
-- sweeps beside neighbours (seed 000 Fig. 4b/5/6, seed 003 Fig. 16/18/19): throughput of the
-  target, of each neighbour and their sum per workload intensity step;
+  mean before the first newcomer started, with each newcomer's ready time as a vertical line
+  named in the legend with its start and start-up time;
 - per-environment scheduler metrics (Xenmon/Xentop columns; seed 000 Fig. 2-4, seed 003 Fig.
   1-4, 25-29): one row per cell and role, means over repetitions with their spread.
 """
@@ -74,13 +72,21 @@ def startup_charts(data) -> list[str]:
             continue
         pts = sorted((p["t"], p["value"]) for p in target if p["metric"] == metric)
         news = sorted(newcomers[c.cell_id], key=lambda s: s["labels"].get("ready_at_s", 0))
-        # Fig. 14 divides by the fixed offered rate; a closed-loop or sweeping target has
-        # none, so its own median over the run (ramp-up zeros left out) is the 1.0 line
-        running = [v for _t, v in pts if v > 0]
-        base = statistics.median(running) if running else None
-        ys = [v / base if base else v for _t, v in pts]
+        offered = {
+            p["t"]: p["value"]
+            for p in target
+            if p["metric"] == metric.replace("reply_rate", "offered_rate", 1) and p["value"] > 0
+        }
+        if metric.startswith("reply_rate") and all(t in offered for t, _v in pts):
+            # seed 003 Fig. 14: replies ÷ the rate offered at the same moment (1.0 = all
+            # served), which holds for a sweep whose rate rises step by step
+            ys = [v / offered[t] for t, v in pts]
+            base, how = 1.0, "the offered rate at each step"
+        else:
+            base, how = startup_base(pts, news)
+            ys = [v / base if base else v for _t, v in pts]
         line = svg.Line(
-            f"target {metric}" + (" ÷ its median over the run" if base else ""),
+            f"target {metric}" + (f" ÷ {how}" if base else ""),
             data.colour(c.platform),
             [(t, y, None, None) for (t, _v), y in zip(pts, ys, strict=True)],
         )
@@ -88,15 +94,16 @@ def startup_charts(data) -> list[str]:
         lines = [line]
         for i, s in enumerate(news):
             lab = s["labels"]
-            if "ready_at_s" not in lab:
-                continue
-            t1 = lab["ready_at_s"]
+            started = lab.get("started_at_s")
+            t1 = lab.get("ready_at_s", (started or 0.0) + s["value"])
+            if started is None:
+                started = t1 - s["value"]
             colour = svg.PALETTE[(i + 3) % len(svg.PALETTE)]
             name = (
-                f"{s['role']} ({lab.get('env_platform') or '?'}) started at "
-                f"{lab.get('started_at_s', t1 - s['value']):.1f} s, ready after {s['value']:.1f} s"
+                f"{s['role']} ({lab.get('env_platform') or '?'}): started {started:.1f} s, "
+                f"ready {t1:.1f} s ({s['value']:.1f} s)"
             )
-            # a vertical line at the moment it ran its first command
+            # every newcomer is named: a vertical line at the moment it ran its first command
             lines.append(svg.Line(name, colour, [(t1, 0.0, None, None), (t1, top, None, None)]))
         title = f"{c.platform} · {c.test_case} · {c.scenario} · rep {c.repetition}"
         out.append(
@@ -110,54 +117,31 @@ def startup_charts(data) -> list[str]:
     return out
 
 
-def _step_x(labels: dict[str, Any]) -> float | None:
-    """Workload intensity of a sweep step in % of the environment's own capacity."""
-    p = labels.get("env_params") or {}
-    step = labels.get("step")
-    if step is None:
-        return None
-    if "start_fraction" in p and "step_fraction" in p and p.get("mode", "capacity") == "capacity":
-        return 100.0 * (float(p["start_fraction"]) + int(step) * float(p["step_fraction"]))
-    return float(labels.get("offered_rate", step))
-
-
-def intensity_charts(data, metric: str = "reply_rate") -> list[str]:
-    """Per co-location sweep cell group: target, neighbour(s) and aggregate vs intensity."""
-    # (platform, test case, scenario) -> role -> x -> [values]
-    acc: dict[tuple[str, str, str], dict[str, dict[float, list[float]]]] = defaultdict(
-        lambda: defaultdict(lambda: defaultdict(list))
-    )
-    for s in data.samples:
-        if s["metric"] != metric or not s["valid"] or s["role"] in ("client", "host"):
-            continue
-        x = _step_x(s["labels"])
-        if x is None:
-            continue
-        acc[(s["platform"], s["test_case"], s["scenario"])][s["role"]][x].append(s["value"])
-    out = []
-    for (platform, tc, scenario), roles in sorted(acc.items()):
-        if len(roles) < 2:
-            continue  # solo sweeps are drawn by the web section
-        lines = []
-        for i, (role, xs) in enumerate(sorted(roles.items())):
-            pts = [(x, statistics.fmean(v), min(v), max(v)) for x, v in sorted(xs.items())]
-            lines.append(svg.Line(role, svg.PALETTE[(i + 1) % len(svg.PALETTE)], pts))
-        # the sum only where every environment has a valid step: a missing one is not a zero
-        common = set.intersection(*(set(xs) for xs in roles.values()))
-        total = [
-            (x, sum(statistics.fmean(xs[x]) for xs in roles.values()), None, None)
-            for x in sorted(common)
-        ]
-        lines.insert(0, svg.Line("aggregate (steps valid in all)", "#222", total))
-        out.append(
-            svg.line_chart(
-                f"{platform} · {tc} · {scenario}: {metric} per environment",
-                lines,
-                "workload intensity (% of each one's capacity, or offered req/s)",
-                f"{metric} (req/s; whiskers: min–max over repetitions)",
-            )
+def startup_base(
+    pts: list[tuple[float, float]], news: list[dict[str, Any]]
+) -> tuple[float | None, str]:
+    """The 1.0 line of a start-up chart: the target's mean throughput before the first
+    newcomer started (seed 003 Fig. 14 divides by the rate it was serving), else after the
+    last one was ready, else over the run. Ramp-up zeros are left out. A median over a run
+    whose throughput sat near zero half the time made 4x spikes; a mean over the undisturbed
+    part does not."""
+    starts = [
+        s["labels"].get("started_at_s", s["labels"].get("ready_at_s", 0.0) - s["value"])
+        for s in news
+    ]
+    readies = [s["labels"].get("ready_at_s", 0.0) for s in news]
+    running = [(t, v) for t, v in pts if v > 0]
+    parts = []
+    if starts:
+        parts.append(
+            ([v for t, v in running if t < min(starts)], "its mean before the first start")
         )
-    return out
+        parts.append(([v for t, v in running if t > max(readies)], "its mean after all were ready"))
+    parts.append(([v for _t, v in running], "its mean over the run"))
+    for values, how in parts:
+        if len(values) >= 2:
+            return statistics.fmean(values), how
+    return None, ""
 
 
 def _fmt(values: list[float]) -> str:

@@ -1,0 +1,272 @@
+"""Per-step views of sweeps (seeds 000 and 003), from the store's rows only.
+
+A sweep step is one workload intensity held for a while. The papers plot most things against
+it: throughput of each environment (seed 000 Figs. 4-6, seed 003 Figs. 15-23), CPU, blocked
+and waiting time (seed 003 Table 4, Figs. 5-10), µs per execution and executions per second
+(seed 003 Figs. 1-2), reply and transfer time (Table 3). This module gives:
+
+- `sweep_points`: per (platform, test case, scenario, role, file size) the steps of a metric,
+  mean and min-max over repetitions; a step with no valid repetition is kept, flagged with
+  its reason (the fall after saturation is part of the curve);
+- `env_by_step`: an environment's 1 s series (cpu_util, sched_*_pct, exe_per_s...) averaged
+  over each step's window, the window taken from the step's own throughput series point;
+- `degradation_rows`: seed 003 Table 3, each scenario's step against solo's same step.
+
+Nothing here is averaged across file sizes or across steps.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ..results import SOLO_PEAK_SCENARIO
+from .colocation import labels_of
+
+SOLO = "solo"
+SweepKey = tuple[str, str, str, str, Any]  # platform, test case, scenario, role, file size
+ENV_STEP_METRICS = (
+    "cpu_util",
+    "sched_blocked_pct",
+    "sched_wait_pct",
+    "cpu_us_per_exe",
+    "exe_per_s",
+)
+
+
+@dataclass
+class StepPoint:
+    step: int
+    x: float  # intensity in % of the environment's own capacity, else offered req/s
+    offered: float | None  # offered req/s (mean over repetitions)
+    mean: float
+    low: float | None  # min over repetitions (None with one)
+    high: float | None
+    n: int  # repetitions behind the mean
+    invalid: str | None = None  # set when no repetition of the step was valid: the reason
+
+
+def intensity(labels: dict[str, Any]) -> float | None:
+    """A step's intensity in % of the environment's own capacity (capacity-mode sweeps whose
+    parameters were recorded), else None."""
+    p = labels.get("env_params") or {}
+    step = labels.get("step")
+    if step is None or p.get("mode", "capacity") != "capacity":
+        return None
+    if "start_fraction" in p and "step_fraction" in p:
+        return 100.0 * (float(p["start_fraction"]) + int(step) * float(p["step_fraction"]))
+    return None
+
+
+def _spread(values: list[float]) -> tuple[float, float | None, float | None]:
+    m = statistics.fmean(values)
+    return (m, min(values), max(values)) if len(values) > 1 else (m, None, None)
+
+
+def sweep_points(
+    rows: Iterable[dict[str, Any]], metric: str = "reply_rate", x: str = "intensity"
+) -> dict[SweepKey, list[StepPoint]]:
+    """Steps of `metric` per sweep; x = "intensity" (% of own capacity where recorded, else
+    the offered rate) or "offered" (req/s)."""
+    # key -> step -> [(value, valid, reason, offered, intensity)]
+    acc: dict[SweepKey, dict[int, list[tuple]]] = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        if r["metric"] != metric or r["role"].startswith("client") or r["role"] == "host":
+            continue
+        lab = labels_of(r)
+        if lab.get("step") is None:
+            continue
+        key = (r["platform"], r["test_case"], r["scenario"], r["role"], lab.get("file_size_kb"))
+        reason = r.get("invalid_reason") or str(lab.get("invalid") or "") or "invalid"
+        acc[key][int(lab["step"])].append(
+            (float(r["value"]), bool(r["valid"]), reason, lab.get("offered_rate"), intensity(lab))
+        )
+    out: dict[SweepKey, list[StepPoint]] = {}
+    for key, steps in acc.items():
+        pts = []
+        for step, reps in sorted(steps.items()):
+            valid = [rep for rep in reps if rep[1]]
+            used = valid or reps
+            mean, low, high = _spread([rep[0] for rep in used])
+            offered = [float(rep[3]) for rep in used if rep[3] is not None]
+            off = statistics.fmean(offered) if offered else None
+            pct = next((rep[4] for rep in used if rep[4] is not None), None)
+            at = pct if x == "intensity" and pct is not None else off
+            if at is None:
+                continue
+            why = None if valid else used[0][2]
+            pts.append(StepPoint(step, at, off, mean, low, high, len(used), why))
+        out[key] = pts
+    return out
+
+
+def _windows(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Each step's (start, end] from its throughput series points (one at each step's end)."""
+    ts = sorted(t for t, _v in points)
+    gaps = [b - a for a, b in zip(ts, ts[1:], strict=False)]
+    gap = statistics.median(gaps) if gaps else 2.0
+    return [(t - gap, t) for t in ts]
+
+
+def env_by_step(
+    samples: list[dict[str, Any]],
+    series: list[dict[str, Any]],
+    metrics: Iterable[str] = ENV_STEP_METRICS,
+) -> dict[tuple[SweepKey, str], list[StepPoint]]:
+    """(sweep key, metric) -> the metric's mean over each step's window, per role of each
+    cell, then mean and min-max over repetitions; x is the target's offered rate. The windows
+    are the target's steps (pair scenarios step in lockstep, so they are every environment's)."""
+    wanted = set(metrics)
+    x_of: dict[tuple[str, Any, int], tuple[float, float | None]] = {}
+    for r in samples:
+        lab = labels_of(r)
+        if r["metric"] == "reply_rate" and r["role"] == "target" and lab.get("step") is not None:
+            off = lab.get("offered_rate")
+            if off is not None:  # x: the target's offered rate (the papers' request rate)
+                x_of[(r["cell_id"], lab.get("file_size_kb"), int(lab["step"]))] = (
+                    float(off),
+                    float(off),
+                )
+    by_cell: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for p in series:
+        by_cell[p["cell_id"]].append(p)
+    acc: dict[tuple[SweepKey, str], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    xs: dict[tuple[SweepKey, str], dict[int, tuple[float, float | None]]] = defaultdict(dict)
+    for cell_id, pts in by_cell.items():
+        # the target's throughput series: metric "reply_rate.<size>KB", one point per step
+        sizes: dict[str, list[tuple[float, float]]] = defaultdict(list)
+        for p in pts:
+            if p["role"] == "target" and p["metric"].startswith("reply_rate."):
+                sizes[p["metric"].split(".", 1)[1]].append((p["t"], p["value"]))
+        for size_txt, tpts in sizes.items():
+            size = _size(size_txt)
+            for step, (t0, t1) in enumerate(_windows(tpts)):
+                at = x_of.get((cell_id, size, step))
+                if at is None:
+                    continue
+                inside: dict[tuple[str, str], list[float]] = defaultdict(list)
+                for p in pts:
+                    if p["metric"] in wanted and t0 < p["t"] <= t1 and p["role"] != "host":
+                        inside[(p["role"], p["metric"])].append(p["value"])
+                for (role, metric), vals in inside.items():
+                    cell = pts[0]
+                    sweep = (cell["platform"], cell["test_case"], cell["scenario"], role, size)
+                    key = (sweep, metric)
+                    acc[key][step].append(statistics.fmean(vals))
+                    xs[key][step] = at
+    out: dict[tuple[SweepKey, str], list[StepPoint]] = {}
+    for key, steps in acc.items():
+        out[key] = [
+            StepPoint(step, xs[key][step][0], xs[key][step][1], *_spread(v), len(v))
+            for step, v in sorted(steps.items())
+        ]
+    return out
+
+
+def _size(text: str) -> Any:
+    """'1KB' -> 1 (the file_size_kb label's value)."""
+    body = text.removesuffix("KB")
+    try:
+        return int(body)
+    except ValueError:
+        try:
+            return float(body)
+        except ValueError:
+            return text
+
+
+def _deg(value: float | None, solo: float | None, higher_is_better: bool) -> float | None:
+    if value is None or not solo:
+        return None
+    r = value / solo
+    return 100.0 * (1.0 - r) if higher_is_better else 100.0 * (r - 1.0)
+
+
+@dataclass
+class DegradationRow:
+    platform: str
+    size: Any
+    step: int
+    x: float
+    scenario: str
+    throughput: tuple[float | None, float | None, float | None]  # solo, scenario, deg %
+    reply_ms: tuple[float | None, float | None, float | None]
+    transfer_ms: tuple[float | None, float | None, float | None]
+    invalid: bool  # either side of the comparison had no valid repetition
+
+
+def degradation_rows(
+    rows: list[dict[str, Any]], steps_per_size: int = 3, tolerance: float = 0.1
+) -> list[DegradationRow]:
+    """Seed 003 Table 3: per platform and file size, at a low, a middle and the highest step
+    valid in solo, each scenario's target throughput, reply time and transfer time at the
+    same offered rate (its step closest to solo's, within `tolerance`; capacity-mode sweeps
+    step by each cell's own probe, so step numbers alone do not match rates), against solo's,
+    with degradation % (positive = worse)."""
+    metrics = {"reply_rate": True, "reply_time_ms": False, "transfer_time_ms": False}
+    pts = {m: sweep_points(rows, m, x="offered") for m in metrics}
+
+    def at(metric: str, key: SweepKey, step: int) -> StepPoint | None:
+        return next((p for p in pts[metric].get(key, []) if p.step == step), None)
+
+    out = []
+    for key, solo_pts in sorted(pts["reply_rate"].items(), key=lambda kv: str(kv[0])):
+        platform, tc, scenario, role, size = key
+        if scenario != SOLO or role != "target":
+            continue
+        valid = [p for p in solo_pts if p.invalid is None]
+        if not valid:
+            continue
+        idx = sorted({0, len(valid) // 2, len(valid) - 1})[:steps_per_size]
+        others = sorted(
+            {k[2] for k in pts["reply_rate"] if k[:2] == (platform, tc) and k[3] == "target"}
+            - {SOLO, SOLO_PEAK_SCENARIO}  # the lockstep reference is not a scenario
+        )
+        for solo_pt in (valid[i] for i in idx):
+            for sc in others:
+                other = (platform, tc, sc, "target", size)
+                near = [
+                    p
+                    for p in pts["reply_rate"].get(other, [])
+                    if abs(p.x - solo_pt.x) <= tolerance * solo_pt.x
+                ]
+                if not near:
+                    continue
+                step = min(near, key=lambda p: abs(p.x - solo_pt.x)).step
+                cols, bad = [], False
+                for metric, hib in metrics.items():
+                    a, b = at(metric, key, solo_pt.step), at(metric, other, step)
+                    bad = bad or (b is not None and b.invalid is not None)
+                    va, vb = (a.mean if a else None), (b.mean if b else None)
+                    cols.append((va, vb, _deg(vb, va, hib)))
+                out.append(DegradationRow(platform, size, step, solo_pt.x, sc, *cols, bad))
+    return out
+
+
+def concurrent_sweeps(series: list[dict[str, Any]]) -> dict[tuple[str, str, str, Any], set]:
+    """(platform, test case, scenario, target's file size) -> {(role, file size)} of the
+    sweeps that ran at the same time as the target's sweep of that size (their throughput
+    series overlap in time in some cell): a `different:50` neighbour serves 50 KB while the
+    target sweeps 1 KB, and the target's own 50 KB sweep may run with no neighbour at all."""
+    spans: dict[str, dict[tuple[str, Any], tuple[float, float]]] = defaultdict(dict)
+    where: dict[str, tuple[str, str, str]] = {}
+    for p in series:
+        if not p["metric"].startswith("reply_rate.") or p["role"].startswith("client"):
+            continue
+        key = (p["role"], _size(p["metric"].split(".", 1)[1]))
+        t0, t1 = spans[p["cell_id"]].get(key, (p["t"], p["t"]))
+        spans[p["cell_id"]][key] = (min(t0, p["t"]), max(t1, p["t"]))
+        where[p["cell_id"]] = (p["platform"], p["test_case"], p["scenario"])
+    out: dict[tuple[str, str, str, Any], set] = defaultdict(set)
+    for cell, by in spans.items():
+        for (role, size), (a0, a1) in by.items():
+            if role != "target":
+                continue
+            out[(*where[cell], size)] |= set()  # recorded, even when it ran alone
+            for (other, osize), (b0, b1) in by.items():
+                if other != "target" and a0 <= b1 and b0 <= a1:
+                    out[(*where[cell], size)].add((other, osize))
+    return dict(out)

@@ -1,0 +1,219 @@
+"""Per-step co-location views (analysis/colocation_steps.py) and their figure builders
+(report/suites/colocation/steps.py, roles.py, figures.startup_base, svg markers)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from virtbench.analysis import colocation_steps as cs
+from virtbench.report import svg
+from virtbench.report.suites.colocation import figures, roles, steps
+
+PARAMS = {"mode": "capacity", "start_fraction": 0.1, "step_fraction": 0.1}
+
+
+def _row(scenario, role, metric, step, value, size=1, rep=1, valid=True, why="", cell=None, **lab):
+    labels = {"step": step, "offered_rate": 100.0 * (step + 1), "file_size_kb": size, **lab}
+    return {
+        "platform": "container",
+        "test_case": "httperf-sweep",
+        "scenario": scenario,
+        "role": role,
+        "metric": metric,
+        "value": value,
+        "valid": valid,
+        "invalid_reason": why or None,
+        "repetition": rep,
+        "cell_id": cell or f"{scenario}/{rep}",
+        "labels": labels,
+        "unit": "req/s",
+    }
+
+
+def _sweep(scenario, role="target", size=1, rep=1, values=(100, 200, 300, 250), bad=(3,), **lab):
+    return [
+        _row(scenario, role, "reply_rate", i, v, size, rep, i not in bad, "overloaded", **lab)
+        for i, v in enumerate(values)
+    ]
+
+
+def test_invalid_steps_are_kept_flagged_and_sizes_never_pooled():
+    rows = _sweep("solo") + _sweep("solo", size=50, values=(10, 20, 30, 40), bad=())
+    pts = cs.sweep_points(rows, x="offered")
+    one = pts[("container", "httperf-sweep", "solo", "target", 1)]
+    assert [p.mean for p in one] == [100, 200, 300, 250]  # the fall after the peak stays
+    assert one[3].invalid == "overloaded" and one[2].invalid is None
+    assert [p.x for p in one] == [100.0, 200.0, 300.0, 400.0]
+    assert [p.mean for p in pts[("container", "httperf-sweep", "solo", "target", 50)]] == [
+        10,
+        20,
+        30,
+        40,
+    ]
+
+
+def test_step_mean_over_repetitions_prefers_valid_ones_with_spread():
+    rows = _sweep("solo", rep=1, values=(100, 200, 300, 250)) + _sweep(
+        "solo", rep=2, values=(120, 220, 280, 260), bad=()
+    )
+    pts = cs.sweep_points(rows)[("container", "httperf-sweep", "solo", "target", 1)]
+    assert (pts[0].mean, pts[0].low, pts[0].high, pts[0].n) == (110, 100, 120, 2)
+    # step 3: invalid in rep 1, valid in rep 2 -> the valid one, not flagged
+    assert (pts[3].mean, pts[3].n, pts[3].invalid) == (260, 1, None)
+
+
+def test_intensity_axis_from_the_recorded_sweep_parameters():
+    rows = _sweep("identical", env_params=PARAMS)
+    pts = cs.sweep_points(rows)[("container", "httperf-sweep", "identical", "target", 1)]
+    assert [round(p.x) for p in pts] == [10, 20, 30, 40]
+
+
+def _series(cell, role, metric, points, scenario="solo"):
+    return [
+        {
+            "cell_id": cell,
+            "platform": "container",
+            "test_case": "httperf-sweep",
+            "scenario": scenario,
+            "repetition": 1,
+            "role": role,
+            "metric": metric,
+            "t": t,
+            "value": v,
+        }
+        for t, v in points
+    ]
+
+
+def test_env_metrics_averaged_over_each_steps_window():
+    samples = _sweep("solo", bad=())
+    # steps end at t = 2, 4, 6, 8: windows (0,2] (2,4] (4,6] (6,8]
+    series = _series("solo/1", "target", "reply_rate.1KB", [(2, 1), (4, 1), (6, 1), (8, 1)])
+    series += _series("solo/1", "target", "cpu_util", [(1, 10), (2, 20), (3, 30), (4, 50)])
+    series += _series("solo/1", "target", "cpu_util", [(5, 60), (6, 60), (7, 90), (8, 90)])
+    out = cs.env_by_step(samples, series)
+    cpu = out[(("container", "httperf-sweep", "solo", "target", 1), "cpu_util")]
+    assert [p.mean for p in cpu] == [15, 40, 60, 90]
+    assert [p.x for p in cpu] == [100.0, 200.0, 300.0, 400.0]  # the target's offered rate
+
+
+def test_degradation_table_matches_offered_rates_and_flags_invalid_steps():
+    rows = []
+    cells = (("solo", (100, 200, 300), 1.0), ("idle-neighbours:3", (90, 180, 240), 2.0))
+    for scenario, rates, rt in cells:
+        for i, v in enumerate(rates):
+            bad = scenario != "solo" and i == 2
+            rows.append(_row(scenario, "target", "reply_rate", i, v, valid=not bad, why="x"))
+            rows.append(_row(scenario, "target", "reply_time_ms", i, rt, valid=not bad, why="x"))
+            rows.append(_row(scenario, "target", "transfer_time_ms", i, 0.0))
+    out = cs.degradation_rows(rows)
+    # solo's 100/200/300 req/s steps against the neighbour cell's same-rate steps
+    assert [(r.step, r.scenario) for r in out] == [(i, "idle-neighbours:3") for i in range(3)]
+    first = out[0]
+    assert first.throughput[:2] == (100, 90)
+    assert round(first.throughput[2], 6) == 10.0  # 10 % fewer replies
+    assert first.reply_ms == (1.0, 2.0, 100.0)  # reply time doubled: +100 %
+    assert first.transfer_ms[2] is None  # solo 0 ms: no ratio
+    assert out[-1].invalid and not first.invalid
+
+
+def test_concurrent_sweeps_pair_by_time_not_by_size():
+    series = _series("d/1", "target", "reply_rate.1KB", [(2, 1), (4, 1)], "different:50")
+    series += _series("d/1", "neighbour-1", "reply_rate.50KB", [(2, 1), (4, 1)], "different:50")
+    series += _series("d/1", "target", "reply_rate.50KB", [(6, 1), (8, 1)], "different:50")
+    out = cs.concurrent_sweeps(series)
+    key = ("container", "httperf-sweep", "different:50")
+    assert out[(*key, 1)] == {("neighbour-1", 50)}
+    assert out[(*key, 50)] == set()  # the target's own 50 KB sweep ran alone
+
+
+def _data(samples, series=(), platforms=("container",)):
+    return SimpleNamespace(
+        samples=samples,
+        series=list(series),
+        platforms=list(platforms),
+        colour=lambda p: "#000",
+        cells=[],
+    )
+
+
+def test_pair_chart_draws_neighbour_at_its_own_size_and_the_sum():
+    rows = _sweep("different:50", bad=(3,), env_params=PARAMS)
+    rows += _sweep("different:50", "neighbour-1", size=50, bad=(), env_params=PARAMS)
+    series = _series("different:50/1", "target", "reply_rate.1KB", [(2, 1), (4, 1)])
+    series += _series("different:50/1", "neighbour-1", "reply_rate.50KB", [(2, 1), (4, 1)])
+    for p in series:
+        p["scenario"] = "different:50"
+    data = _data(rows, series)
+    charts = steps.pair_charts(data, cs.sweep_points(rows))
+    assert len(charts) == 1
+    chart = charts[0]
+    assert 'data-legend="neighbour-1 (50 KB)"' in chart
+    assert 'data-series="sum (steps valid in all)"' in chart
+    assert chart.count('data-invalid="target"') == 1  # the fall is drawn, marked
+
+
+def test_idle_neighbour_bars_normalized_per_size():
+    def peak(scenario, v, size):
+        r = _row(scenario, "target", "peak_throughput", 0, v, size)
+        r["labels"] = {"file_size_kb": size}
+        return r
+
+    rows = [peak("solo", 1000, 1), peak("idle-neighbours:3", 900, 1), peak("solo", 50, 50)]
+    rows += [peak("idle-neighbours:3", 50, 50)]
+    charts, table = roles.idle_neighbours(_data(rows), {"httperf-sweep": "peak_throughput"})
+    assert len(charts) == 1
+    assert "900 (+10.0 %)" in table and "50 (+0.0 %)" in table
+    assert "0.9 solo" not in charts[0] and 'data-series="3 idle"' in charts[0]
+
+
+def test_role_bars_and_cov_cover_every_role_and_solo_from_series():
+    def summ(scenario, role, metric, v, cov):
+        r = _row(scenario, role, metric, 0, v)
+        r["labels"] = {"stdev": v * cov, "cov": cov}
+        return r
+
+    rows = [summ("identical", "target", "cpu_util", 40, 0.1)]
+    rows += [summ("identical", "neighbour-1", "cpu_util", 30, 0.3)]
+    series = _series("solo/1", "target", "cpu_util", [(1, 10), (2, 30)])
+    data = _data(rows, series)
+    (cpu,) = [c for c in roles.role_bars(data) if "CPU utilization" in c]
+    assert 'data-series="neighbour-1"' in cpu and "solo" in cpu
+    (cov,) = [c for c in roles.cov_bars(data) if "of CPU" in c]
+    assert 'data-legend="neighbour-1"' in cov
+
+
+def test_startup_base_is_the_undisturbed_mean_not_the_median():
+    # the target served ~100 before the newcomers, little while they booted
+    pts = [(t, 100.0) for t in range(1, 6)] + [(t, 5.0) for t in range(6, 16)]
+    news = [{"value": 3.0, "labels": {"started_at_s": 5.5, "ready_at_s": 8.5}}]
+    base, how = figures.startup_base(pts, news)
+    assert base == 100.0 and "before the first start" in how
+    # the old median (5.0) made the first seconds read 20x
+
+
+def test_line_chart_marks_invalid_points_and_wraps_long_legends():
+    line = svg.Line("a", "#000", [(1, 1, None, None), (2, 3, None, None)], invalid={2: "why"})
+    many = [svg.Line(f"newcomer number {i} started at 1.0 s", "#111", []) for i in range(6)]
+    chart = svg.line_chart("t", [line, *many], "x", "y")
+    assert chart.count("data-invalid") == 1 and "invalid: why" in chart
+    assert svg.legend_rows([ln.name for ln in many], 70, 760) > 1
+    assert (
+        'height="'
+        + str(300 + 15 * (svg.legend_rows([ln.name for ln in [line, *many]], 70, 760) - 1))
+        in chart
+    )
+
+
+def test_a_single_fixed_rate_point_does_not_split_the_axes():
+    from virtbench.report.core.curves import split_curves
+
+    curve = svg.Line("native · solo", "#000", [(1, 15000, None, None), (2, 14000, None, None)])
+    point = svg.Line("native · many:2", "#111", [(1, 800, None, None)])
+    vm = svg.Line("vm · solo", "#222", [(1, 700, None, None), (2, 900, None, None)])
+    assert [len(p) for _t, p in split_curves("t", [curve, point])] == [2]
+    parts = split_curves("t", [curve, point, vm])  # the VM curve splits; the point joins it
+    assert [[ln.name for ln in p] for _t, p in parts] == [
+        ["native · solo"],
+        ["vm · solo", "native · many:2"],
+    ]
