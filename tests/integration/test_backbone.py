@@ -100,6 +100,9 @@ def test_ctrl_c_then_resume_loses_and_duplicates_nothing(tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # a shell without job control starts background jobs with SIGINT ignored, and Python
+        # then never raises KeyboardInterrupt: the run must get Ctrl-C as a terminal gives it
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     db_path = results / "virtbench.db"
     deadline = time.monotonic() + 60

@@ -183,6 +183,8 @@ def _start_and_wait(tmp_path) -> tuple[subprocess.Popen, set[str]]:
         + ["--results-dir", str(tmp_path / "results")],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        # Ctrl-C as a terminal gives it, even under a shell that started us with SIGINT ignored
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 120
     names: set[str] = set()
