@@ -115,6 +115,11 @@ class Cgroup:
             d.mkdir(exist_ok=True)
             if ctrl == "cpuset":
                 _inherit_cpuset(d)
+                # groups an engine makes inside ours (LXC's lxc.pivot, lxc.monitor.*) start
+                # with the cpus/mems we have; empty ones refuse tasks with ENOSPC (LXC's first
+                # start of a run failed so: "Failed to move monitor ... lxc.pivot")
+                with contextlib.suppress(OSError):
+                    (d / "cgroup.clone_children").write_text("1")
         rebalance_parent(self.layout)
 
     # --- limits -------------------------------------------------------------------------
