@@ -121,7 +121,10 @@ def main() -> None:
 
 
 def rounds(
-    n: int, by_hand: Callable[[], float], virtbench: Callable[[], float]
+    n: int,
+    by_hand: Callable[[], float],
+    virtbench: Callable[[], float],
+    unit: str = "events/s",
 ) -> tuple[list[float], list[float]]:
     d: list[float] = []
     v: list[float] = []
@@ -133,15 +136,15 @@ def rounds(
         else:
             d.append(by_hand())
             v.append(virtbench())
-        print(f"round {i + 1}: direct {d[-1]:.1f}  virtbench {v[-1]:.1f} events/s")
+        print(f"round {i + 1}: direct {d[-1]:.1f}  virtbench {v[-1]:.1f} {unit}")
     return d, v
 
 
-def summary(d: list[float], v: list[float]) -> None:
+def summary(d: list[float], v: list[float], unit: str = "events/s") -> None:
     ratio = statistics.mean(v) / statistics.mean(d)
     ratios = [a / b for a, b in zip(v, d, strict=True)]
-    print(f"direct    mean {statistics.mean(d):.1f} events/s (stdev {statistics.stdev(d):.1f})")
-    print(f"virtbench mean {statistics.mean(v):.1f} events/s (stdev {statistics.stdev(v):.1f})")
+    print(f"direct    mean {statistics.mean(d):.1f} {unit} (stdev {statistics.stdev(d):.1f})")
+    print(f"virtbench mean {statistics.mean(v):.1f} {unit} (stdev {statistics.stdev(v):.1f})")
     print(
         f"ratio virtbench/direct = {ratio:.4f}  (overhead {100 * (1 - ratio):+.2f}%;"
         f" per-round ratios {min(ratios):.3f}..{max(ratios):.3f}; target: overhead <= 1%)"
