@@ -116,9 +116,11 @@ def bar_chart(
     unit: str,
     width: int | None = None,
     height: int = 280,
+    ref: float | None = None,
 ) -> str:
     """Grouped bars: x groups (e.g. scenarios), one bar per series (platform, colour),
-    whiskers from low to high (the 95% CI). Width grows with the number of bars."""
+    whiskers from low to high (the 95% CI). Width grows with the number of bars. `ref`: a
+    dashed horizontal line at that value (1.0 of a chart of ratios)."""
     if width is None:
         legend = sum(24 + 6.5 * len(n) for n, _ in series) + 90
         bars_w = 110 + len(groups) * (len(series) * 44 + 30)
@@ -138,6 +140,8 @@ def bar_chart(
     floor = 0.0 if all(m >= 0 for m in means) else None
     if floor is not None:
         values = [max(v, floor) for v in values]
+    if ref is not None:
+        values.append(ref)
     ymin = min(0.0, *values) if values else 0.0
     ymax = max(values) if values else 1.0
     ticks = nice_ticks(ymin, ymax)
@@ -189,6 +193,11 @@ def bar_chart(
             f'<text x="{left + gi * gw + gw / 2:.1f}" y="{height - bottom + 16}"'
             f' text-anchor="middle" {FONT}>{escape(_clip(g, int(gw / 7)))}'
             f"<title>{escape(g)}</title></text>"
+        )
+    if ref is not None:  # over the bars, so bars reaching past it still show where it is
+        out.append(
+            f'<line x1="{left}" y1="{y(ref):.1f}" x2="{width - right}" y2="{y(ref):.1f}"'
+            ' stroke="#222" stroke-width="1" stroke-dasharray="6 3" data-ref="1"/>'
         )
     _legend(out, series, left, height - 18 - extra, width)
     out.append("</svg>")
