@@ -141,9 +141,10 @@ def test_section_draws_ratios_and_flags_invalid(tmp_path):
     assert "+1 invalid" in page and "O_DIRECT beyond the device" in page
     assert 'stroke="#b00"' in page
     # NAT through the proxy: 10/40 of host, the table's ratio decides "worse"
-    nat = [ln for ln in section.markdown.splitlines() if "userland-proxy" in ln][0]
+    lines = section.markdown.splitlines()
+    nat = [ln for ln in lines if "userland-proxy" in ln][0]
     assert "geomean ×0.256" in nat and "1 worse" in nat
-    vol = [ln for ln in section.markdown.splitlines() if "(dk-cow) vs volume" in ln][0]
+    vol = [ln for ln in lines if "dk-cow [overlay] ÷ dk-mnt [volume]" in ln][0]
     assert "over 12 tests" in vol and "12 worse" in vol
     assert "crun-capped" not in page
 

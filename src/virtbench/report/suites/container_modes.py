@@ -150,12 +150,33 @@ def _rest_label(dims: tuple[tuple[str, Any], ...]) -> str:
     """Dimension labels of one chart's x group; the values alone when one key is left."""
     if len(dims) == 1:
         return fmt.dims(dims).split("=", 1)[1]
-    return fmt.dims(dims) or "–"
+    return fmt.dims(dims)
+
+
+def _determined(xs: list[XKey]) -> set[str]:
+    """Dimension keys whose value follows from another key's (fio-iozone's bs from its
+    phase): they say nothing on an axis label."""
+    keys = list(dict.fromkeys(k for x in xs for k, _v in x[2]))
+    out = set()
+    for k in keys:
+        for j in keys:
+            if j == k or j in out:
+                continue
+            seen: dict[Any, Any] = {}
+            if all(seen.setdefault(d.get(j), d.get(k)) == d.get(k) for d in map(_dd, xs)):
+                out.add(k)
+                break
+    return out
+
+
+def _dd(x: XKey) -> dict[str, Any]:
+    return dict(x[2])
 
 
 def parts(xs: list[XKey]) -> list[Part]:
-    """One chart when the x groups fit, else one per test case, then per value of the
-    dimension with the fewest values (fio-iozone: direct=0 and direct=1, six phases each)."""
+    """One chart when the x groups fit, else one per test case; a test case that still does
+    not fit keeps its dimension with the most values on the x axis and gets a chart per
+    value of the others (fio-iozone: its phases, one chart for direct=0 and one for 1)."""
     scenarios = len({x[0] for x in xs})
     if len(xs) <= MAX_X:
         return [Part("", xs, {x: _full_label(x, scenarios) for x in xs})]
@@ -165,23 +186,27 @@ def parts(xs: list[XKey]) -> list[Part]:
         by_test[(x[0], x[1])].append(x)
     for (sc, tc), txs in by_test.items():
         name = tc + (f" · {sc}" if scenarios > 1 else "")
+        hidden = _determined(txs)
         values: dict[str, list[Any]] = defaultdict(list)
         for x in txs:
             for k, v in x[2]:
-                if v not in values[k]:
+                if k not in hidden and v not in values[k]:
                     values[k].append(v)
-        split = [k for k, vs in values.items() if len(vs) > 1]
-        # splitting on the only varying dimension would leave one bar per chart
-        if len(txs) <= MAX_X or len(split) < 2:
-            out.append(Part(name, txs, {x: _rest_label(x[2]) for x in txs}))
+        varying = [k for k, vs in values.items() if len(vs) > 1]
+        if len(txs) <= MAX_X or len(varying) < 2:
+            labels = {
+                x: _rest_label(tuple(kv for kv in x[2] if kv[0] in varying)) or tc for x in txs
+            }
+            out.append(Part(name, txs, labels))
             continue
-        k = min(split, key=lambda k: len(values[k]))
-        for v in values[k]:
-            sub = [x for x in txs if dict(x[2]).get(k) == v]
-            rest = {x: tuple(kv for kv in x[2] if kv[0] != k) for x in sub}
-            out.append(
-                Part(f"{name} · {fmt.dims(((k, v),))}", sub, {x: _rest_label(rest[x]) for x in sub})
-            )
+        keep = max(varying, key=lambda k: len(values[k]))
+        split = [k for k in varying if k != keep]
+        charts: dict[tuple[tuple[str, Any], ...], list[XKey]] = defaultdict(list)
+        for x in txs:
+            charts[tuple((k, _dd(x)[k]) for k in split)].append(x)
+        for fixed, sub in charts.items():
+            labels = {x: _rest_label(((keep, _dd(x)[keep]),)) for x in sub}
+            out.append(Part(f"{name} · {fmt.dims(fixed)}", sub, labels))
     return out
 
 
@@ -205,11 +230,12 @@ def _note(g: Group) -> str:
 def _ratio_bar(c: Comparison | None, g: Group) -> Bar:
     if c is None:
         return Bar(None)
+    ci = f" [{fmt.ratio(c.ratio_low)} – {fmt.ratio(c.ratio_high)}]" if c.ratio_low else ""
     return Bar(
         c.ratio,
         c.ratio_low,
         c.ratio_high,
-        _note(g),
+        f"ratio{ci}; {_note(g)}",
         warn=g.summary.noisy or bool(g.n_invalid),
     )
 
@@ -255,6 +281,8 @@ def _charts(data: ReportData, ms: ModeSet, groups: dict[tuple[XKey, str], Group]
                 drawn = True
             if drawn:
                 series.append((_legend_name(m), data.colour(m.platform)))
+        # the axis follows the bars, not an n=3 interval reaching 10x (cut, drawn open-ended)
+        top = max((b.value for b in bars.values() if b.value is not None), default=1.0)
         title = f"{ms.axis.fig} {ms.axis.name} · {ms.shared}" + (
             f" · {part.suffix}" if part.suffix else ""
         )
@@ -264,8 +292,9 @@ def _charts(data: ReportData, ms: ModeSet, groups: dict[tuple[XKey, str], Group]
                 [part.labels[x] for x in part.xs],
                 series,
                 bars,
-                f"{what} (dashed: 1.0)",
+                what,
                 ref=1.0,
+                cap=max(2.0, 1.2 * top),
             )
         )
     return '<div class="charts">' + "".join(out) + "</div>"
@@ -352,8 +381,8 @@ def _md_line(ms: ModeSet, groups: dict[tuple[XKey, str], Group]) -> list[str]:
         tally = {d: sum(c.decision == d for c in cs) for d in (WORSE, BETTER)}
         bad = sum(g.n_invalid for (_x, p), g in groups.items() if p == m.platform)
         out.append(
-            f"- {ms.axis.fig} {ms.axis.name} ({ms.shared}): {m.mode} ({m.platform}) vs "
-            f"{ref.mode} ({ref.platform}): geomean ×{gm:.3f} over {len(cs)} tests, "
+            f"- {ms.axis.fig} {ms.axis.name}, {ms.shared}: {m.platform} [{m.mode}] ÷ "
+            f"{ref.platform} [{ref.mode}]: geomean ×{gm:.3f} over {len(cs)} tests: "
             f"{tally[WORSE]} worse, {tally[BETTER]} better, "
             f"{len(cs) - tally[WORSE] - tally[BETTER]} undecided"
             + (f"; {bad} invalid samples" if bad else "")
@@ -362,16 +391,19 @@ def _md_line(ms: ModeSet, groups: dict[tuple[XKey, str], Group]) -> list[str]:
 
 
 NOTE = (
-    "Seed 004 compares Docker's network modes (Fig. 4) and its storage, AUFS against mounted "
-    "volumes (Fig. 5), on the application stack; here every test case of the suites where "
-    "the mode matters ({suites}) on container platforms whose options differ only in that "
-    "mode (found from the stored platform options). Bars: each test case's primary metric "
-    "as {what}, > 1 = better, whiskers the 95% CI; a red dashed outline marks a noisy result "
-    "(CV &gt; 10%) or one with invalid samples, a – no valid result. Table: absolute mean ± "
-    "95% CI, n, CV and range of the valid samples; invalid samples are counted, never in a "
-    "mean; the last columns divide each mode by {ref} (CI by the delta method; undecided = "
-    "the interval includes 1)."
+    "Seed 004 compares Docker's port forwarding with direct host mapping (Fig. 4) and AUFS "
+    "with mounted volumes (Fig. 5) on its application stack. Here: container platforms whose "
+    "stored options differ only in the network mode, or only in the storage, side by side on "
+    "every test case of the suites where that mode matters ({suites}). Bars: a test case's "
+    "primary metric as a ratio, &gt; 1 = better (to the run's baseline when it measured every "
+    "test case, else to the reference mode), whiskers its 95% CI, cut open-ended where the "
+    "axis ends; a red dashed outline marks a noisy result (CV &gt; 10%) or one with invalid "
+    "samples, a – no valid result. Tables: absolute mean ± 95% CI, n, CV and range of the "
+    "valid samples; invalid samples are counted with their reason, never in a mean; the last "
+    "columns divide each mode by the reference mode (CI by the delta method; undecided = the "
+    "interval includes 1)."
 )
+SUITES = "network: " + ", ".join(NETWORK.suites) + "; storage: " + ", ".join(STORAGE.suites)
 
 
 @register_section(65, "container-modes")
@@ -382,18 +414,20 @@ def container_modes(data: ReportData) -> Section | None:
             groups = _groups(data, ms)
             if not groups:
                 continue
-            what = _what(data, ms, groups)
-            suites = ", ".join(dict.fromkeys(g.key.suite for g in groups.values()))
-            note = NOTE.format(suites=suites, what=h(what), ref=h(ms.reference.mode))
+            ref = ms.reference
             body += (
                 f"<h3>{h(axis.fig)} {h(axis.name)}: {h(axis.title)} — {h(ms.shared)}</h3>"
-                f'<p class="note">{note}</p>' + _charts(data, ms, groups) + _table(ms, groups)
+                f'<p class="note">Bars: {h(_what(data, ms, groups))}. Last columns: each mode '
+                f"÷ {h(ref.mode)} ({h(ref.platform)}).</p>"
+                + _charts(data, ms, groups)
+                + _table(ms, groups)
             )
             md += _md_line(ms, groups)
     if not body:
         return None
+    note = f'<p class="note">{NOTE.format(suites=h(SUITES))}</p>'
     return Section(
         "Container network and storage modes (seed 004 Figs. 4-5)",
-        Raw(body),
+        Raw(note + body),
         "## container modes (seed 004 Figs. 4-5)\n" + "\n".join(md) if md else "",
     )
