@@ -220,6 +220,21 @@ def _groups(data: ReportData, ms: ModeSet) -> dict[tuple[XKey, str], Group]:
     }
 
 
+def measured_order(data: ReportData, groups: dict[tuple[XKey, str], Group]) -> list[XKey]:
+    """The x groups in the order the workload measured them (IOzone: write, rewrite, read,
+    reread, random read, random write), not alphabetical: by each one's first sample."""
+    xs = list(dict.fromkeys(x for x, _p in groups))
+    by_test: dict[tuple[str, str], list[XKey]] = defaultdict(list)
+    for x in xs:
+        by_test[(x[0], x[1])].append(x)
+    first: dict[XKey, int] = {}
+    for i, row in enumerate(data.samples):
+        for x in by_test.get((row["scenario"], row["test_case"]), ()):
+            if x not in first and all(row["labels"].get(k) == v for k, v in x[2]):
+                first[x] = i
+    return sorted(xs, key=lambda x: first.get(x, len(data.samples)))
+
+
 def _note(g: Group) -> str:
     s = g.summary
     text = f"{fmt.mean_ci(s.mean, s.ci_half, g.unit)}, n={s.n}"
@@ -258,7 +273,7 @@ def _legend_name(m: Member) -> str:
 
 
 def _charts(data: ReportData, ms: ModeSet, groups: dict[tuple[XKey, str], Group]) -> str:
-    xs = list(dict.fromkeys(x for x, _p in groups))
+    xs = measured_order(data, groups)
     to_base = _to_baseline(data, groups)
     what = _what(data, ms, groups)
     ref = ms.reference
@@ -340,8 +355,8 @@ def _ratio_cell(c: Comparison | None) -> Td | str:
     return Td(Raw(text), f"num {cls}")
 
 
-def _table(ms: ModeSet, groups: dict[tuple[XKey, str], Group]) -> str:
-    xs = list(dict.fromkeys(x for x, _p in groups))
+def _table(data: ReportData, ms: ModeSet, groups: dict[tuple[XKey, str], Group]) -> str:
+    xs = measured_order(data, groups)
     scenarios = len({x[0] for x in xs})
     ref = ms.reference
     others = [m for m in ms.members if m is not ref]
@@ -420,7 +435,7 @@ def container_modes(data: ReportData) -> Section | None:
                 f'<p class="note">Bars: {h(_what(data, ms, groups))}. Last columns: each mode '
                 f"÷ {h(ref.mode)} ({h(ref.platform)}).</p>"
                 + _charts(data, ms, groups)
-                + _table(ms, groups)
+                + _table(data, ms, groups)
             )
             md += _md_line(ms, groups)
     if not body:
