@@ -167,11 +167,18 @@ def test_without_baseline_ratios_to_the_reference_mode(tmp_path):
 
 
 @pytest.mark.parametrize("n", [3, 9])
-def test_parts_split_only_what_does_not_fit(n):
-    xs = [("solo", "t", (("phase", f"p{i}"),)) for i in range(n)]
-    got = cm.parts(xs)
-    assert len(got) == 1
-    assert got[0].labels[xs[0]] == ("t [phase=p0]" if n <= cm.MAX_X else "p0")
+def test_parts_label_the_axis_with_what_varies(n):
+    # one test case: its name in the title, the phase values alone on the axis (a label
+    # "t [bs=1M, phase=p0]" is clipped to nothing); bs follows from the phase: left off
+    xs = [("solo", "t", (("bs", "4k" if i % 2 else "1M"), ("phase", f"p{i}"))) for i in range(n)]
+    (got,) = cm.parts(xs)
+    assert got.suffix == "t" and [got.labels[x] for x in xs] == [f"p{i}" for i in range(n)]
+
+
+def test_parts_test_cases_without_dimensions_share_a_chart():
+    xs = [("solo", t, ()) for t in ("iperf3-tcp", "iperf3-udp", "sockperf-pingpong")]
+    (got,) = cm.parts(xs)
+    assert got.suffix == "" and got.labels[xs[2]] == "sockperf-pingpong"
 
 
 def test_whole_report_has_the_section(tmp_path):

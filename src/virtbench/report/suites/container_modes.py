@@ -174,11 +174,13 @@ def _dd(x: XKey) -> dict[str, Any]:
 
 
 def parts(xs: list[XKey]) -> list[Part]:
-    """One chart when the x groups fit, else one per test case; a test case that still does
-    not fit keeps its dimension with the most values on the x axis and gets a chart per
-    value of the others (fio-iozone: its phases, one chart for direct=0 and one for 1)."""
+    """One chart of test cases when they fit and have no dimensions, else one per test case
+    (its name in the title, its dimensions on the axis: "fio-iozone [bs=1M, phase=read]"
+    clipped to "fio-iozone [bs=…" said nothing); a test case that still does not fit keeps
+    its dimension with the most values on the x axis and gets a chart per value of the
+    others (fio-iozone: its phases, one chart for direct=0 and one for 1)."""
     scenarios = len({x[0] for x in xs})
-    if len(xs) <= MAX_X:
+    if len(xs) <= MAX_X and not any(x[2] for x in xs):
         return [Part("", xs, {x: _full_label(x, scenarios) for x in xs})]
     out: list[Part] = []
     by_test: dict[tuple[str, str], list[XKey]] = defaultdict(list)
