@@ -4,6 +4,7 @@ and invalid samples flagged, not averaged."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -149,6 +150,16 @@ def test_section_draws_ratios_and_flags_invalid(tmp_path):
     vol = [ln for ln in lines if "dk-cow [overlay] ÷ dk-mnt [volume]" in ln][0]
     assert "over 12 tests" in vol and "12 worse" in vol
     assert "crun-capped" not in page
+
+
+def test_a_container_in_a_vm_pairs_only_inside_that_vm(tmp_path):
+    data = ReportData.load(_store(tmp_path), RUN)
+    for i, c in enumerate(data.cells):
+        if c.platform == "crun-b":  # the same options, but stacked in a VM
+            spec = json.loads(c.platform_json) | {"host": "vm1"}
+            data.cells[i] = dataclasses.replace(c, platform_json=json.dumps(spec))
+    shared = [ms.shared for ms in cm.mode_sets(data, cm.STORAGE)]
+    assert shared == ["docker, network host"]
 
 
 def test_no_section_without_a_pair(tmp_path):
