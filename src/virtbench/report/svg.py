@@ -116,9 +116,14 @@ def bar_chart(
     unit: str,
     width: int | None = None,
     height: int = 280,
+    ref: float | None = None,
+    cap: float | None = None,
 ) -> str:
     """Grouped bars: x groups (e.g. scenarios), one bar per series (platform, colour),
-    whiskers from low to high (the 95% CI). Width grows with the number of bars."""
+    whiskers from low to high (the 95% CI). Width grows with the number of bars. `ref`: a
+    dashed horizontal line at that value (1.0 of a chart of ratios). `cap`: the axis ends
+    there at most; a whisker reaching beyond is cut at the top and drawn without its end
+    tick (one wide interval of n=3 must not flatten every other bar)."""
     if width is None:
         legend = sum(24 + 6.5 * len(n) for n, _ in series) + 90
         bars_w = 110 + len(groups) * (len(series) * 44 + 30)
@@ -138,6 +143,10 @@ def bar_chart(
     floor = 0.0 if all(m >= 0 for m in means) else None
     if floor is not None:
         values = [max(v, floor) for v in values]
+    if ref is not None:
+        values.append(ref)
+    if cap is not None:
+        values = [min(v, cap) for v in values]
     ymin = min(0.0, *values) if values else 0.0
     ymax = max(values) if values else 1.0
     ticks = nice_ticks(ymin, ymax)
@@ -177,18 +186,23 @@ def bar_chart(
                 f"<title>{escape(tip)}</title></rect>"
             )
             if b.low is not None and b.high is not None:
-                cx, b_low = x + bw / 2, max(b.low, lo)
+                cx, b_low, b_high = x + bw / 2, max(b.low, lo), min(b.high, hi)
                 out.append(
-                    f'<path d="M{cx:.1f} {y(b_low):.1f}V{y(b.high):.1f}'
-                    # no bottom cap when the whisker was clipped at the axis
+                    f'<path d="M{cx:.1f} {y(b_low):.1f}V{y(b_high):.1f}'
+                    # no end tick where the whisker was clipped at the axis
                     + (f"M{cx - 4:.1f} {y(b_low):.1f}h8" if b_low == b.low else "")
-                    + f'M{cx - 4:.1f} {y(b.high):.1f}h8"'
-                    ' stroke="#222" stroke-width="1.2" fill="none"/>'
+                    + (f"M{cx - 4:.1f} {y(b_high):.1f}h8" if b_high == b.high else "")
+                    + '" stroke="#222" stroke-width="1.2" fill="none"/>'
                 )
         out.append(
             f'<text x="{left + gi * gw + gw / 2:.1f}" y="{height - bottom + 16}"'
             f' text-anchor="middle" {FONT}>{escape(_clip(g, int(gw / 7)))}'
             f"<title>{escape(g)}</title></text>"
+        )
+    if ref is not None:  # over the bars, so bars reaching past it still show where it is
+        out.append(
+            f'<line x1="{left}" y1="{y(ref):.1f}" x2="{width - right}" y2="{y(ref):.1f}"'
+            ' stroke="#222" stroke-width="1" stroke-dasharray="6 3" data-ref="1"/>'
         )
     _legend(out, series, left, height - 18 - extra, width)
     out.append("</svg>")
