@@ -10,6 +10,17 @@ prints virtbench's own CPU per wall second beside the ratio.
 `--pinned` pins client and server apart by hand (as a campaign with client_cpus and
 target_cpus would) to show what placement alone does.
 Usage: bench/iperf3_vs_hand.py [--rounds 10] [--duration 5] [--pinned]
+
+Measured 26 Nov 2026 on the 2-core PVM guest, under the machine lock (helpers compiled and ran
+unit tests meanwhile), 10 rounds of 5 s:
+  unpinned: by hand 25,681 ± 6,083 Mbit/s (CV 24%), virtbench 23,309 ± 4,122; paired ratio
+            0.951, 95% CI [0.768, 1.134]; virtbench's own CPU 0.84% of one CPU
+  --pinned: by hand 19,679 ± 9,563 (CV 49%), virtbench 21,599 ± 8,252; paired ratio 1.229,
+            95% CI [0.882, 1.575]
+So the "7% below" of issue 13 (median of 15 pairs 0.930, sign test p≈0.3) is not a virtbench
+effect this host can show: loopback iperf3 by hand varies 3-5x between 5 s runs (where the
+scheduler puts client, server and their softirq work on 2 vCPUs), and virtbench's own CPU
+while the cell runs is under 1% of one CPU, too little to take 7% of a CPU-bound test.
 """
 
 from __future__ import annotations
