@@ -27,7 +27,7 @@ sharing); prepare = the controller's wall in the prepare play; polls and their w
 
 Needs root; run under the machine lock:
   flock /tmp/vb-measure.lock bench/fleet_overhead.py [--hosts 1,2,4,8] [--reps 6]
-      [--events 8000] [--poll-interval 10]
+      [--events 20000] [--poll-interval 10]
 
 Measured 2025-11-26 (see docs/fleet.md, "What a fleet costs"):
   (filled in below the run)
@@ -129,7 +129,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--hosts", default="1,2,4,8")
     ap.add_argument("--reps", type=int, default=6, help="cells of the campaign")
-    ap.add_argument("--events", type=int, default=8000, help="prime searches per cell")
+    ap.add_argument("--events", type=int, default=20000, help="prime searches per cell")
     ap.add_argument("--poll-interval", type=float, default=10.0)
     args = ap.parse_args()
     counts = [int(x) for x in args.hosts.split(",")]
