@@ -29,8 +29,23 @@ Needs root; run under the machine lock:
   flock /tmp/vb-measure.lock bench/fleet_overhead.py [--hosts 1,2,4,8] [--reps 6]
       [--events 20000] [--poll-interval 10]
 
-Measured 2025-11-26 (see docs/fleet.md, "What a fleet costs"):
-  (filled in below the run)
+Measured 2026-11-26 13:20 UTC under the lock, one pass, 2-core host (docs/fleet.md, "What
+a fleet costs"), `flock /tmp/vb-measure.lock bench/fleet_overhead.py --hosts 1,2,4,8
+--reps 6 --events 20000 --poll-interval 10`:
+  one host, virtbench run: 62.4 s wall, 61.8 s campaign
+  priming fleet on 8 hosts (first install there): prepare 12.6 s; per host transfer 4.70 s,
+  install 2.97 s
+  N   wall  ideal ratio start campaign after camp/ideal prepare polls (wall)  gather
+  1   70.7   62.4  1.13   2.3     61.7   6.6     1.00     1.2   6 (8.7)       0.00
+  2   76.8   62.4  1.23   2.8     69.5   4.5     1.13     1.6   6 (14.4)      0.01
+  4  154.9  124.9  1.24   4.0    148.5   2.4     1.20     2.5  11 (41.4)      0.01
+  8  316.0  249.8  1.27   5.9    300.2   9.9     1.22     4.2  18 (130.2)     0.03
+  per host, N = 1/2/4/8, check / transfer / install / start / status / fetch s:
+  0.36/0.03/0.02/0.25/2.67/3.23; 0.52/0.03/0.02/0.37/4.56/5.57;
+  0.84/0.07/0.04/0.64/16.67/11.51; 1.38/0.12/0.06/1.18/56.18/23.56
+The fixed cost (start + after) stays under 16 s; the excess over the ideal is the polls'
+CPU (ansible-playbook on the controller, SSH and the status command per host) taken from
+the jobs on the same 2 cores: the campaign itself ran 13-22 % over the CPU sharing.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ class Settings:
     forks: int = 50
     poll_interval: float = 15.0
     lost_after: int = 3  # consecutive unreachable polls before a running host is lost
-    timeout: int = 7 * 24 * 3600  # the longest a host's run may take (Ansible async)
+    timeout: int = 7 * 24 * 3600  # the longest a host's run may take (`timeout` there)
 
 
 class FleetRunner:
