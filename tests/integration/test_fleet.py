@@ -103,6 +103,11 @@ def test_every_host_runs_and_its_results_arrive(tmp_path):
         assert st["run_id"] and st["started_at"] <= st["ended_at"]
         assert cells(fleet_dir / f"{host}.db") == [(0, "ok")]
         assert target_samples(fleet_dir / f"{host}.db") == 1
+        # where its time went (fleet.json, per host): a first run ships and installs
+        t = st["timings"]
+        for phase in ("check_s", "transfer_s", "install_s", "start_s", "status_s"):
+            assert t[phase] > 0, (host, t)
+        assert t["polls"] >= 1 and t["campaign_s"] > 0 and t["gather_s"] >= 0, (host, t)
     assert "h1" in out.stdout and "ok" in out.stdout  # the summary table
     # one store holds every host's run
     runs = sqlite3.connect(results / "virtbench.db").execute("SELECT run_id FROM runs").fetchall()
@@ -160,13 +165,18 @@ def test_lost_host_keeps_its_cells_and_resume_completes_it(tmp_path):
         assert cells(fetched.with_name("h1.db")) == [(i, "ok") for i in range(reps)]
 
         f.restore(h2)  # the host is back: its run continues from its last finished cell
+        stamp = Path(f"/tmp/vb-fleet-{h2.name}/installed")
+        installed = stamp.stat().st_mtime_ns
         assert 1 <= target_samples(shared, lost["run_id"]) < reps  # its finished cells
         again = vb("fleet", "resume", rec["fleet_id"], "--results-dir", str(results),
                    "--store", str(shared), *FAST)  # fmt: skip
+        reinstalled = stamp.stat().st_mtime_ns != installed
     assert again.returncode == 0, again.stdout + again.stderr
     rec2 = record(results)
     assert rec2["hosts"]["h2"]["status"] == "ok", rec2
     assert rec2["hosts"]["h2"]["run_id"] == lost["run_id"]  # the same run, continued
+    # the project is unchanged since h2 installed it: no second install (its stamp holds)
+    assert not reinstalled
     assert cells(fetched) == [(i, "ok") for i in range(reps)]
     assert target_samples(fetched) == reps  # no cell measured twice
     assert target_samples(shared, lost["run_id"]) == reps  # nor imported twice

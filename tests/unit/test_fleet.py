@@ -167,15 +167,34 @@ def test_fleet_show_prints_every_host(tmp_path):
 
 
 # --- what travels to a host ---------------------------------------------------------------
-def test_tarball_ships_the_installable_project_and_the_campaign(tmp_path):
-    camp = tmp_path / "c.toml"
-    camp.write_text("[campaign]\n")
-    with tarfile.open(source.build(tmp_path / "p.tar.gz", camp)) as tar:
+def test_tarball_ships_the_installable_project_and_is_reproducible(tmp_path):
+    digest = source.build(tmp_path / "p.tar.gz")
+    with tarfile.open(tmp_path / "p.tar.gz") as tar:
         names = tar.getnames()
+        owners = {(m.uid, m.uname) for m in tar.getmembers()}
     for needed in ("install.sh", "pyproject.toml", "src/virtbench/fleet/playbooks/poll.yml"):
         assert needed in names
-    assert source.CAMPAIGN in names
     assert not any(n.startswith("tests/") or n.endswith(".pyc") for n in names)
+    assert owners == {(0, "root")} and names == sorted(names)
+    # the same tree, built again: the same bytes, so a host's install stamp still holds
+    assert source.build(tmp_path / "again.tar.gz") == digest
+    assert (tmp_path / "again.tar.gz").read_bytes() == (tmp_path / "p.tar.gz").read_bytes()
+
+
+def test_host_timings_by_phase(tmp_path):
+    fleet = _fleet(tmp_path)
+    runner, _ = _runner(fleet)
+    prepare = ansible.HostOutcome(
+        durations={"check the host": 0.5, "ship the project": 1.25, "install": 2.0,
+                   "start the campaign": 0.25, "something new": 0.1}
+    )  # fmt: skip
+    runner._timed("prepare_s", 0.0, {"h1": prepare})
+    poll = ansible.HostOutcome(durations={"run status": 0.5, "fetch the results": 0.75})
+    runner._timed("poll_s", 0.0, {"h1": poll}, count="polls")
+    runner._timed("poll_s", 0.0, {"h1": poll}, count="polls")
+    t = state.load(tmp_path / "res", fleet.fleet_id).hosts["h1"].timings
+    assert t == {"check_s": 0.5, "transfer_s": 1.25, "install_s": 2.0, "start_s": 0.25,
+                 "other_s": 0.1, "status_s": 1.0, "fetch_s": 1.5, "polls": 2}  # fmt: skip
 
 
 def test_remote_status_reads_the_store_and_snapshots_it(tmp_path):
@@ -250,6 +269,11 @@ def test_store_gone_at_gather_keeps_host_stores_and_import_later_completes(tmp_p
     host.create_run("20260101-000000-aaaa", "c", "c.toml", "", 1, {}, {}, "0.1",
                     description=describe(["sysbench-cpu-1t"]))  # fmt: skip
     host.close()
+    con = sqlite3.connect(tmp_path / "h1" / "virtbench.db")
+    with con:  # the run took 42 s on its host
+        con.execute("UPDATE runs SET started_at = 1000, finished_at = 1042")
+    con.close()
+    fleet.hosts["h1"].run_id = "20260101-000000-aaaa"
     sh.copy(tmp_path / "h1" / "virtbench.db", fleet.db("h1"))
     lines: list[str] = []
     url = f"postgresql://vb@127.0.0.1:{_free_port()}/vb"
@@ -264,7 +288,10 @@ def test_store_gone_at_gather_keeps_host_stores_and_import_later_completes(tmp_p
     st = Store(str(shared))
     assert [r["run_id"] for r in st.runs()] == ["20260101-000000-aaaa"]
     st.close()
-    assert "gather_s" in state.load(tmp_path, fleet.fleet_id).timings
+    back = state.load(tmp_path, fleet.fleet_id)
+    assert "gather_s" in back.timings
+    assert back.hosts["h1"].timings["campaign_s"] == 42.0
+    assert back.hosts["h1"].timings["gather_s"] >= 0
 
 
 def test_remote_status_copies_the_store_only_when_a_cell_finished(tmp_path, monkeypatch):

@@ -4,6 +4,7 @@ host's store, so what a host measured is kept here even if the host goes away.""
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 import sqlite3
@@ -25,7 +26,7 @@ class Settings:
     forks: int = 50
     poll_interval: float = 15.0
     lost_after: int = 3  # consecutive unreachable polls before a running host is lost
-    timeout: int = 7 * 24 * 3600  # the longest a host's run may take (Ansible async)
+    timeout: int = 7 * 24 * 3600  # the longest a host's run may take (`timeout` there)
 
 
 class FleetRunner:
@@ -69,14 +70,15 @@ class FleetRunner:
     # --- phases -------------------------------------------------------------------------
     def _prepare(self, hosts: list[str], per_host: dict[str, dict]) -> None:
         self.work.mkdir(parents=True, exist_ok=True)
-        campaign = self.fleet.dir / self.fleet.campaign_file if self.fleet.campaign_file else None
-        tarball = source.build(self.work / "virtbench-src.tar.gz", campaign)
+        tarball = self.work / "virtbench-src.tar.gz"
         extravars = self._common() | {
             "vb_source": str(tarball.resolve()),
+            "vb_source_id": source.build(tarball),
             "vb_async_timeout": self.settings.timeout,
         }
-        if campaign is not None:
-            extravars["vb_campaign_file"] = source.CAMPAIGN
+        if self.fleet.campaign_file:  # a campaign file travels in the first task's command
+            text = (self.fleet.dir / self.fleet.campaign_file).read_bytes()
+            extravars["vb_campaign_b64"] = base64.b64encode(text).decode()
         else:
             extravars["vb_campaign"] = self.fleet.campaign
         for h in hosts:
@@ -137,8 +139,11 @@ class FleetRunner:
         count: str | None = None,
     ) -> None:
         self.fleet.timed(key, time.monotonic() - t0, count)
-        for out in outcomes.values():
+        for host, out in outcomes.items():
             self.fleet.add_task_times(out.durations)
+            if host in self.fleet.hosts:
+                self.fleet.hosts[host].add_phase_times(out.durations, polled=count is not None)
+        self.fleet.save()
 
     # --- one host's poll ----------------------------------------------------------------
     def _update(self, host: str, out: ansible.HostOutcome) -> None:

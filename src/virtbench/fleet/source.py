@@ -1,8 +1,14 @@
 """The project as shipped to every host: a tarball of the source tree this controller runs
-(install.sh, pyproject.toml, src/ ...), so each host installs and runs exactly this code."""
+(install.sh, pyproject.toml, src/ ...), so each host installs and runs exactly this code.
+
+The tarball is reproducible (fixed gzip and member metadata, sorted names) and comes with a
+digest of what it holds: a host that already installed the same project (its stamp says so)
+gets neither the tarball nor the install again."""
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import tarfile
 from pathlib import Path
 
@@ -11,7 +17,6 @@ from ..errors import VirtbenchError
 NEEDED = ("install.sh", "pyproject.toml", "src/virtbench/__init__.py")
 SHIPPED = ("install.sh", "pyproject.toml", "README.md", "LICENSE", "src", "campaigns")
 SKIP_DIRS = {"__pycache__", ".pytest_cache", ".ruff_cache"}
-CAMPAIGN = "fleet-campaign.toml"  # a campaign file travels beside the project
 
 
 def project_root() -> Path:
@@ -43,15 +48,27 @@ def _files(root: Path) -> list[str]:
                 and not SKIP_DIRS.intersection(p.relative_to(root).parts)
                 and not p.name.endswith(".pyc")
             ]
-    return names
+    return sorted(names)
 
 
-def build(target: Path, campaign: Path | None = None) -> Path:
-    """Write the project tarball (with `campaign` as CAMPAIGN) to `target`, a .tar.gz."""
+def _normal(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    """Who owns the checkout does not count: the same tree gives the same bytes. (Each
+    file keeps its mtime: a wheel build refuses pre-1980 times, and it is stable as long as
+    the checkout is.)"""
+    info.uid = info.gid = 0
+    info.uname = info.gname = "root"
+    return info
+
+
+def build(target: Path) -> str:
+    """Write the project tarball to `target` (a .tar.gz); return its sha256, which names
+    the project on the hosts (the install stamp)."""
     root = project_root()
-    with tarfile.open(target, "w:gz") as tar:
+    with (
+        target.open("wb") as raw,
+        gzip.GzipFile("", "wb", 6, raw, mtime=0) as gz,  # no time in the gzip header
+        tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar,
+    ):
         for name in _files(root):
-            tar.add(root / name, arcname=name, recursive=False)
-        if campaign is not None:
-            tar.add(campaign, arcname=CAMPAIGN)
-    return target
+            tar.add(root / name, arcname=name, recursive=False, filter=_normal)
+    return hashlib.sha256(target.read_bytes()).hexdigest()

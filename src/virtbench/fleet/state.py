@@ -16,6 +16,18 @@ PENDING, RUNNING, OK, FAILED, LOST = "pending", "running", "ok", "failed", "lost
 FLEET_DIR = "fleet"
 RECORD = "fleet.json"
 
+# where a host's time goes: each playbook task (by name) in one phase of HostState.timings
+TASK_PHASE = {
+    "check the host": "check_s",
+    "require root": "check_s",
+    "ship the project": "transfer_s",
+    "restore the results fetched before (the host lost its own)": "transfer_s",
+    "install": "install_s",
+    "start the campaign": "start_s",
+    "run status": "status_s",
+    "fetch the results": "fetch_s",
+}
+
 
 @dataclass
 class HostState:
@@ -27,6 +39,18 @@ class HostState:
     cells_total: int = 0
     message: str = ""  # what failed, or why the host is lost (Ansible's words)
     unreachable_polls: int = 0  # consecutive polls that could not reach the host
+    # where this host's time went, in seconds: Ansible's task durations by phase (check_s,
+    # transfer_s, install_s, start_s: prepare; status_s, fetch_s: polls; other_s), "polls"
+    # (how many looked at it), and from the gather: campaign_s (its run's span in its own
+    # store, the host's clock) and gather_s (importing its store)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def add_phase_times(self, durations: dict[str, float], polled: bool = False) -> None:
+        for task, took in durations.items():
+            key = TASK_PHASE.get(task, "other_s")
+            self.timings[key] = round(self.timings.get(key, 0.0) + took, 3)
+        if polled:
+            self.timings["polls"] = self.timings.get("polls", 0) + 1
 
 
 @dataclass
