@@ -157,6 +157,10 @@ class Throttling:
     anchors: int = 0  # long events whose ends lie whole periods apart
     excluded_ns: list[float] = field(default_factory=list)  # per throttled event
     remaining_ns: dict[int, float] = field(default_factory=dict)  # event index -> duration left
+    phases: int = 0  # families of windows found (each its own phase; see _families)
+    unanchored: int = 0  # stalls of the budget's stall size at no boundary, excluded
+    overlapped: int = 0  # events running on past a boundary: the part after it is kept
+    ambiguous_ns: float = 0.0  # longest kept event of at least ANCHOR_SHARE of the stall
 
     @property
     def count(self) -> int:
@@ -178,6 +182,14 @@ MIN_ANCHOR_NS = 1e6  # below this, a delay is too short to be told from other de
 ANCHOR_SHARE = 0.5  # an anchor is a delay of at least this share of the budget's stall
 DRIFT = 0.01  # per period: windows of the fair server recur at slightly over the period
 STALL_ALLOWANCE = 1.05  # a stall measured up to 5% over period - runtime is still the stall
+# A stall of throttling size: this share of the budget's stall (period - runtime). Measured
+# natively (kernel 6.18, 950000/1000000): RT throttling windows 46.8-51.4 ms, the fair
+# server's 52-54 ms (its 50 ms plus the probe's loop and the timer's lateness).
+SIZE_BAND = (0.85, 1.10)
+# The main family must show a window in this share of the run's periods (a budget of a short
+# period would otherwise match a long-period mechanism's windows); not every period shows
+# one when the fair server's windows take their place (5 s runs: 2 of 5 periods seen).
+MIN_DENSITY = 1 / 3
 
 
 def events_of(data: dict[str, Any]) -> list[tuple[float, float]] | None:
@@ -216,24 +228,49 @@ def _chains(anchors: list[tuple[float, float]], period: float) -> list[list[int]
     return list(groups.values())
 
 
-def _match(
+def _size(d: float, b: ThrottleBudget) -> bool:
+    """Is a delay of `d` ns the size of b's throttling stall?"""
+    return SIZE_BAND[0] * b.stall_ns <= d <= SIZE_BAND[1] * b.stall_ns
+
+
+def _boundaries(ends: list[float], b: ThrottleBudget, duration_ns: float) -> list[float]:
+    """Window ends a family of anchors (their ends) implies over the run: its own period (the
+    median spacing, as the fair server's drifts) projected from the first end, plus the
+    anchors' ends themselves."""
+    # two anchors at one boundary (both within its slack) say nothing about the period
+    pairs = [
+        (e2 - e1, round((e2 - e1) / b.period_ns)) for e1, e2 in zip(ends, ends[1:], strict=False)
+    ]
+    spans = sorted(gap / k for gap, k in pairs if k >= 1)
+    period = spans[len(spans) // 2] if spans else b.period_ns
+    first = ends[0] - period * math.floor(ends[0] / period)
+    return [first + k * period for k in range(int(duration_ns / period) + 2)] + ends
+
+
+def _families(
     events: list[tuple[float, float]], b: ThrottleBudget, duration_ns: float
-) -> tuple[list[float], int] | None:
-    """(window ends, anchors that showed them) of budget b if the events show its throttling,
-    else None.
+) -> list[tuple[list[float], int]]:
+    """(window ends, anchors that showed them) of each family of b's throttling windows the
+    events show; empty if none.
 
     Anchors are delays of at least ANCHOR_SHARE of the budget's stall (a stall is shorter by
     the time the task did not run in its period; a competitor's quantum is shorter still).
-    Anchors whose ends lie whole periods apart are the windows; the largest such group wins
-    (among groups at most one smaller, the one whose durations lie closest to the stall: a
-    competitor's quantum that divides the period also recurs). Two are needed, or one in a
-    run shorter than two periods if its length is the stall's."""
+    Anchors whose ends lie whole periods apart form a family. The main family is the largest
+    (among families at most one smaller, the one whose durations lie closest to the stall: a
+    competitor's quantum that divides the period also recurs); it needs two anchors and one
+    in MIN_DENSITY of the periods, or one of the stall's size in a run shorter than two
+    periods. Natively two mechanisms stop a
+    busy real-time task, each with its own phase: RT throttling (windows end at the period
+    timer) and, on kernels >= 6.12, the fair server (a deferred deadline server giving normal
+    tasks 50 ms per second, starting when they start starving); with normal tasks starving
+    beside the probe the windows of one run fall into two families. So every further family
+    of two or more anchors whose durations are of the stall's size counts too."""
     if b.stall_ns <= 0 or b.period_ns <= 0:
-        return None
+        return []
     least = max(MIN_ANCHOR_NS, b.stall_ns * ANCHOR_SHARE)
     anchors = sorted((t + d, d) for t, d in events if d >= least)
     if not anchors:
-        return None
+        return []
     chains = _chains(anchors, b.period_ns)
     top = max(len(c) for c in chains)
 
@@ -242,23 +279,19 @@ def _match(
         return devs[len(devs) // 2]
 
     best = min((c for c in chains if len(c) >= top - 1), key=lambda c: (deviation(c), -len(c)))
-    ends = [anchors[i][0] for i in best]
     periods = duration_ns / b.period_ns
-    if len(best) >= 2 and len(best) >= 0.5 * max(1.0, periods - 1):
+    if len(best) >= 2 and len(best) >= MIN_DENSITY * (periods - 1):
         pass
     elif not (
         len(best) == 1 and periods < 2 and anchors[best[0]][1] <= b.stall_ns * STALL_ALLOWANCE
     ):
-        return None
-    # boundaries the run may hold between and around the anchors
-    # two anchors at one boundary (both within its slack) say nothing about the period
-    pairs = [
-        (e2 - e1, round((e2 - e1) / b.period_ns)) for e1, e2 in zip(ends, ends[1:], strict=False)
-    ]
-    spans = sorted(gap / k for gap, k in pairs if k >= 1)
-    period = spans[len(spans) // 2] if spans else b.period_ns
-    first = ends[0] - period * math.floor(ends[0] / period)
-    return [first + k * period for k in range(int(duration_ns / period) + 2)] + ends, len(ends)
+        return []
+    out = [best]
+    for c in chains:
+        durations = sorted(anchors[i][1] for i in c)
+        if c is not best and len(c) >= 2 and _size(durations[len(durations) // 2], b):
+            out.append(c)
+    return [(_boundaries([anchors[i][0] for i in c], b, duration_ns), len(c)) for c in out]
 
 
 def classify_throttling(
@@ -266,25 +299,61 @@ def classify_throttling(
 ) -> Throttling:
     """Which long samples were RT throttling windows, and how much of each to exclude.
 
-    The first budget whose windows the events show wins. A throttled task resumes when the
-    period timer refills the budget, so a throttled event ends at a period boundary (within
-    PHASE_SLACK_NS; delays under MIN_ANCHOR_NS there are the kernel's own work). Of such an
-    event at most the stall (period - runtime, plus 5%) is excluded; the rest (a competitor's
-    quantum before the budget ran out) is kept."""
+    The first budget whose windows the events show wins (`_families`). A throttled task
+    resumes when the period timer refills the budget, so a throttled event ends at a window
+    end of a family (within PHASE_SLACK_NS; delays under MIN_ANCHOR_NS there are the kernel's
+    own work). Of such an event at most the stall (period - runtime, plus 5%) is excluded; the
+    rest (a competitor's quantum before the budget ran out) is kept. An event that runs on
+    past a window end (the task did not get the CPU back at once: a competitor's quantum went
+    on) has at most the stall before that end excluded, the rest kept (`overlapped`). An
+    event of the stall's size (SIZE_BAND) at no window end is excluded whole (`unanchored`):
+    with normal tasks starving, a window of the fair server can stand alone (its phase
+    restarts when they migrate). Without any family, the first budget's stall size still
+    identifies such stalls. Longer or shorter events at no window end stay latency; the
+    longest of them from ANCHOR_SHARE of the stall up is recorded (`ambiguous_ns`)."""
+    chosen: tuple[ThrottleBudget, list[tuple[list[float], int]]] | None = None
     for b in budgets:
-        found = _match(events, b, duration_ns)
-        if found is None:
+        found = _families(events, b, duration_ns)
+        if found:
+            chosen = (b, found)
+            break
+    if chosen is None:
+        sized = [b for b in budgets if b.stall_ns > 0 and any(_size(d, b) for _t, d in events)]
+        if not sized:
+            return Throttling(None)
+        chosen = (sized[0], [])
+    b, families = chosen
+    boundaries = sorted(x for ends, _n in families for x in ends)
+    out = Throttling(
+        b,
+        boundaries[0] if boundaries else None,
+        sum(n for _ends, n in families),
+        phases=len(families),
+    )
+    cap = b.stall_ns * STALL_ALLOWANCE
+    least = max(MIN_ANCHOR_NS, b.stall_ns * ANCHOR_SHARE)
+    for i, (t, d) in enumerate(events):
+        end = t + d
+        if d < MIN_ANCHOR_NS:
             continue
-        boundaries, anchors = found
-        out = Throttling(b, boundaries[0], anchors)
-        for i, (t, d) in enumerate(events):
-            end = t + d
-            if d >= MIN_ANCHOR_NS and any(abs(end - x) <= PHASE_SLACK_NS for x in boundaries):
-                excluded = min(d, b.stall_ns * STALL_ALLOWANCE)
-                out.excluded_ns.append(excluded)
-                out.remaining_ns[i] = d - excluded
-        return out
-    return Throttling(None)
+        inside = [x for x in boundaries if t + MIN_ANCHOR_NS <= x < end - PHASE_SLACK_NS]
+        if any(abs(end - x) <= PHASE_SLACK_NS for x in boundaries):
+            excluded = min(d, cap)
+        elif inside:  # the window ended inside: what came after it stays latency
+            excluded = min(inside[0] - t, cap)
+            out.overlapped += 1
+        elif _size(d, b):
+            excluded = d
+            out.unanchored += 1
+        else:
+            if d >= least:
+                out.ambiguous_ns = max(out.ambiguous_ns, d)
+            continue
+        out.excluded_ns.append(excluded)
+        out.remaining_ns[i] = d - excluded
+        if d - excluded >= least:
+            out.ambiguous_ns = max(out.ambiguous_ns, d - excluded)
+    return out
 
 
 def stats_without(data: dict[str, Any], th: Throttling) -> dict[str, float]:

@@ -118,11 +118,21 @@ def throttling_labels(th: Throttling | None) -> dict[str, Any]:
     if th.budget is None:
         return {"rt_throttling": "none detected"}
     b = th.budget
-    return {
-        "rt_throttling": "excluded",
+    out: dict[str, Any] = {
+        "rt_throttling": "excluded"
+        if th.phases
+        else "excluded by size (stalls of the budget's stall, no period boundary seen)",
         "rt_throttle_source": f"{b.source} {b.runtime_us}/{b.period_us}",
         "rt_throttle_phase_anchors": th.anchors,
+        "rt_throttle_phases": th.phases,
     }
+    if th.unanchored:  # excluded by their size alone
+        out["rt_throttle_unanchored"] = th.unanchored
+    if th.overlapped:  # the part after the window end was kept
+        out["rt_throttle_overlapped"] = th.overlapped
+    if th.ambiguous_ns:  # kept in the maximum, though long enough to be a shortened window
+        out["rt_throttle_ambiguous_us"] = round(th.ambiguous_ns / 1000.0, 1)
+    return out
 
 
 def _timeout(ctx: RunContext, seconds: float, what: str) -> float:
