@@ -203,3 +203,17 @@ def test_captured_free_placement_runs(name, raw_ms, left_ms):
     # what is kept is not of the stall's size: no throttling-size stall is the maximum
     assert not 0.85 * STALL <= stats["max"] * 1000 <= 1.10 * STALL
     assert th.count >= 1
+
+
+def test_a_container_targets_short_period_windows_leave_the_competitors_quantum():
+    """compete=rr in a container: the target's group holds 4749 µs of every 10 ms
+    (scenarios/rt_budget.py), so it stalls ~5 ms at its 10 ms boundaries; the competitor's
+    32 ms quantum (which holds several boundaries) stays whole."""
+    group = ThrottleBudget("cgroup cpu.rt_runtime_us", 4749, 10000)
+    events = [(k * 10e6 + 5.0e6, 5.0e6) for k in range(100)]  # ends at the boundaries
+    events += [(1.0011e9 + k * 64e6, 32.1e6) for k in range(10)]
+    events.sort()
+    mx, th = _max_ms(events, 2.0, budgets=(group, HOST))
+    assert th.budget == group and th.count >= 90
+    assert mx == pytest.approx(32.1)
+    assert th.unanchored == 0 and th.overlapped == 0

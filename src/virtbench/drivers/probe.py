@@ -180,12 +180,14 @@ class Throttling:
 PHASE_SLACK_NS = 4e6
 MIN_ANCHOR_NS = 1e6  # below this, a delay is too short to be told from other delays
 ANCHOR_SHARE = 0.5  # an anchor is a delay of at least this share of the budget's stall
+ANCHOR_MAX = 2.0  # and at most this many stalls (a window merged with a competitor's quantum)
 DRIFT = 0.01  # per period: windows of the fair server recur at slightly over the period
 STALL_ALLOWANCE = 1.05  # a stall measured up to 5% over period - runtime is still the stall
 # A stall of throttling size: this share of the budget's stall (period - runtime). Measured
 # natively (kernel 6.18, 950000/1000000): RT throttling windows 46.8-51.4 ms, the fair
 # server's 52-54 ms (its 50 ms plus the probe's loop and the timer's lateness).
 SIZE_BAND = (0.85, 1.10)
+UNANCHORED_MIN_NS = 20e6  # shorter stalls cannot be told from other delays by their size
 # The main family must show a window in this share of the run's periods (a budget of a short
 # period would otherwise match a long-period mechanism's windows); not every period shows
 # one when the fair server's windows take their place (5 s runs: 2 of 5 periods seen).
@@ -201,10 +203,18 @@ def events_of(data: dict[str, Any]) -> list[tuple[float, float]] | None:
     return [(float(t) * 1e9, float(d)) for t, d in ev.get("points", [])]
 
 
+def _slack(period: float) -> float:
+    """How far from a window end a throttled event may end: the timer's lateness, at most a
+    tenth of the period (a container target's own 10 ms period, scenarios/rt_budget.py)."""
+    return min(PHASE_SLACK_NS, period / 10)
+
+
 def _tolerance(k: int, period: float) -> float:
     """How far the k-th boundary after a known one may lie from k periods: the timer's
-    lateness plus 1% per period (the fair server's deferred windows drift by ~0.4%)."""
-    return PHASE_SLACK_NS + DRIFT * abs(k) * period
+    lateness plus 1% per period (the fair server's deferred windows drift by ~0.4%), at most
+    a tenth of the period (a short period's timer does not drift; far anchors chain through
+    nearer ones)."""
+    return _slack(period) + min(DRIFT * abs(k) * period, period / 10)
 
 
 def _chains(anchors: list[tuple[float, float]], period: float) -> list[list[int]]:
@@ -254,7 +264,8 @@ def _families(
     events show; empty if none.
 
     Anchors are delays of at least ANCHOR_SHARE of the budget's stall (a stall is shorter by
-    the time the task did not run in its period; a competitor's quantum is shorter still).
+    the time the task did not run in its period; a competitor's quantum is shorter still) and
+    at most ANCHOR_MAX stalls.
     Anchors whose ends lie whole periods apart form a family. The main family is the largest
     (among families at most one smaller, the one whose durations lie closest to the stall: a
     competitor's quantum that divides the period also recurs); it needs two anchors and one
@@ -268,7 +279,8 @@ def _families(
     if b.stall_ns <= 0 or b.period_ns <= 0:
         return []
     least = max(MIN_ANCHOR_NS, b.stall_ns * ANCHOR_SHARE)
-    anchors = sorted((t + d, d) for t, d in events if d >= least)
+    most = b.stall_ns * ANCHOR_MAX
+    anchors = sorted((t + d, d) for t, d in events if least <= d <= most)
     if not anchors:
         return []
     chains = _chains(anchors, b.period_ns)
@@ -301,7 +313,7 @@ def classify_throttling(
 
     The first budget whose windows the events show wins (`_families`). A throttled task
     resumes when the period timer refills the budget, so a throttled event ends at a window
-    end of a family (within PHASE_SLACK_NS; delays under MIN_ANCHOR_NS there are the kernel's
+    end of a family (within _slack; delays under MIN_ANCHOR_NS there are the kernel's
     own work). Of such an event at most the stall (period - runtime, plus 5%) is excluded; the
     rest (a competitor's quantum before the budget ran out) is kept. An event that runs on
     past a window end (the task did not get the CPU back at once: a competitor's quantum went
@@ -318,7 +330,11 @@ def classify_throttling(
             chosen = (b, found)
             break
     if chosen is None:
-        sized = [b for b in budgets if b.stall_ns > 0 and any(_size(d, b) for _t, d in events)]
+        sized = [
+            b
+            for b in budgets
+            if b.stall_ns >= UNANCHORED_MIN_NS and any(_size(d, b) for _t, d in events)
+        ]
         if not sized:
             return Throttling(None)
         chosen = (sized[0], [])
@@ -332,17 +348,19 @@ def classify_throttling(
     )
     cap = b.stall_ns * STALL_ALLOWANCE
     least = max(MIN_ANCHOR_NS, b.stall_ns * ANCHOR_SHARE)
+    slack = _slack(b.period_ns)
     for i, (t, d) in enumerate(events):
         end = t + d
         if d < MIN_ANCHOR_NS:
             continue
-        inside = [x for x in boundaries if t + MIN_ANCHOR_NS <= x < end - PHASE_SLACK_NS]
-        if any(abs(end - x) <= PHASE_SLACK_NS for x in boundaries):
+        # an event longer than the period holds several window ends: no sign of throttling
+        inside = [x for x in boundaries if t + MIN_ANCHOR_NS <= x < end - slack]
+        if any(abs(end - x) <= slack for x in boundaries):
             excluded = min(d, cap)
-        elif inside:  # the window ended inside: what came after it stays latency
+        elif inside and d < b.period_ns:  # the window ended inside: the rest stays latency
             excluded = min(inside[0] - t, cap)
             out.overlapped += 1
-        elif _size(d, b):
+        elif _size(d, b) and b.stall_ns >= UNANCHORED_MIN_NS:
             excluded = d
             out.unanchored += 1
         else:
