@@ -224,7 +224,8 @@ def test_split_budget_and_ambiguous_stalls_are_noted_under_the_table(tmp_path):
         "rt_throttle_stall_us": 5251,
         "rt_budget_neighbour_period_us": 95238,
     }
-    labels = {"native": {"rt_throttle_ambiguous_us": 34060.0}, "container": split}
+    rr = {"quantum_policy": "rr", "rt_throttle_ambiguous_us": 9000.0}  # its quantum: no note
+    labels = {"native": {"rt_throttle_ambiguous_us": 34060.0}, "container": split | rr}
     values = {"native": 34060.0, "container": 9000.0}
     for i, p in cells:
         sample = Sample("max_us", values[p], "us", False, labels=labels[p])
@@ -234,3 +235,4 @@ def test_split_budget_and_ambiguous_stalls_are_noted_under_the_table(tmp_path):
     assert "container: the host's real-time budget is split between 2 groups" in text
     assert "4749 µs of every 10000 µs" in text and "5.251 ms" in text
     assert "native: a stall of 34.06 ms at no throttling boundary is kept" in text
+    assert "container: a stall" not in text

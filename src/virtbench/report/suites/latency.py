@@ -151,8 +151,11 @@ def _notes(data: ReportData, scenario: str) -> list[str]:
         labels = r["labels"]
         if "rt_budget_split" in labels and "rt_budget_neighbour_period_us" in labels:
             split.setdefault(r["platform"], labels)
-        if labels.get("rt_throttle_ambiguous_us") and r["value"] >= float(
-            labels["rt_throttle_ambiguous_us"]
+        # with an RR competitor (compete=rr) long gaps at no boundary are its quantum
+        if (
+            labels.get("rt_throttle_ambiguous_us")
+            and labels.get("quantum_policy") != "rr"
+            and r["value"] >= float(labels["rt_throttle_ambiguous_us"])
         ):
             amb = float(labels["rt_throttle_ambiguous_us"])
             ambiguous[r["platform"]] = max(ambiguous.get(r["platform"], 0.0), amb)
