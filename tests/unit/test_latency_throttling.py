@@ -85,7 +85,11 @@ def test_budget_labels_innermost_first_and_unlimited_ignored():
     budgets = throttle_budgets(
         {"rt_runtime_period_us": "950000/1000000", "rt_group_runtime_period_us": "45238/95238"}
     )
-    assert [b.period_us for b in budgets] == [95238, 1000000]
+    assert [b.period_us for b in budgets] == [95238]  # a split group: its own only
+    both = throttle_budgets(
+        {"rt_runtime_period_us": "950000/1000000", "rt_group_runtime_period_us": "950000/1000000"}
+    )
+    assert [b.source for b in both] == ["cgroup cpu.rt_runtime_us", "kernel.sched_rt_runtime_us"]
     assert throttle_budgets({"rt_runtime_period_us": "-1/1000000"}) == []
 
 
@@ -217,3 +221,40 @@ def test_a_container_targets_short_period_windows_leave_the_competitors_quantum(
     assert th.budget == group and th.count >= 90
     assert mx == pytest.approx(32.1)
     assert th.unanchored == 0 and th.overlapped == 0
+
+
+GROUP = ThrottleBudget("cgroup cpu.rt_runtime_us", 950000, 1000000)
+
+
+def test_container_group_and_root_windows_add_up_to_the_stall():
+    """Container solo (captured): the container's group and the host's root each throttle on
+    their own 1 s timer; per period the probe lost 38.2 ms at the group's phase and 11.8 ms
+    at the root's (15.8 ms was kept as the maximum)."""
+    data = load("tick/container-solo-group-and-root-windows-5s.json")
+    th = classify(data, budgets=(GROUP, HOST))
+    stats = stats_without(data, th)
+    assert th.budget == GROUP and th.complementary >= 4
+    assert stats["max"] < 6000  # µs: the 5.4 ms delay left, not a window
+
+
+def test_a_competitors_quantum_stays_and_a_window_merged_into_it_goes():
+    """Native, compete=rr, 30 ms quantum (captured): the 32 ms gaps recur 15 times a second
+    and stay whole; a window inside a quantum (80 ms gaps) loses the window only."""
+    data = load("tick/native-rr-30ms-quantum-merged-5s.json")
+    th = classify(data)
+    assert th.quantum_ns == pytest.approx(32.08e6, rel=0.01)
+    assert stats_without(data, th)["max"] / 1000 == pytest.approx(32.1, abs=0.1)
+    assert data["stats_ns"]["max"] / 1e6 == pytest.approx(80.08, abs=0.01)
+
+
+def test_switch_gaps_of_a_100ms_quantum_with_merged_windows():
+    """Thread switches beside an RR competitor with the default 100 ms slice: every sample
+    is a gap of one slice, once a second one slice plus a window (148-152 ms), whose ends lie
+    nowhere in particular; the slice is the maximum."""
+    events, t = [], 0.1e9
+    for k in range(58):
+        d = 100e6 + (48e6 if k % 10 == 7 else 0.0)
+        events.append((t, d))
+        t += d
+    mx, th = _max_ms(events, 6.0)
+    assert mx == pytest.approx(100.0) and th.merged == 6  # k = 7, 17, ..., 57

@@ -3,6 +3,7 @@ the histogram analysis that finds the timer tick's second mode (seed 001 Fig. 6)
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 from dataclasses import dataclass, field
@@ -161,6 +162,9 @@ class Throttling:
     unanchored: int = 0  # stalls of the budget's stall size at no boundary, excluded
     overlapped: int = 0  # events running on past a boundary: the part after it is kept
     ambiguous_ns: float = 0.0  # longest kept event of at least ANCHOR_SHARE of the stall
+    merged: int = 0  # a competitor's quantum plus a window: the window excluded
+    complementary: int = 0  # windows of a second budget (see classify_throttling)
+    quantum_ns: float | None = None  # a competitor's recurring gap, never excluded
 
     @property
     def count(self) -> int:
@@ -188,6 +192,29 @@ STALL_ALLOWANCE = 1.05  # a stall measured up to 5% over period - runtime is sti
 # server's 52-54 ms (its 50 ms plus the probe's loop and the timer's lateness).
 SIZE_BAND = (0.85, 1.10)
 UNANCHORED_MIN_NS = 20e6  # shorter stalls cannot be told from other delays by their size
+QUANTUM_SHARE = 0.03  # gaps within 3% of a competitor's recurring gap are its quantum
+COMPLEMENT_SHARE = 0.1  # two budgets' windows of one period add up to the stall within 10%
+
+
+def _quantum(events: list[tuple[float, float]], b: ThrottleBudget, duration_ns: float):
+    """A competitor's quantum (SCHED_RR, compete=rr): the most common gap of at least 1 ms,
+    if it recurs more than twice per period of b (b's windows recur once per period)."""
+    long = sorted(d for _t, d in events if d >= MIN_ANCHOR_NS)
+    best: list[float] = []
+    for d in long:
+        lo = bisect.bisect_left(long, d * (1 - QUANTUM_SHARE))
+        hi = bisect.bisect_right(long, d * (1 + QUANTUM_SHARE))
+        if hi - lo > len(best):
+            best = long[lo:hi]
+    if len(best) <= 2 * max(1.0, duration_ns / b.period_ns) + 1:
+        return None
+    return best[len(best) // 2]
+
+
+def _is_quantum(d: float, q: float | None) -> bool:
+    return q is not None and abs(d - q) <= QUANTUM_SHARE * q
+
+
 # The main family must show a window in this share of the run's periods (a budget of a short
 # period would otherwise match a long-period mechanism's windows); not every period shows
 # one when the fair server's windows take their place (5 s runs: 2 of 5 periods seen).
@@ -280,7 +307,8 @@ def _families(
         return []
     least = max(MIN_ANCHOR_NS, b.stall_ns * ANCHOR_SHARE)
     most = b.stall_ns * ANCHOR_MAX
-    anchors = sorted((t + d, d) for t, d in events if least <= d <= most)
+    q = _quantum(events, b, duration_ns)  # a competitor's quantum recurs too: not an anchor
+    anchors = sorted((t + d, d) for t, d in events if least <= d <= most and not _is_quantum(d, q))
     if not anchors:
         return []
     chains = _chains(anchors, b.period_ns)
@@ -329,15 +357,14 @@ def classify_throttling(
         if found:
             chosen = (b, found)
             break
-    if chosen is None:
-        sized = [
-            b
-            for b in budgets
-            if b.stall_ns >= UNANCHORED_MIN_NS and any(_size(d, b) for _t, d in events)
-        ]
-        if not sized:
+    if chosen is None:  # the innermost budget's stall size alone (beside a quantum, too)
+        b = budgets[0] if budgets else None
+        if b is None or b.stall_ns < UNANCHORED_MIN_NS:
             return Throttling(None)
-        chosen = (sized[0], [])
+        q = _quantum(events, b, duration_ns) or 0.0
+        if not any(_size(d, b) or (q and d > q and _size(d - q, b)) for _t, d in events):
+            return Throttling(None)
+        chosen = (b, [])
     b, families = chosen
     boundaries = sorted(x for ends, _n in families for x in ends)
     out = Throttling(
@@ -349,14 +376,18 @@ def classify_throttling(
     cap = b.stall_ns * STALL_ALLOWANCE
     least = max(MIN_ANCHOR_NS, b.stall_ns * ANCHOR_SHARE)
     slack = _slack(b.period_ns)
+    q = out.quantum_ns = _quantum(events, b, duration_ns)
     for i, (t, d) in enumerate(events):
         end = t + d
-        if d < MIN_ANCHOR_NS:
+        if d < MIN_ANCHOR_NS or _is_quantum(d, q):
             continue
         # an event longer than the period holds several window ends: no sign of throttling
         inside = [x for x in boundaries if t + MIN_ANCHOR_NS <= x < end - slack]
         if any(abs(end - x) <= slack for x in boundaries):
             excluded = min(d, cap)
+        elif q and d > q and _size(d - q, b) and b.stall_ns >= UNANCHORED_MIN_NS:
+            excluded = d - q  # the quantum went on around a window: the quantum stays
+            out.merged += 1
         elif inside and d < b.period_ns:  # the window ended inside: the rest stays latency
             excluded = min(inside[0] - t, cap)
             out.overlapped += 1
@@ -369,9 +400,41 @@ def classify_throttling(
             continue
         out.excluded_ns.append(excluded)
         out.remaining_ns[i] = d - excluded
-        if d - excluded >= least:
+        if d - excluded >= least and not _is_quantum(d - excluded, q):
             out.ambiguous_ns = max(out.ambiguous_ns, d - excluded)
+    if families:
+        _complementary(events, out, b, q)
     return out
+
+
+def _complementary(
+    events: list[tuple[float, float]], out: Throttling, b: ThrottleBudget, q: float | None
+) -> None:
+    """Windows of a second budget of the same period: a container's group and the host's
+    root both count a busy task's run time, each on its own period timer, so the task loses
+    one stall per period in two windows (measured: 38.2 ms at the group's phase + 11.8 ms at
+    the root's). Shorter events that complete a throttled window of the same period to the
+    stall, in two or more periods whose ends lie whole periods apart, are excluded whole."""
+    cap = b.stall_ns * STALL_ALLOWANCE
+    done = [(events[i][0] + events[i][1], events[i][1]) for i in out.remaining_ns]
+    cands: list[tuple[float, float, int]] = []
+    for i, (t, d) in enumerate(events):
+        if i in out.remaining_ns or d < MIN_ANCHOR_NS or d >= b.stall_ns or _is_quantum(d, q):
+            continue
+        if any(
+            abs(e - (t + d)) < b.period_ns / 2
+            and abs(d + min(pd, cap) - b.stall_ns) <= COMPLEMENT_SHARE * b.stall_ns
+            for e, pd in done
+        ):
+            cands.append((t + d, d, i))
+    for chain in _chains([(e, d) for e, d, _i in cands], b.period_ns):
+        if len(chain) < 2:
+            continue
+        for k in chain:
+            i = cands[k][2]
+            out.excluded_ns.append(events[i][1])
+            out.remaining_ns[i] = 0.0
+            out.complementary += 1
 
 
 def stats_without(data: dict[str, Any], th: Throttling) -> dict[str, float]:

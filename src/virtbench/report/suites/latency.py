@@ -164,8 +164,9 @@ def _notes(data: ReportData, scenario: str) -> list[str]:
         notes.append(
             f"{p}: the host's real-time budget is split between {lb['rt_budget_split']} groups "
             f"(the target holds {lb['rt_budget_us']} µs of every {lb['rt_budget_period_us']} "
-            f"µs, each antagonist its share of every {lb['rt_budget_neighbour_period_us']} µs; "
-            "natively both share one budget). The target's own group is throttled for up to "
+            f"µs, each antagonist its share of every {lb['rt_budget_neighbour_period_us']} µs, "
+            "so it runs about half that period at a stretch and a longer quantum is cut to "
+            "that; natively both share one budget). The target's own group is throttled for up to "
             f"{us(float(lb['rt_throttle_stall_us']))} per period (plus up to one timer tick): "
             "that cap is in its maxima, so the quantum decides only above it (docs/latency.md)."
         )
