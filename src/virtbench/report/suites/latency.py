@@ -167,8 +167,9 @@ def _notes(data: ReportData, scenario: str) -> list[str]:
             f"µs, each antagonist its share of every {lb['rt_budget_neighbour_period_us']} µs, "
             "so it runs about half that period at a stretch and a longer quantum is cut to "
             "that; natively both share one budget). The target's own group is throttled for up to "
-            f"{us(float(lb['rt_throttle_stall_us']))} per period (plus up to one timer tick): "
-            "that cap is in its maxima, so the quantum decides only above it (docs/latency.md)."
+            f"{us(float(lb['rt_throttle_stall_us']))} per period (plus up to one timer tick), "
+            "left out of the maxima where the window ends at its period timer; the competitor's "
+            "quantum decides above that (docs/latency.md)."
         )
     for p, amb in ambiguous.items():
         notes.append(
