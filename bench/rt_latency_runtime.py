@@ -32,12 +32,20 @@ def one_platform(text: str, name: str) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--vm", action="store_true", help="measure the VM platform too")
+    ap.add_argument(
+        "--results-dir",
+        type=Path,
+        help="keep the runs' store (virtbench.db) here to read their figures; default: a "
+        "temporary directory, removed afterwards",
+    )
     args = ap.parse_args()
     text = (resources.files("virtbench") / "campaigns" / "rt-latency.toml").read_text()
     platforms = [p["name"] for p in tomllib.loads(text)["platforms"]]
     wanted = [p for p in platforms if p != "vm" or args.vm]
     failed_any = False
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = str(args.results_dir or scratch)
+        Path(tmp).mkdir(parents=True, exist_ok=True)
         for name in wanted:
             campaign = Path(tmp) / f"rt-latency-{name}.toml"
             campaign.write_text(one_platform(text, name))

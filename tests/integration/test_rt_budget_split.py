@@ -8,7 +8,7 @@ from virtbench import cgroups
 from virtbench.platforms.base import PlatformSpec
 from virtbench.platforms.container.platform import ContainerPlatform
 from virtbench.runner.run import _neighbour
-from virtbench.scenarios import quantum, registry
+from virtbench.scenarios import quantum, registry, rt_budget
 from virtbench.scenarios.base import ScenarioEnv
 from virtbench.workloads.base import RunContext
 from virtbench.workloads.latency import Tick
@@ -35,5 +35,8 @@ def test_quantum_antagonist_container_shares_the_rt_budget():
     assert top.labels["policy"] == "rr" and n.labels["policy"] == "rr"
     share, period = top.labels["rt_budget_us"], top.labels["rt_budget_period_us"]
     assert top.labels["rt_budget_split"] == 2 and 0 < share < before[0]
-    assert (n.labels["rt_budget_us"], n.labels["rt_budget_period_us"]) == (share, period)
+    assert period == rt_budget.TARGET_PERIOD_US  # the target's share on a short period
+    theirs = top.labels["rt_budget_neighbour_period_us"]
+    assert n.labels["rt_budget_period_us"] == theirs > period
+    assert abs(n.labels["rt_budget_us"] / theirs - share / period) < 1e-3  # equal shares
     assert "vb-itsplit" not in cgroups.leftovers() and not quantum.STATE_FILE.exists()

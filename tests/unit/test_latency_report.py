@@ -185,3 +185,54 @@ def test_latency_runs_have_no_scores(tmp_path):
     assert data.geomeans == [] and data.seed004 == []
     html, _md = build.render(data.store, RUN)
     assert "Geometric mean" not in html and "Seed 004 scores" not in html
+
+
+def test_split_budget_and_ambiguous_stalls_are_noted_under_the_table(tmp_path):
+    st = Store.in_dir(tmp_path)
+    st.create_run(
+        RUN,
+        "rt",
+        "x.toml",
+        "",
+        1,
+        {},
+        {"baseline": "native"},
+        "0.1.0",
+        description=describe(("tick",)),
+    )
+    sc = "antagonist:cpu-load:same-cpu:compete=rr:quantum=1ms"
+    cells = [(0, "native"), (1, "container")]
+    st.add_cells(
+        (
+            f"{RUN}/{i:04d}",
+            RUN,
+            i,
+            p,
+            json.dumps({"name": p, "type": p}),
+            "latency",
+            "tick",
+            sc,
+            1,
+            "{}",
+        )
+        for i, p in cells
+    )
+    split = {
+        "rt_budget_split": 2,
+        "rt_budget_us": 4749,
+        "rt_budget_period_us": 10000,
+        "rt_throttle_stall_us": 5251,
+        "rt_budget_neighbour_period_us": 95238,
+    }
+    rr = {"quantum_policy": "rr", "rt_throttle_ambiguous_us": 9000.0}  # its quantum: no note
+    labels = {"native": {"rt_throttle_ambiguous_us": 34060.0}, "container": split | rr}
+    values = {"native": 34060.0, "container": 9000.0}
+    for i, p in cells:
+        sample = Sample("max_us", values[p], "us", False, labels=labels[p])
+        st.finish_cell(RUN, f"{RUN}/{i:04d}", "ok", [sample], [], None, {})
+    st.set_run_status(RUN, "finished")
+    text = latency(ReportData.load(st, RUN))[0].markdown
+    assert "container: the host's real-time budget is split between 2 groups" in text
+    assert "4749 µs of every 10000 µs" in text and "5.251 ms" in text
+    assert "native: a stall of 34.06 ms at no throttling boundary is kept" in text
+    assert "container: a stall" not in text

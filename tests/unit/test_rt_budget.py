@@ -122,13 +122,17 @@ def test_target_and_antagonist_containers_get_equal_shares_and_target_is_restore
     target = _Target(950_000)
     specs = [PlatformSpec("container", "container", {"rt_runtime_us": "auto"})] * 2
     with _split(target, specs) as s:
-        p, share = s.labels["rt_budget_period_us"], s.labels["rt_budget_us"]
-        assert target.held == (share, p) and s.labels["rt_budget_split"] == 3
-        assert abs(share / p - 0.95 / 3) < 1e-3  # a third of the host's budget each
-        assert abs(s.labels["rt_throttle_stall_us"] - 50_000) <= 1  # as long as native's
+        pt, mine = s.labels["rt_budget_period_us"], s.labels["rt_budget_us"]
+        assert target.held == (mine, pt) and s.labels["rt_budget_split"] == 3
+        assert pt == rt_budget.TARGET_PERIOD_US  # the target's share on a short period
+        assert abs(mine / pt - 0.95 / 3) < 1e-3  # a third of the host's budget each
+        assert s.labels["rt_throttle_stall_us"] == pt - mine < 10_000
+        p = s.labels["rt_budget_neighbour_period_us"]
+        share = s.neighbour_labels[0]["rt_budget_us"]
+        assert abs(share / p - 0.95 / 3) < 1e-3
+        assert abs(s.neighbour_labels[0]["rt_throttle_stall_us"] - 50_000) <= 1  # as native
         for x in s.specs:
             assert (x.options["rt_runtime_us"], x.options["rt_period_us"]) == (share, p)
-        assert s.neighbour_labels[0]["rt_budget_us"] == share
     assert target.held == (950_000, 1_000_000)
     assert target.calls[-1] == (950_000, 1_000_000, True)
 
@@ -173,7 +177,8 @@ def test_explicit_budgets_are_respected_and_taken_out_of_the_pool():
     with _split(target, specs) as s:
         assert s.specs[0].options == {"rt_runtime_us": 150_000}
         share, p = s.specs[1].options["rt_runtime_us"], s.specs[1].options["rt_period_us"]
-        assert abs(share / p - 0.4) < 1e-3 and target.held == (share, p)
+        assert abs(share / p - 0.4) < 1e-3
+        assert target.held[1] == 10_000 and abs(target.held[0] / 10_000 - 0.4) < 1e-3
         assert s.neighbour_labels[0] == {}
     fixed = _Target(500_000, {"rt_runtime_us": 500_000})
     with _split(fixed, [PlatformSpec("c", "container")], free_us=450_000) as s:

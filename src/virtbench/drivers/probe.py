@@ -3,6 +3,7 @@ the histogram analysis that finds the timer tick's second mode (seed 001 Fig. 6)
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 from dataclasses import dataclass, field
@@ -157,6 +158,13 @@ class Throttling:
     anchors: int = 0  # long events whose ends lie whole periods apart
     excluded_ns: list[float] = field(default_factory=list)  # per throttled event
     remaining_ns: dict[int, float] = field(default_factory=dict)  # event index -> duration left
+    phases: int = 0  # families of windows found (each its own phase; see _families)
+    unanchored: int = 0  # stalls of the budget's stall size at no boundary, excluded
+    overlapped: int = 0  # events running on past a boundary: the part after it is kept
+    ambiguous_ns: float = 0.0  # longest kept event of at least ANCHOR_SHARE of the stall
+    merged: int = 0  # a competitor's quantum plus a window: the window excluded
+    complementary: int = 0  # windows of a second budget (see classify_throttling)
+    quantum_ns: float | None = None  # a competitor's recurring gap, never excluded
 
     @property
     def count(self) -> int:
@@ -176,8 +184,41 @@ class Throttling:
 PHASE_SLACK_NS = 4e6
 MIN_ANCHOR_NS = 1e6  # below this, a delay is too short to be told from other delays
 ANCHOR_SHARE = 0.5  # an anchor is a delay of at least this share of the budget's stall
+ANCHOR_MAX = 2.0  # and at most this many stalls (a window merged with a competitor's quantum)
 DRIFT = 0.01  # per period: windows of the fair server recur at slightly over the period
 STALL_ALLOWANCE = 1.05  # a stall measured up to 5% over period - runtime is still the stall
+# A stall of throttling size: this share of the budget's stall (period - runtime). Measured
+# natively (kernel 6.18, 950000/1000000): RT throttling windows 46.8-51.4 ms, the fair
+# server's 52-54 ms (its 50 ms plus the probe's loop and the timer's lateness).
+SIZE_BAND = (0.85, 1.10)
+UNANCHORED_MIN_NS = 20e6  # shorter stalls cannot be told from other delays by their size
+QUANTUM_SHARE = 0.03  # gaps within 3% of a competitor's recurring gap are its quantum
+COMPLEMENT_SHARE = 0.1  # two budgets' windows of one period add up to the stall within 10%
+
+
+def _quantum(events: list[tuple[float, float]], b: ThrottleBudget, duration_ns: float):
+    """A competitor's quantum (SCHED_RR, compete=rr): the most common gap of at least 1 ms,
+    if it recurs more than twice per period of b (b's windows recur once per period)."""
+    long = sorted(d for _t, d in events if d >= MIN_ANCHOR_NS)
+    best: list[float] = []
+    for d in long:
+        lo = bisect.bisect_left(long, d * (1 - QUANTUM_SHARE))
+        hi = bisect.bisect_right(long, d * (1 + QUANTUM_SHARE))
+        if hi - lo > len(best):
+            best = long[lo:hi]
+    if len(best) <= 2 * max(1.0, duration_ns / b.period_ns) + 1:
+        return None
+    return best[len(best) // 2]
+
+
+def _is_quantum(d: float, q: float | None) -> bool:
+    return q is not None and abs(d - q) <= QUANTUM_SHARE * q
+
+
+# The main family must show a window in this share of the run's periods (a budget of a short
+# period would otherwise match a long-period mechanism's windows); not every period shows
+# one when the fair server's windows take their place (5 s runs: 2 of 5 periods seen).
+MIN_DENSITY = 1 / 3
 
 
 def events_of(data: dict[str, Any]) -> list[tuple[float, float]] | None:
@@ -189,10 +230,18 @@ def events_of(data: dict[str, Any]) -> list[tuple[float, float]] | None:
     return [(float(t) * 1e9, float(d)) for t, d in ev.get("points", [])]
 
 
+def _slack(period: float) -> float:
+    """How far from a window end a throttled event may end: the timer's lateness, at most a
+    tenth of the period (a container target's own 10 ms period, scenarios/rt_budget.py)."""
+    return min(PHASE_SLACK_NS, period / 10)
+
+
 def _tolerance(k: int, period: float) -> float:
     """How far the k-th boundary after a known one may lie from k periods: the timer's
-    lateness plus 1% per period (the fair server's deferred windows drift by ~0.4%)."""
-    return PHASE_SLACK_NS + DRIFT * abs(k) * period
+    lateness plus 1% per period (the fair server's deferred windows drift by ~0.4%), at most
+    a tenth of the period (a short period's timer does not drift; far anchors chain through
+    nearer ones)."""
+    return _slack(period) + min(DRIFT * abs(k) * period, period / 10)
 
 
 def _chains(anchors: list[tuple[float, float]], period: float) -> list[list[int]]:
@@ -216,24 +265,52 @@ def _chains(anchors: list[tuple[float, float]], period: float) -> list[list[int]
     return list(groups.values())
 
 
-def _match(
+def _size(d: float, b: ThrottleBudget) -> bool:
+    """Is a delay of `d` ns the size of b's throttling stall?"""
+    return SIZE_BAND[0] * b.stall_ns <= d <= SIZE_BAND[1] * b.stall_ns
+
+
+def _boundaries(ends: list[float], b: ThrottleBudget, duration_ns: float) -> list[float]:
+    """Window ends a family of anchors (their ends) implies over the run: its own period (the
+    median spacing, as the fair server's drifts) projected from the first end, plus the
+    anchors' ends themselves."""
+    # two anchors at one boundary (both within its slack) say nothing about the period
+    pairs = [
+        (e2 - e1, round((e2 - e1) / b.period_ns)) for e1, e2 in zip(ends, ends[1:], strict=False)
+    ]
+    spans = sorted(gap / k for gap, k in pairs if k >= 1)
+    period = spans[len(spans) // 2] if spans else b.period_ns
+    first = ends[0] - period * math.floor(ends[0] / period)
+    return [first + k * period for k in range(int(duration_ns / period) + 2)] + ends
+
+
+def _families(
     events: list[tuple[float, float]], b: ThrottleBudget, duration_ns: float
-) -> tuple[list[float], int] | None:
-    """(window ends, anchors that showed them) of budget b if the events show its throttling,
-    else None.
+) -> list[tuple[list[float], int]]:
+    """(window ends, anchors that showed them) of each family of b's throttling windows the
+    events show; empty if none.
 
     Anchors are delays of at least ANCHOR_SHARE of the budget's stall (a stall is shorter by
-    the time the task did not run in its period; a competitor's quantum is shorter still).
-    Anchors whose ends lie whole periods apart are the windows; the largest such group wins
-    (among groups at most one smaller, the one whose durations lie closest to the stall: a
-    competitor's quantum that divides the period also recurs). Two are needed, or one in a
-    run shorter than two periods if its length is the stall's."""
+    the time the task did not run in its period; a competitor's quantum is shorter still) and
+    at most ANCHOR_MAX stalls.
+    Anchors whose ends lie whole periods apart form a family. The main family is the largest
+    (among families at most one smaller, the one whose durations lie closest to the stall: a
+    competitor's quantum that divides the period also recurs); it needs two anchors and one
+    in MIN_DENSITY of the periods, or one of the stall's size in a run shorter than two
+    periods. Natively two mechanisms stop a
+    busy real-time task, each with its own phase: RT throttling (windows end at the period
+    timer) and, on kernels >= 6.12, the fair server (a deferred deadline server giving normal
+    tasks 50 ms per second, starting when they start starving); with normal tasks starving
+    beside the probe the windows of one run fall into two families. So every further family
+    of two or more anchors whose durations are of the stall's size counts too."""
     if b.stall_ns <= 0 or b.period_ns <= 0:
-        return None
+        return []
     least = max(MIN_ANCHOR_NS, b.stall_ns * ANCHOR_SHARE)
-    anchors = sorted((t + d, d) for t, d in events if d >= least)
+    most = b.stall_ns * ANCHOR_MAX
+    q = _quantum(events, b, duration_ns)  # a competitor's quantum recurs too: not an anchor
+    anchors = sorted((t + d, d) for t, d in events if least <= d <= most and not _is_quantum(d, q))
     if not anchors:
-        return None
+        return []
     chains = _chains(anchors, b.period_ns)
     top = max(len(c) for c in chains)
 
@@ -242,23 +319,19 @@ def _match(
         return devs[len(devs) // 2]
 
     best = min((c for c in chains if len(c) >= top - 1), key=lambda c: (deviation(c), -len(c)))
-    ends = [anchors[i][0] for i in best]
     periods = duration_ns / b.period_ns
-    if len(best) >= 2 and len(best) >= 0.5 * max(1.0, periods - 1):
+    if len(best) >= 2 and len(best) >= MIN_DENSITY * (periods - 1):
         pass
     elif not (
         len(best) == 1 and periods < 2 and anchors[best[0]][1] <= b.stall_ns * STALL_ALLOWANCE
     ):
-        return None
-    # boundaries the run may hold between and around the anchors
-    # two anchors at one boundary (both within its slack) say nothing about the period
-    pairs = [
-        (e2 - e1, round((e2 - e1) / b.period_ns)) for e1, e2 in zip(ends, ends[1:], strict=False)
-    ]
-    spans = sorted(gap / k for gap, k in pairs if k >= 1)
-    period = spans[len(spans) // 2] if spans else b.period_ns
-    first = ends[0] - period * math.floor(ends[0] / period)
-    return [first + k * period for k in range(int(duration_ns / period) + 2)] + ends, len(ends)
+        return []
+    out = [best]
+    for c in chains:
+        durations = sorted(anchors[i][1] for i in c)
+        if c is not best and len(c) >= 2 and _size(durations[len(durations) // 2], b):
+            out.append(c)
+    return [(_boundaries([anchors[i][0] for i in c], b, duration_ns), len(c)) for c in out]
 
 
 def classify_throttling(
@@ -266,25 +339,102 @@ def classify_throttling(
 ) -> Throttling:
     """Which long samples were RT throttling windows, and how much of each to exclude.
 
-    The first budget whose windows the events show wins. A throttled task resumes when the
-    period timer refills the budget, so a throttled event ends at a period boundary (within
-    PHASE_SLACK_NS; delays under MIN_ANCHOR_NS there are the kernel's own work). Of such an
-    event at most the stall (period - runtime, plus 5%) is excluded; the rest (a competitor's
-    quantum before the budget ran out) is kept."""
+    The first budget whose windows the events show wins (`_families`). A throttled task
+    resumes when the period timer refills the budget, so a throttled event ends at a window
+    end of a family (within _slack; delays under MIN_ANCHOR_NS there are the kernel's
+    own work). Of such an event at most the stall (period - runtime, plus 5%) is excluded; the
+    rest (a competitor's quantum before the budget ran out) is kept. An event that runs on
+    past a window end (the task did not get the CPU back at once: a competitor's quantum went
+    on) has at most the stall before that end excluded, the rest kept (`overlapped`). An
+    event of the stall's size (SIZE_BAND) at no window end is excluded whole (`unanchored`):
+    with normal tasks starving, a window of the fair server can stand alone (its phase
+    restarts when they migrate). Without any family, the first budget's stall size still
+    identifies such stalls. Longer or shorter events at no window end stay latency; the
+    longest of them from ANCHOR_SHARE of the stall up is recorded (`ambiguous_ns`)."""
+    chosen: tuple[ThrottleBudget, list[tuple[list[float], int]]] | None = None
     for b in budgets:
-        found = _match(events, b, duration_ns)
-        if found is None:
+        found = _families(events, b, duration_ns)
+        if found:
+            chosen = (b, found)
+            break
+    if chosen is None:  # the innermost budget's stall size alone (beside a quantum, too)
+        b = budgets[0] if budgets else None
+        if b is None or b.stall_ns < UNANCHORED_MIN_NS:
+            return Throttling(None)
+        q = _quantum(events, b, duration_ns) or 0.0
+        if not any(_size(d, b) or (q and d > q and _size(d - q, b)) for _t, d in events):
+            return Throttling(None)
+        chosen = (b, [])
+    b, families = chosen
+    boundaries = sorted(x for ends, _n in families for x in ends)
+    out = Throttling(
+        b,
+        boundaries[0] if boundaries else None,
+        sum(n for _ends, n in families),
+        phases=len(families),
+    )
+    cap = b.stall_ns * STALL_ALLOWANCE
+    least = max(MIN_ANCHOR_NS, b.stall_ns * ANCHOR_SHARE)
+    slack = _slack(b.period_ns)
+    q = out.quantum_ns = _quantum(events, b, duration_ns)
+    for i, (t, d) in enumerate(events):
+        end = t + d
+        if d < MIN_ANCHOR_NS or _is_quantum(d, q):
             continue
-        boundaries, anchors = found
-        out = Throttling(b, boundaries[0], anchors)
-        for i, (t, d) in enumerate(events):
-            end = t + d
-            if d >= MIN_ANCHOR_NS and any(abs(end - x) <= PHASE_SLACK_NS for x in boundaries):
-                excluded = min(d, b.stall_ns * STALL_ALLOWANCE)
-                out.excluded_ns.append(excluded)
-                out.remaining_ns[i] = d - excluded
-        return out
-    return Throttling(None)
+        # an event longer than the period holds several window ends: no sign of throttling
+        inside = [x for x in boundaries if t + MIN_ANCHOR_NS <= x < end - slack]
+        if any(abs(end - x) <= slack for x in boundaries):
+            excluded = min(d, cap)
+        elif q and d > q and _size(d - q, b) and b.stall_ns >= UNANCHORED_MIN_NS:
+            excluded = d - q  # the quantum went on around a window: the quantum stays
+            out.merged += 1
+        elif inside and d < b.period_ns:  # the window ended inside: the rest stays latency
+            excluded = min(inside[0] - t, cap)
+            out.overlapped += 1
+        elif _size(d, b) and b.stall_ns >= UNANCHORED_MIN_NS:
+            excluded = d
+            out.unanchored += 1
+        else:
+            if d >= least:
+                out.ambiguous_ns = max(out.ambiguous_ns, d)
+            continue
+        out.excluded_ns.append(excluded)
+        out.remaining_ns[i] = d - excluded
+        if d - excluded >= least and not _is_quantum(d - excluded, q):
+            out.ambiguous_ns = max(out.ambiguous_ns, d - excluded)
+    if families:
+        _complementary(events, out, b, q)
+    return out
+
+
+def _complementary(
+    events: list[tuple[float, float]], out: Throttling, b: ThrottleBudget, q: float | None
+) -> None:
+    """Windows of a second budget of the same period: a container's group and the host's
+    root both count a busy task's run time, each on its own period timer, so the task loses
+    one stall per period in two windows (measured: 38.2 ms at the group's phase + 11.8 ms at
+    the root's). Shorter events that complete a throttled window of the same period to the
+    stall, in two or more periods whose ends lie whole periods apart, are excluded whole."""
+    cap = b.stall_ns * STALL_ALLOWANCE
+    done = [(events[i][0] + events[i][1], events[i][1]) for i in out.remaining_ns]
+    cands: list[tuple[float, float, int]] = []
+    for i, (t, d) in enumerate(events):
+        if i in out.remaining_ns or d < MIN_ANCHOR_NS or d >= b.stall_ns or _is_quantum(d, q):
+            continue
+        if any(
+            abs(e - (t + d)) < b.period_ns / 2
+            and abs(d + min(pd, cap) - b.stall_ns) <= COMPLEMENT_SHARE * b.stall_ns
+            for e, pd in done
+        ):
+            cands.append((t + d, d, i))
+    for chain in _chains([(e, d) for e, d, _i in cands], b.period_ns):
+        if len(chain) < 2:
+            continue
+        for k in chain:
+            i = cands[k][2]
+            out.excluded_ns.append(events[i][1])
+            out.remaining_ns[i] = 0.0
+            out.complementary += 1
 
 
 def stats_without(data: dict[str, Any], th: Throttling) -> dict[str, float]:

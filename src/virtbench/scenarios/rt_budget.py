@@ -27,6 +27,19 @@ task stalls no longer than a native one: p * (1 - ratio) = host period - host ru
 rt_budget_us / rt_budget_period_us (granted), rt_budget_split (n), rt_budget_pool_us, and
 rt_throttle_stall_us (period - runtime, the throttling stall a busy task of the group can
 see: maxima up to about that size may be the budget, not the platform).
+
+The target's own share runs on a short period (TARGET_PERIOD_US, 10 ms), the antagonists'
+on p. With p for both, each group was throttled at a phase of its own whenever its task ran
+ahead of its share, so the target's maxima were the split's windows (up to 50 ms), not the
+competitor's quantum: container tick maxima at quantum 30 ms vs 1 ms were 20.1 vs 21.2 ms in
+one run and 32.1 vs 4.1 ms in another (native: 80 vs 8 ms, windows included). On 10 ms the
+target's own stall is ~5 ms (plus up to one timer tick, 4 ms at HZ=250, of overrun), below the
+30 ms quantum and about the 1 ms one (a 4 ms tick), so the quantum decides, as natively; the
+antagonists keep the long period (a short one would cut their quantum to a few ms). A model
+of the two groups (RR at one priority, 5 s, random phases) gave the target's longest gap
+31-36 ms at a 32 ms quantum and 8-9 ms at a 4 ms one, against 32-37 and 9-37 ms with p for
+both. Labels of the target: rt_budget_period_us / rt_budget_us / rt_throttle_stall_us are its
+own; rt_budget_neighbour_period_us is the antagonists' period.
 """
 
 from __future__ import annotations
@@ -45,6 +58,7 @@ from ..platforms.capabilities import RtBudget
 
 OPTION = "rt_runtime_us"
 PERIOD_OPTION = "rt_period_us"
+TARGET_PERIOD_US = 10_000  # the target's share runs on this period (see the module doc)
 
 
 @dataclass
@@ -145,11 +159,18 @@ def split(
         yield Split(out_specs, {**common, "rt_budget_target": "not shared"}, neighbour)
         return
     assert held is not None and isinstance(target, RtBudget)
-    granted = target.set_rt_budget(share, period_us=p) or 0
+    pt = min(p, TARGET_PERIOD_US)  # the same share of a short period
+    granted = target.set_rt_budget(max(0, pool - n) * pt // (n * period), period_us=pt) or 0
     try:
         yield Split(
             out_specs,
-            {**common, "rt_budget_us": granted, "rt_throttle_stall_us": p - granted},
+            {
+                **common,
+                "rt_budget_period_us": pt,
+                "rt_budget_us": granted,
+                "rt_throttle_stall_us": pt - granted,
+                "rt_budget_neighbour_period_us": p,
+            },
             neighbour,
         )
     finally:

@@ -100,7 +100,12 @@ _BUDGET_LABELS = {
 
 
 def throttle_budgets(labels: dict[str, Any]) -> list[ThrottleBudget]:
-    """The budgets a probe's labels recorded, the innermost (its own group's) first."""
+    """The budgets a probe's labels recorded, the innermost (its own group's) first.
+
+    A group on a period of its own (a container's share of a split budget, on 10 ms:
+    scenarios/rt_budget.py) is the only one: the groups' shares add up to at most the host's
+    runtime, so the host's own windows (period - runtime, 50 ms) do not stop the task, while
+    a real-time competitor whose group is capped leaves gaps of just that size."""
     out = []
     for key, source in _BUDGET_LABELS.items():
         try:
@@ -109,6 +114,8 @@ def throttle_budgets(labels: dict[str, Any]) -> list[ThrottleBudget]:
             continue
         if 0 <= runtime < period:  # -1 (unlimited) or runtime == period never throttles
             out.append(ThrottleBudget(source, runtime, period))
+    if len(out) > 1 and out[0].period_us != out[1].period_us:
+        return out[:1]
     return out
 
 
@@ -118,11 +125,27 @@ def throttling_labels(th: Throttling | None) -> dict[str, Any]:
     if th.budget is None:
         return {"rt_throttling": "none detected"}
     b = th.budget
-    return {
-        "rt_throttling": "excluded",
+    out: dict[str, Any] = {
+        "rt_throttling": "excluded"
+        if th.phases
+        else "excluded by size (stalls of the budget's stall, no period boundary seen)",
         "rt_throttle_source": f"{b.source} {b.runtime_us}/{b.period_us}",
         "rt_throttle_phase_anchors": th.anchors,
+        "rt_throttle_phases": th.phases,
     }
+    if th.unanchored:  # excluded by their size alone
+        out["rt_throttle_unanchored"] = th.unanchored
+    if th.overlapped:  # the part after the window end was kept
+        out["rt_throttle_overlapped"] = th.overlapped
+    if th.merged:  # a competitor's quantum around a window: the window excluded
+        out["rt_throttle_merged"] = th.merged
+    if th.complementary:  # windows of the second budget (the root's beside the group's)
+        out["rt_throttle_complementary"] = th.complementary
+    if th.quantum_ns:  # the competitor's recurring gap, kept whole
+        out["rt_throttle_quantum_us"] = round(th.quantum_ns / 1000.0, 1)
+    if th.ambiguous_ns:  # kept in the maximum, though long enough to be a shortened window
+        out["rt_throttle_ambiguous_us"] = round(th.ambiguous_ns / 1000.0, 1)
+    return out
 
 
 def _timeout(ctx: RunContext, seconds: float, what: str) -> float:

@@ -128,7 +128,55 @@ def _table(data: ReportData, scenario: str, by: dict, present: list) -> tuple[st
     if not rows:
         return "", md
     head = ["platform", *(label for _, _, label in cols)]
-    return f"<h3>{h(title(scenario))}</h3>" + table(head, rows), md
+    notes = _notes(data, scenario)
+    md += [f"{scenario}: {n}" for n in notes]
+    foot = "".join(f'<p class="note">{h(n)}</p>' for n in notes)
+    return f"<h3>{h(title(scenario))}</h3>" + table(head, rows) + foot, md
+
+
+def _notes(data: ReportData, scenario: str) -> list[str]:
+    """What a reader of the scenario's maxima must know per platform: a real-time budget
+    split between the target's group and its antagonists' (containers, compete=rr), and
+    stalls kept in the maximum that may be shortened throttling windows."""
+    split: dict[str, dict] = {}
+    ambiguous: dict[str, float] = {}
+    for r in data.samples:
+        if (
+            r["suite"] != "latency"
+            or r["scenario"] != scenario
+            or r["role"] != "target"
+            or r["metric"] != "max_us"
+        ):
+            continue
+        labels = r["labels"]
+        if "rt_budget_split" in labels and "rt_budget_neighbour_period_us" in labels:
+            split.setdefault(r["platform"], labels)
+        # with an RR competitor (compete=rr) long gaps at no boundary are its quantum
+        if (
+            labels.get("rt_throttle_ambiguous_us")
+            and labels.get("quantum_policy") != "rr"
+            and r["value"] >= float(labels["rt_throttle_ambiguous_us"])
+        ):
+            amb = float(labels["rt_throttle_ambiguous_us"])
+            ambiguous[r["platform"]] = max(ambiguous.get(r["platform"], 0.0), amb)
+    notes = []
+    for p, lb in split.items():
+        notes.append(
+            f"{p}: the host's real-time budget is split between {lb['rt_budget_split']} groups "
+            f"(the target holds {lb['rt_budget_us']} µs of every {lb['rt_budget_period_us']} "
+            f"µs, each antagonist its share of every {lb['rt_budget_neighbour_period_us']} µs, "
+            "so it runs about half that period at a stretch and a longer quantum is cut to "
+            "that; natively both share one budget). The target's own group is throttled for up to "
+            f"{us(float(lb['rt_throttle_stall_us']))} per period (plus up to one timer tick), "
+            "left out of the maxima where the window ends at its period timer; the competitor's "
+            "quantum decides above that (docs/latency.md)."
+        )
+    for p, amb in ambiguous.items():
+        notes.append(
+            f"{p}: a stall of {us(amb)} at no throttling boundary is kept in the maximum; it may "
+            "be a shortened throttling or fair-server window (label rt_throttle_ambiguous_us)."
+        )
+    return notes
 
 
 @register_section(46, "latency-tables")
