@@ -176,6 +176,9 @@ def table(results: dict[str, list[dict[str, Any]]]) -> list[str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument(
+        "--budget-s", type=float, default=900, help="start no round that would end after this"
+    )
     ap.add_argument("--results-dir", type=Path, help="keep the store here (default: temporary)")
     args = ap.parse_args()
     settings, suites = new_settings()
@@ -188,7 +191,12 @@ def main() -> None:
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="vb-stability-") as tmp:
         runner = Runner(args.results_dir or Path(tmp), Console(quiet=True))
+        done = 0
         for i in range(args.rounds):
+            spent = time.monotonic() - t0
+            if i and spent + spent / i > args.budget_s:
+                print(f"stopping after {i} rounds: another would pass --budget-s")
+                break
             # alternate which goes first so drift in host load hits both alike
             for which in ("old", "new") if i % 2 == 0 else ("new", "old"):
                 t = time.monotonic()
@@ -198,8 +206,9 @@ def main() -> None:
                     f"round {i + 1} {which}: {time.monotonic() - t:.0f} s, load average {load:.1f}",
                     flush=True,
                 )
+            done += 1
         runner.store.close()
-    print(f"{args.rounds} rounds in {time.monotonic() - t0:.0f} s")
+    print(f"{done} rounds in {time.monotonic() - t0:.0f} s")
     print("\n".join(table(results)))
     sys.stdout.flush()
 
