@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -66,6 +67,10 @@ CHANGED = {
     "fio-seq-write": "512 MiB, 2 s + 1 s ramp; buffered: 1 pass + fsync",
     "fio-rand-read": "512 MiB, 2 s + 1 s ramp; buffered: pre_read",
 }
+# a second figure shown beside the primary: stress-ng's rate per CPU second leaves out the
+# time the worker waited for a CPU, so its CV is the workload's own and the difference is
+# preemption by whatever else ran on the host
+SECONDARY = {"stress-ng-cpu-matrixprod": "bogo_ops_per_cpu_s"}
 # result dimensions within one cell, per test case
 DIMS = {"mbw": ("method",), "fio-seq-write": ("direct",), "fio-rand-read": ("direct",)}
 
@@ -122,12 +127,33 @@ def one_run(runner: Runner, text: str, name: str) -> list[dict[str, Any]]:
     rows = []
     for r in runner.store.sample_rows(run_id):
         w = registry.WORKLOADS[r["test_case"]]
-        if r["role"] != "target" or r["metric"] != w.primary().name:
+        wanted = (w.primary().name, SECONDARY.get(r["test_case"]))
+        if r["role"] != "target" or r["metric"] not in wanted:
             continue
         labels = json.loads(r["labels_json"] or "{}")
         dims = tuple((d, labels.get(d)) for d in DIMS.get(r["test_case"], ()))
+        if r["metric"] != w.primary().name:
+            dims += (("metric", r["metric"]),)
         rows.append({**r, "dims": dims, "secs": secs.get(r["cell_id"])})
     return rows
+
+
+def host_busy_s() -> float:
+    """CPU seconds the host's CPUs spent busy since boot (/proc/stat: all but idle, iowait)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu_s() -> float:
+    """CPU seconds of this process and its reaped descendants (the runner, the workloads,
+    crun and the containers' processes)."""
+    return sum(
+        r.ru_utime + r.ru_stime
+        for r in (
+            resource.getrusage(resource.RUSAGE_SELF),
+            resource.getrusage(resource.RUSAGE_CHILDREN),
+        )
+    )
 
 
 def cv_pct(xs: list[float]) -> float:
@@ -173,6 +199,23 @@ def table(results: dict[str, list[dict[str, Any]]]) -> list[str]:
     return out
 
 
+def values(results: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """Each group's values in round order, so an outlier can be matched to its round."""
+    by: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for which, rows in results.items():
+        for r in rows:
+            by[r["test_case"], r["platform"], r["dims"]][which].append(r["value"])
+    out = []
+    for (tc, platform, dims), v in by.items():
+        result = ", ".join(f"{k}={x}" for k, x in dims) or "-"
+        fmt = " ".join
+        out.append(
+            f"  {tc} {platform} {result}: {fmt(f'{x:.4g}' for x in v['old'])}"
+            f" | {fmt(f'{x:.4g}' for x in v['new'])}"
+        )
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rounds", type=int, default=5)
@@ -199,17 +242,23 @@ def main() -> None:
                 break
             # alternate which goes first so drift in host load hits both alike
             for which in ("old", "new") if i % 2 == 0 else ("new", "old"):
-                t = time.monotonic()
+                t, busy, own = time.monotonic(), host_busy_s(), own_cpu_s()
                 results[which] += one_run(runner, texts[which], f"stability-{which}")
-                load = os.getloadavg()[0]  # others' work on the host shows here, not in a cell
+                wall = time.monotonic() - t
+                # what else ran on the host meanwhile (kernel threads working for the
+                # workload too: writeback, I/O completion)
+                others = (host_busy_s() - busy) - (own_cpu_s() - own)
                 print(
-                    f"round {i + 1} {which}: {time.monotonic() - t:.0f} s, load average {load:.1f}",
+                    f"round {i + 1} {which}: {wall:.0f} s, CPU outside the bench's processes"
+                    f" {others:.1f} s ({100 * others / wall:.0f}% of one CPU)",
                     flush=True,
                 )
             done += 1
         runner.store.close()
     print(f"{done} rounds in {time.monotonic() - t0:.0f} s")
     print("\n".join(table(results)))
+    print("values per round (old | new):")
+    print("\n".join(values(results)))
     sys.stdout.flush()
 
 
