@@ -86,15 +86,21 @@ def toml_value(v: Any) -> str:
 
 
 def campaign_text(name: str, settings: dict[str, Any], suites: dict[str, dict[str, Any]]) -> str:
+    registry.load_all()
     lines = ["[campaign]", f'name = "{name}"', "repetitions = 1", "warmup = 0"]
     lines += ["cell_timeout = 600", 'scenarios = ["solo"]']
     lines += [f"{k} = {toml_value(v)}" for k, v in settings.items()]
     lines += ["[[platforms]]", 'name = "native"', 'type = "native"']
-    lines += ["[[platforms]]", 'name = "container"', 'type = "container"']
-    lines += [f"suites = {toml_value(CONTAINER_SUITES)}"]
+    in_container = [x for x in CONTAINER_SUITES if x in CASES]
+    if in_container:
+        lines += ["[[platforms]]", 'name = "container"', 'type = "container"']
+        lines += [f"suites = {toml_value(in_container)}"]
     for suite, body in suites.items():
+        if suite not in CASES:
+            continue
+        known = {k for n in CASES[suite] for k in registry.WORKLOADS[n].params}
         lines += [f"[suites.{suite}]", f"test_cases = {toml_value(CASES[suite])}"]
-        lines += [f"{k} = {toml_value(v)}" for k, v in body.items()]
+        lines += [f"{k} = {toml_value(v)}" for k, v in body.items() if k in known]
     return "\n".join(lines) + "\n"
 
 
@@ -106,6 +112,8 @@ def new_settings() -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     registry.load_all()
     suites: dict[str, dict[str, Any]] = {}
     for suite, names in CASES.items():
+        if not names:
+            continue
         known = {k for n in names for k in registry.WORKLOADS[n].params}
         body = data["suites"].get(suite, {})
         suites[suite] = {k: v for k, v in body.items() if k in known}
@@ -222,8 +230,14 @@ def main() -> None:
     ap.add_argument(
         "--budget-s", type=float, default=900, help="start no round that would end after this"
     )
+    ap.add_argument("--only", nargs="+", metavar="TEST_CASE", help="measure only these")
     ap.add_argument("--results-dir", type=Path, help="keep the store here (default: temporary)")
     args = ap.parse_args()
+    if args.only:
+        for suite in list(CASES):
+            CASES[suite] = [n for n in CASES[suite] if n in args.only]
+            if not CASES[suite]:
+                del CASES[suite]
     settings, suites = new_settings()
     texts = {
         "old": campaign_text("stability-old", OLD_CAMPAIGN, OLD_SUITES),
