@@ -231,3 +231,59 @@ def test_single_job_cases_stay_time_based():
     argv = w.argv(ctx(w), "/x/fio.dat", 1)
     assert "--time_based" in argv and "--rw=read" in argv
     assert not any(a.startswith("--invalidate") for a in argv)
+
+
+def _opts(argv: list[str]) -> set[str]:
+    return {a for a in argv if a.startswith(("--ramp_time", "--end_fsync", "--pre_read"))}
+
+
+def test_time_based_jobs_ramp_first_and_ramp_zero_leaves_the_old_argv():
+    w = FioRandRead()
+    argv = w.argv(ctx(w), "/x/fio.dat", 1)
+    assert "--ramp_time=1" in argv and "--time_based" in argv
+    old = w.argv(ctx(w, ramp_time=0, pre_read=0), "/x/fio.dat", 1)
+    # ramp_time=0 gives the argv of before issue 13; the new option only comes last
+    assert old == argv[:-1] and argv[-1] == "--ramp_time=1"
+
+
+def test_buffered_seq_write_is_one_pass_timed_until_fsync():
+    w = FioSeqWrite()
+    buffered = w.argv(ctx(w), "/x/fio.dat", 0)
+    # a ramp inside one pass would leave the pass's start out of its figure
+    assert _opts(buffered) == {"--end_fsync=1"} and "--time_based" not in buffered
+    direct = w.argv(ctx(w), "/x/fio.dat", 1)
+    assert _opts(direct) == {"--ramp_time=1"} and "--time_based" in direct
+    cache = w.argv(ctx(w, end_fsync=0), "/x/fio.dat", 0)
+    assert _opts(cache) == {"--ramp_time=1"} and "--time_based" in cache
+
+
+def test_buffered_rand_read_pre_reads_the_file_only_when_buffered():
+    w = FioRandRead()
+    assert "--pre_read=1" in w.argv(ctx(w), "/x/fio.dat", 0)
+    assert "--pre_read=1" not in w.argv(ctx(w), "/x/fio.dat", 1)
+    assert "--pre_read=1" not in w.argv(ctx(w, pre_read=0), "/x/fio.dat", 0)
+    # the write cases have no pre_read, the read cases no end_fsync
+    assert "pre_read" not in FioSeqWrite.params and "end_fsync" not in FioRandRead.params
+
+
+def test_iozone_phases_take_no_ramp():
+    w = FioIozone()
+    assert "ramp_time" not in w.params
+    assert all(_opts(w.argv(ctx(w), "/x/f", d, ph)) == set() for d in (0, 1) for ph in w.jobs())
+
+
+def test_campaign_keys_of_issue_13_are_optional_and_checked():
+    base = '[campaign]\nname="t"\n[suites.disk]\ntest_cases=["fio-seq-write","fio-rand-read"]\n'
+    c = loader.parse(base, "t.toml")  # a campaign written before them still loads
+    assert [t.params["ramp_time"] for t in c.tests] == [1, 1]
+    c = loader.parse(base + "ramp_time=0\nend_fsync=0\npre_read=0\n", "t.toml")
+    assert c.tests[0].params["end_fsync"] == 0 and c.tests[1].params["pre_read"] == 0
+    with pytest.raises(CampaignError, match="end_fsync.*must be <= 1"):
+        loader.parse(base + "end_fsync=2\n", "t.toml")
+    with pytest.raises(CampaignError, match="ramp_time"):
+        loader.parse(base + "ramp_time=-1\n", "t.toml")
+    with pytest.raises(CampaignError, match="ramp_time.*unknown parameter"):
+        loader.parse(
+            base.replace('"fio-seq-write","fio-rand-read"', '"fio-iozone"') + "ramp_time=1\n",
+            "t.toml",
+        )

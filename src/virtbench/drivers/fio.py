@@ -28,6 +28,9 @@ class Job:
     runtime: int
     time_based: bool = True
     invalidate: bool = True  # fio drops the file's page cache before the job (its default)
+    ramp_time: int = 0  # seconds of I/O before fio starts counting (fio --ramp_time)
+    end_fsync: bool = False  # fsync the file at the end, inside the timed job (fio --end_fsync)
+    pre_read: bool = False  # read the file into the page cache before the job (fio --pre_read)
 
     def argv(self, direct: int) -> list[str]:
         """The job with O_DIRECT (1) or buffered (0), its JSON report on stdout."""
@@ -45,6 +48,9 @@ class Job:
             *(["--time_based"] if self.time_based else []),
             *([] if self.invalidate else ["--invalidate=0"]),
             "--output-format=json",
+            *([f"--ramp_time={self.ramp_time}"] if self.ramp_time else []),
+            *(["--end_fsync=1"] if self.end_fsync else []),
+            *(["--pre_read=1"] if self.pre_read else []),
         ]
 
 
