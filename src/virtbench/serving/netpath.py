@@ -126,6 +126,13 @@ def client_netns() -> ClientNetns:
         return _shared
 
 
+def prepare(ctx: Any) -> None:
+    """Make what the cell's client path needs before its server starts: with `bridge`, the
+    client netns (and so the bridge, whose host address a native server binds)."""
+    if on_bridge(ctx):
+        client_netns()
+
+
 def close() -> None:
     """Remove the client namespace, if one was made (idempotent)."""
     global _shared

@@ -53,6 +53,7 @@ def serve(
     Ready means: `probe` answers (e.g. a real HTTP request), else with `listen` ("tcp" or
     "udp") its socket shows up inside the environment (no connection that would disturb it),
     else a TCP connect succeeds (`tcp_probe`), else nothing is checked."""
+    netpath.prepare(ctx)  # e.g. the bridge and the client netns, before a server binds there
     tried: list[int] = []
     fixed = None if requested_port else platform.server_ports()
     for port in fixed or candidate_ports(requested_port):
