@@ -53,6 +53,7 @@ type = "container"
 runtime = "crun"
 network = "bridge"
 
+{docker}
 [suites.network]
 test_cases = ["iperf3-tcp"]
 duration = {duration}
@@ -61,9 +62,27 @@ client_path = "{path}"
 """
 
 
-def run(results: Path, path: str, reps: int, duration: float) -> float:
+# seed 004's metal.aufs.host / metal.aufs.nat: Docker, its NAT through docker-proxy
+DOCKER = """
+[[platforms]]
+name = "docker-host"
+type = "container"
+runtime = "docker"
+network = "host"
+
+[[platforms]]
+name = "docker-nat"
+type = "container"
+runtime = "docker"
+network = "nat"
+docker_nat = "userland-proxy"
+"""
+
+
+def run(results: Path, path: str, reps: int, duration: float, docker: bool) -> float:
     f = results / "network-paths.toml"
-    f.write_text(CAMPAIGN.format(reps=reps, duration=duration, path=path))
+    extra = DOCKER if docker else ""
+    f.write_text(CAMPAIGN.format(reps=reps, duration=duration, path=path, docker=extra))
     start = time.monotonic()
     out = subprocess.run(
         [sys.executable, "-m", "virtbench.cli", "run", str(f), "--results-dir", str(results),
@@ -104,16 +123,20 @@ def table(results: Path) -> None:
         print(f"{name:<12} {path:<12} {mean:8.2f} {half:6.2f} {s.n}  {g.n_invalid}  {ratio}")
         for inv in g.invalid:
             print(f"{'':<12} invalid #{inv.repetition}: {inv.reason}")
-    nat, host = heads.get("crun-nat"), heads.get("crun-host")
+    for nat_name, host_name in (("crun-nat", "crun-host"), ("docker-nat", "docker-host")):
+        nat_vs_host(heads.get(nat_name), heads.get(host_name), nat_name, host_name)
+    store.close()
+
+
+def nat_vs_host(nat, host, nat_name: str, host_name: str) -> None:
     if nat and host:
         pn, ph = nat.labels.get("net_path"), host.labels.get("net_path")
         c = compare(nat, host) if pn == ph else None
         if c is None:
-            print(f"NAT vs host: no ratio (net_path {pn} vs {ph})")
+            print(f"{nat_name} vs {host_name}: no ratio (net_path {pn} vs {ph})")
         else:
             ci = "" if c.ratio_low is None else f" [{c.ratio_low:.3f}-{c.ratio_high:.3f}]"
-            print(f"NAT vs host (seed 004 Table 4), over {pn}: {c.ratio:.3f}{ci}")
-    store.close()
+            print(f"{nat_name} vs {host_name} (seed 004 Table 4), over {pn}: {c.ratio:.3f}{ci}")
 
 
 def main() -> None:
@@ -121,12 +144,13 @@ def main() -> None:
     ap.add_argument("--client-path", default="bridge", choices=("bridge", "host", "loopback"))
     ap.add_argument("--repetitions", type=int, default=3)
     ap.add_argument("--duration", type=float, default=2)
+    ap.add_argument("--docker", action="store_true", help="add Docker host and nat (proxy)")
     ap.add_argument("--keep", type=Path, help="keep the results directory here")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         results = args.keep or Path(tmp)
         results.mkdir(parents=True, exist_ok=True)
-        wall = run(results, args.client_path, args.repetitions, args.duration)
+        wall = run(results, args.client_path, args.repetitions, args.duration, args.docker)
         print(f"client_path = {args.client_path}: {wall:.0f} s")
         table(results)
 
