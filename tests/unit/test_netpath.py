@@ -200,4 +200,9 @@ def test_report_shows_why_a_ratio_is_missing():
     assert "not comparable" in str(cells[0].content)
     note = str(report_results.path_note(data, gs))
     assert "No ratio to the baseline" in note and "host-bridge" in note
-    assert str(report_results.path_note(data, gs[:1])) == ""
+    assert "No ratio" not in str(report_results.path_note(data, gs[:1]))
+    assert "net_path=loopback for every platform" in str(report_results.path_note(data, gs[:1]))
+    assert report_results.paths_text(gs) == (
+        "Client paths differ: net_path=host-bridge: vm; net_path=loopback: native"
+        " (docs/network.md)."
+    )

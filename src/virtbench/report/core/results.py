@@ -3,6 +3,7 @@ charts with error bars of every test case's primary metric per platform."""
 
 from __future__ import annotations
 
+from ...analysis import normalize
 from ...analysis.groups import Group
 from ...analysis.normalize import BETTER, NO_CI, UNDECIDED, WORSE, Comparison
 from ...analysis.stats import HIGH_CV
@@ -171,6 +172,8 @@ def md_summary(data: ReportData, suite: str, gs: list[Group]) -> str:
     more = {t: n - MD_ROWS_PER_TEST for t, n in per_test.items() if n > MD_ROWS_PER_TEST}
     unit = {g.key.test_case: f"{g.unit}, {'HIB' if g.higher_is_better else 'LIB'}" for g in gs}
     text = f"## {suite}\n" + md_table(["test case", *platforms], out)
+    if path := paths_text(gs):
+        text += f"\n\n{path}"
     text += "\n\n" + "; ".join(f"{t}: {u}" for t, u in unit.items())
     if ratios:
         text += "\n(×ratio to the baseline, > 1 = better; undecided: its 95% CI includes 1.0)"
@@ -184,14 +187,33 @@ def md_summary(data: ReportData, suite: str, gs: list[Group]) -> str:
     return text
 
 
+def paths_text(gs: list[Group]) -> str | None:
+    """Which network path the load generators took (label net_path), per platform when they
+    differ; None for results without one (suites with no client)."""
+    by: dict[str, set[str]] = {}
+    for g in gs:
+        if (p := normalize.path_of(g)) is not None:
+            by.setdefault(str(p), set()).add(g.key.platform)
+    if not by:
+        return None
+    if len(by) == 1:
+        return f"Client path: net_path={next(iter(by))} for every platform (docs/network.md)."
+    parts = "; ".join(f"net_path={p}: {', '.join(sorted(ps))}" for p, ps in sorted(by.items()))
+    return f"Client paths differ: {parts} (docs/network.md)."
+
+
 def path_note(data: ReportData, gs: list[Group]) -> Raw:
-    """Why rows have no ratio: their platform was measured over another network path than
-    the baseline (one line per platform and path)."""
+    """The client's network path, and why rows have no ratio: their platform was measured
+    over another path than the baseline (one line per platform and path)."""
+    text = paths_text(gs)
+    out = Raw(f'<p class="note">{h(text)}</p>') if text else Raw("")
     why = list(dict.fromkeys(data.incomparable[g.key] for g in gs if g.key in data.incomparable))
     if not why:
-        return Raw("")
+        return out
     items = "".join(f"<li>{h(w)}</li>" for w in why)
-    return Raw(f'<div class="note"><p>No ratio to the baseline for:</p><ul>{items}</ul></div>')
+    return out + Raw(
+        f'<div class="note"><p>No ratio to the baseline for:</p><ul>{items}</ul></div>'
+    )
 
 
 @register_section(30, "suites")
