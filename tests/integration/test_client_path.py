@@ -82,6 +82,9 @@ def test_native_and_bridge_container_over_the_bridge_path(tmp_path: Path, monkey
         assert r["labels"]["net_path"] == "bridge", r
     for r in heads.values():
         assert r["value"] > 0 and r["valid"], r
+    # the client's CPU time still reaches the runner through nsenter (wait4 on the tool)
+    client = [r for r in rows if r["metric"] == "client_cpu_pct"]
+    assert len(client) == 2 and all(r["value"] > 1 for r in client), client
     assert len(made) == 1  # one client namespace for the run
     assert _left(made[0]) == []
     assert owned.leftovers() == []
