@@ -301,14 +301,12 @@ def bridge_forwarding(bridge: str = BRIDGE) -> bool:
 
 
 def hairpin_rules(table: str, bridge: str = BRIDGE) -> str:
-    """An nft script that lets the host route from `bridge` only back into `bridge` or to a
-    published port (DNATed: e.g. Docker's iptables nat, whose containers are on its own
-    bridge), and nothing else in from it."""
-    out = f'iifname "{bridge}" oifname != "{bridge}"'
+    """An nft script that lets the host route only from `bridge` back into `bridge` (a
+    published port reached from a bridge port) and nothing else in from it."""
     return (
         f"table ip {table} {{\n  chain forward {{\n"
         "    type filter hook forward priority 0; policy accept;\n"
-        f"    {out} ct status dnat accept\n    {out} drop\n  }}\n}}\n"
+        f'    iifname "{bridge}" oifname != "{bridge}" drop\n  }}\n}}\n'
     )
 
 

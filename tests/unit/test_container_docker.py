@@ -5,7 +5,6 @@ import random
 
 import pytest
 
-from virtbench import hostnet
 from virtbench.platforms.container import docker, dockerd, options, runtimes, spec
 from virtbench.platforms.options import OptionError
 
@@ -58,8 +57,8 @@ def test_nat_publishes_a_block_on_loopback_tcp_and_udp_and_volume_mounts_data():
     flags = _flags(network="nat", volume="vb-1", ports=(10000, 30000))
     joined = " ".join(flags)
     assert "--network vb-docker" in joined
-    assert f"--publish {hostnet.GATEWAY}:30000-30007:10000-10007/tcp" in joined
-    assert f"--publish {hostnet.GATEWAY}:30000-30007:10000-10007/udp" in joined
+    assert "--publish 127.0.0.1:30000-30007:10000-10007/tcp" in joined
+    assert "--publish 127.0.0.1:30000-30007:10000-10007/udp" in joined
     assert "--mount type=volume,source=vb-1,target=/data" in joined
 
 
@@ -72,7 +71,7 @@ def test_bridge_uses_the_network_without_publishing():
 def test_endpoint_maps_only_the_published_block():
     eng = docker.Docker("nat")
     eng.ports["vb-1"] = (10000, 30000)
-    assert eng.endpoint("vb-1", 10003) == (hostnet.GATEWAY, 30003)
+    assert eng.endpoint("vb-1", 10003) == ("127.0.0.1", 30003)
     with pytest.raises(Exception, match="publishes ports 10000..10007"):
         eng.endpoint("vb-1", 10008)
     assert sorted(eng.server_ports("vb-1")) == list(range(10000, 10008))

@@ -6,11 +6,9 @@ as on every other platform; its root is Docker's overlay2 copy-on-write layer (`
 "overlay"`, seed 004's AUFS role) and `storage = "volume"` mounts a Docker volume named after
 the instance at the data path. `network = "host"` shares the host's; "bridge" and "nat" attach
 to one user-defined Docker network (NETWORK), "nat" publishing a block of ports with `-p` on
-the host's address on virtbench's bridge (hostnet.GATEWAY, as virtbench's own nat does, so a
-client on the host and a client netns on the bridge, `client_path = "bridge"`, both reach it)
-through docker-proxy or iptables DNAT (`docker_nat`, a daemon-wide setting: dockerd.py).
-Limits, capabilities, ulimits and the exec pid files are podman's translation of the same OCI
-config (podman.run_flags); exec goes through `docker exec`.
+127.0.0.1 through docker-proxy or iptables DNAT (`docker_nat`, a daemon-wide setting:
+dockerd.py). Limits, capabilities, ulimits and the exec pid files are podman's translation of
+the same OCI config (podman.run_flags); exec goes through `docker exec`.
 """
 
 from __future__ import annotations
@@ -22,7 +20,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from ... import cleanup, hostnet
+from ... import cleanup
 from ...errors import PlatformError
 from ...filelock import file_lock
 from ...images import rootfs
@@ -42,15 +40,13 @@ def image_ref(key: str) -> str:
     return f"{IMAGE_REPO}:{key}"
 
 
-def nat_flags(
-    inner_base: int, host_base: int, count: int = PORT_BLOCK, address: str = hostnet.GATEWAY
-) -> list[str]:
-    """`-p` flags publishing inner ports [inner_base, +count) on `address` (pure)."""
+def nat_flags(inner_base: int, host_base: int, count: int = PORT_BLOCK) -> list[str]:
+    """`-p` flags publishing inner ports [inner_base, +count) on 127.0.0.1 (pure)."""
     hi, ci = host_base + count - 1, inner_base + count - 1
     return [
         flag
         for proto in ("tcp", "udp")
-        for flag in ("--publish", f"{address}:{host_base}-{hi}:{inner_base}-{ci}/{proto}")
+        for flag in ("--publish", f"127.0.0.1:{host_base}-{hi}:{inner_base}-{ci}/{proto}")
     ]
 
 
@@ -150,10 +146,6 @@ class Docker(Podman):
                 raise PlatformError(f"docker volume create {cid}: {r.stderr.strip()}")
         if self.network == "nat":
             self.ports[cid] = pick_block(offset)
-            # published on the bridge's host address: the bridge must exist at `docker run`
-            # and stay while the container does (a bridge with a lease is never removed)
-            hostnet.allocate_ip(cid)
-            hostnet.ensure_bridge()
 
     def _ensure_network(self) -> None:
         if self._docker("network", "inspect", NETWORK).returncode == 0:
@@ -203,8 +195,7 @@ class Docker(Podman):
             return
         self._docker("rm", "--force", "--volumes", cid, timeout=60)
         self._docker("volume", "rm", "--force", cid, timeout=60)
-        if self.ports.pop(cid, None) is not None:
-            hostnet.detach(cid)  # the lease that kept the bridge
+        self.ports.pop(cid, None)
         # the shared network goes with its last container (fails while others use it)
         self._docker("network", "rm", NETWORK, timeout=60)
 
@@ -228,7 +219,7 @@ class Docker(Podman):
                 f"docker nat publishes ports {inner}..{inner + PORT_BLOCK - 1} of container "
                 f"{cid} at `docker run` (Docker cannot publish later); port {port} is not one"
             )
-        return (hostnet.GATEWAY, host + port - inner)
+        return ("127.0.0.1", host + port - inner)
 
     def server_ports(self, cid: str) -> list[int] | None:
         """Ports a server inside should pick (nat: the published block, shuffled)."""
