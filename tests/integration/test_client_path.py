@@ -100,3 +100,26 @@ def test_cleanup_removes_a_dead_runs_client_namespace():
         assert _left(ns.name) == []
     finally:
         ns.close()
+
+
+def test_web_client_on_the_bridge_reaches_native_nginx():
+    """The web suite's client (wrk) takes the same path (serving/server.py, loadgen.py)."""
+    if which("wrk") is None or which("nginx") is None:
+        pytest.skip("wrk or nginx missing")
+    from virtbench.platforms.base import PlatformSpec
+    from virtbench.platforms.native import NativePlatform
+    from virtbench.workloads import registry
+    from virtbench.workloads.base import RunContext
+
+    w = registry.load_all()["wrk-max"]
+    params = {k: p.default for k, p in w.params.items()}
+    params |= {"file_sizes": [1], "duration": 1, "connections": 4, "client_path": "bridge"}
+    try:
+        with NativePlatform(PlatformSpec("native", "native"), "vb-itest-np") as p:
+            samples = w().run(p, RunContext(params=params, timeout=60))
+        name = netpath.client_netns().name
+    finally:
+        netpath.close()
+    assert {s.labels["net_path"] for s in samples} == {"bridge"}
+    assert next(s for s in samples if s.metric == "requests_per_s").value > 0
+    assert _left(name) == []
