@@ -152,9 +152,19 @@ def _release_ips_locked(owner: str) -> None:
     for ip, who in _leases().items():
         if who == owner:
             # forget the old owner's MAC: the next owner of this address has another one, and
-            # a stale REACHABLE neighbour entry blackholes its traffic for 30-55 s
+            # a stale REACHABLE neighbour entry blackholes its traffic for 30-55 s; the same
+            # holds inside our namespaces on the bridge (a client netns outlives targets)
             _ip("neigh", "flush", "to", ip, check=False)
+            for ns in _own_netns():
+                if ns != owner:
+                    _ip("neigh", "flush", "to", ip, check=False, netns=ns)
             (IPAM / ip).unlink(missing_ok=True)
+
+
+def _own_netns() -> list[str]:
+    if not NETNS_DIR.is_dir():
+        return []
+    return sorted(p.name for p in NETNS_DIR.iterdir() if p.name.startswith(NAME_PREFIX))
 
 
 # --- namespaces and links ------------------------------------------------------------------
@@ -279,6 +289,66 @@ def _owned_links(owner: str) -> list[str]:
     )
 
 
+# --- routing between bridge ports through the host ----------------------------------------
+FORWARDING = "/proc/sys/net/ipv4/conf/{}/forwarding"
+
+
+def bridge_forwarding(bridge: str = BRIDGE) -> bool:
+    try:
+        return Path(FORWARDING.format(bridge)).read_text().strip() == "1"
+    except OSError:
+        return False
+
+
+def hairpin_rules(table: str, bridge: str = BRIDGE) -> str:
+    """An nft script that lets the host route only from `bridge` back into `bridge` (a
+    published port reached from a bridge port) and nothing else in from it."""
+    return (
+        f"table ip {table} {{\n  chain forward {{\n"
+        "    type filter hook forward priority 0; policy accept;\n"
+        f'    iifname "{bridge}" oifname != "{bridge}" drop\n  }}\n}}\n'
+    )
+
+
+HAIRPIN_SUFFIX = "-fwd"
+
+
+def enable_hairpin(owner: str) -> bool:
+    """Let packets that come in on the bridge be routed back out of it (IPv4 forwarding of
+    the bridge device only, the rest of the host untouched), so a bridge port reaches a port
+    published on the gateway. Turned on together with a filter that drops anything routed
+    from the bridge elsewhere, in an nft table `<owner>-fwd`; each user has its own table and
+    the last one gone turns forwarding off again (`disable_hairpin`, cleanup). Forwarding the
+    host's administrator turned on is left alone. Returns True if `owner` holds a table."""
+    with _locked():
+        _ensure_bridge_locked()
+        if bridge_forwarding() and not _hairpin_tables():
+            return False
+        tools.require(["nft"], needed_by="a client on the bridge reaching published ports")
+        _nft(hairpin_rules(owner + HAIRPIN_SUFFIX))
+        Path(FORWARDING.format(BRIDGE)).write_text("1\n")
+    return True
+
+
+def disable_hairpin(owner: str) -> None:
+    """Undo `enable_hairpin`: drop the owner's table; forwarding off once no table is left."""
+    with _locked():
+        subprocess.run(
+            ["nft", "delete", "table", "ip", owner + HAIRPIN_SUFFIX], capture_output=True
+        )
+        _hairpin_off_if_unused_locked()
+
+
+def _hairpin_tables() -> list[str]:
+    return [t for t in nft_tables() if t.endswith(HAIRPIN_SUFFIX)]
+
+
+def _hairpin_off_if_unused_locked() -> None:
+    if link_exists(BRIDGE) and not _hairpin_tables():
+        with contextlib.suppress(OSError):
+            Path(FORWARDING.format(BRIDGE)).write_text("0\n")
+
+
 # --- published ports (nftables DNAT) -------------------------------------------------------
 def port_free(port: int, address: str = "0.0.0.0") -> bool:
     """True if nothing on the host listens on `port` (TCP) — a published port must be free."""
@@ -291,10 +361,23 @@ def port_free(port: int, address: str = "0.0.0.0") -> bool:
     return True
 
 
-def nat_rules(table: str, host_ip: str, host_port: int, dest_ip: str, dest_port: int) -> str:
-    """An nft script: DNAT host_ip:host_port -> dest_ip:dest_port for local and routed traffic."""
+def nat_rules(
+    table: str, host_ip: str, host_port: int, dest_ip: str, dest_port: int, bridge: str = BRIDGE
+) -> str:
+    """An nft script: DNAT host_ip:host_port -> dest_ip:dest_port for local and routed traffic.
+
+    A client on the bridge itself (a load generator in its own netns, serving/netpath.py)
+    reaches the published port through the host and back out of the same bridge; the
+    destination would answer it directly over the bridge, from an address the client never
+    called. Masquerading exactly that hairpin (in and out of the bridge, DNATed) sends the
+    answer back through the host, as the host's own client sees it (source: the gateway)."""
     rules = "\n".join(
         f"    ip daddr {host_ip} {proto} dport {host_port} dnat to {dest_ip}:{dest_port}"
+        for proto in PROTOCOLS
+    )
+    hairpin = "\n".join(
+        f'    iifname "{bridge}" oifname "{bridge}" ip daddr {dest_ip} {proto} dport {dest_port}'
+        " ct status dnat masquerade"
         for proto in PROTOCOLS
     )
     chains = []
@@ -303,6 +386,10 @@ def nat_rules(table: str, host_ip: str, host_port: int, dest_ip: str, dest_port:
             f"  chain {chain} {{\n"
             f"    type nat hook {hook} priority -100; policy accept;\n{rules}\n  }}"
         )
+    chains.append(
+        "  chain postrouting {\n"
+        f"    type nat hook postrouting priority 100; policy accept;\n{hairpin}\n  }}"
+    )
     return f"table ip {table} {{\n" + "\n".join(chains) + "\n}\n"
 
 
@@ -380,6 +467,8 @@ def clean() -> list[str]:
                 if not cleanup.in_use(_owner_of(table)):
                     subprocess.run(["nft", "delete", "table", "ip", table], capture_output=True)
                     removed.append(f"nft table ip {table}")
+                    if table.endswith(HAIRPIN_SUFFIX):  # the bridge's forwarding went with it
+                        _hairpin_off_if_unused_locked()
         for ip, owner in _leases().items():
             if not cleanup.in_use(owner):
                 (IPAM / ip).unlink(missing_ok=True)

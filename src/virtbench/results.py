@@ -32,3 +32,9 @@ class Sample:
 # `load=PCT`: a reference measurement, shown in tables but never scored or compared as a
 # scenario of its own.
 SOLO_PEAK_SCENARIO = "solo-peak"
+
+# The label saying which network path a client-server sample's load generator took to its
+# server (serving/netpath.py: loopback, host-bridge, bridge, remote). Analysis gives no ratio
+# between samples taken over different paths: the ratio would measure the path.
+NET_PATH_LABEL = "net_path"
+PATH_LABELS = (NET_PATH_LABEL,)

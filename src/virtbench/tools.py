@@ -51,6 +51,7 @@ TOOLS: dict[str, Tool] = {
         Tool("ip", "iproute2", ("-V",), purpose="bridges, veths, namespaces"),
         Tool("nft", "nftables", ("--version",), purpose="NAT port publishing"),
         Tool("taskset", "util-linux", ("--version",), purpose="CPU pinning"),
+        Tool("nsenter", "util-linux", ("--version",), purpose="clients in their own netns"),
         Tool("cc", "gcc", purpose="builds the latency probes"),
         # java -version writes to stderr; version() reads both streams
         Tool("java", "openjdk-17-jre-headless", ("-version",), purpose="JVM of the java suite"),

@@ -11,7 +11,7 @@ import pytest
 
 from virtbench.campaign import loader
 from virtbench.errors import CampaignError, VirtbenchError
-from virtbench.serving import remote
+from virtbench.serving import netpath, remote
 
 INV = """[clients]
 load1 ansible_host=10.9.8.7 ansible_port=2222 ansible_user=bench
@@ -108,10 +108,10 @@ class _Ctx:
 
 
 def test_servers_on_loopback_listen_everywhere_for_a_client_host():
-    assert remote.listen_address(_Plat("127.0.0.1"), _Ctx()) is None
-    assert remote.listen_address(_Plat("10.213.0.5"), _Ctx()) == "10.213.0.5"
+    assert netpath.listen_address(_Plat("127.0.0.1"), _Ctx()) is None
+    assert netpath.listen_address(_Plat("10.213.0.5"), _Ctx()) == "10.213.0.5"
     _Ctx.remote = None
-    assert remote.listen_address(_Plat("127.0.0.1"), _Ctx()) == "127.0.0.1"
+    assert netpath.listen_address(_Plat("127.0.0.1"), _Ctx()) == "127.0.0.1"
 
 
 class _LocalShell(remote.SshTarget):

@@ -32,6 +32,7 @@ from typing import Any
 
 from ..results import SOLO_PEAK_SCENARIO
 from .groups import Group
+from .normalize import path_mismatch, path_of, without_paths
 from .stats import CONFIDENCE, Summary, summarize, t_critical, welch_df
 
 FASTER, SLOWER, SAME, AMBIGUOUS = "faster", "slower", "same", "ambiguous"
@@ -220,6 +221,11 @@ def judge(a: Group, b: Group, settings: Settings = Settings()) -> Outcome:
             reason,
         )
 
+    pa, pb = path_of(a), path_of(b)
+    if pa is not None and pb is not None and pa != pb:
+        return out(
+            AMBIGUOUS, path_mismatch(f"B ({b.key.platform})", pb, f"A ({a.key.platform})", [pa])
+        )
     if sa.n < MIN_SAMPLES or sb.n < MIN_SAMPLES:
         invalid = a.n_invalid + b.n_invalid
         extra = f", {invalid} invalid left out" if invalid else ""
@@ -265,8 +271,11 @@ class Pairing:
 
 
 def _match_key(g: Group) -> tuple:
+    """What B's group must share with A's to be judged against it. The network path is left
+    out: a result measured over another path is paired, then judged not comparable (with
+    the reason) rather than silently unmatched."""
     k = g.key
-    return (k.suite, k.test_case, k.metric, k.dims, k.scenario)
+    return (k.suite, k.test_case, k.metric, without_paths(k.dims), k.scenario)
 
 
 def pair(

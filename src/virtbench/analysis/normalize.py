@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..results import NET_PATH_LABEL, PATH_LABELS
 from .groups import Group, GroupKey
 from .stats import CONFIDENCE, t_critical, welch_df
 
@@ -116,4 +117,49 @@ def against_baseline(groups: list[Group], baseline: str | None) -> dict[GroupKey
         c = compare(g, base)
         if c is not None:
             out[g.key] = c
+    return out
+
+
+# --- results measured over different paths ---------------------------------------------------
+def path_of(g: Group) -> str | None:
+    """The network path a group's client took (label net_path), None if not recorded."""
+    value = g.key.dim(NET_PATH_LABEL)
+    return str(value) if value is not None else g.labels.get(NET_PATH_LABEL)
+
+
+def without_paths(dims: tuple[tuple[str, object], ...]) -> tuple[tuple[str, object], ...]:
+    return tuple((k, v) for k, v in dims if k not in PATH_LABELS)
+
+
+def path_mismatch(platform: str, path: str, other: str, other_paths: list[str]) -> str:
+    """Why two results measured over different network paths get no ratio."""
+    return (
+        f"not comparable: {other} was measured over net_path={'/'.join(other_paths)},"
+        f" {platform} over net_path={path}; a ratio across network paths measures the path,"
+        ' not the platform (client_path = "bridge" puts every platform on one path)'
+    )
+
+
+def incomparable(groups: list[Group], baseline: str | None) -> dict[GroupKey, str]:
+    """Groups that have no ratio to the baseline only because the baseline measured the
+    same result over another network path: key -> the reason (shown where the ratio
+    would be)."""
+    if not baseline:
+        return {}
+    keys = {g.key for g in groups}
+
+    def test(k: GroupKey) -> tuple:
+        return (k.suite, k.test_case, k.scenario, k.role, k.metric, without_paths(k.dims))
+
+    base_paths: dict[tuple, list[str]] = {}
+    for g in groups:
+        if g.key.platform == baseline and (p := path_of(g)) is not None:
+            base_paths.setdefault(test(g.key), []).append(p)
+    out: dict[GroupKey, str] = {}
+    for g in groups:
+        if g.key.platform == baseline or g.key.on(baseline) in keys:
+            continue
+        path, others = path_of(g), base_paths.get(test(g.key))
+        if path is not None and others and path not in others:
+            out[g.key] = path_mismatch(g.key.platform, path, baseline, sorted(set(others)))
     return out

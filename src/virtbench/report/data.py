@@ -16,7 +16,7 @@ from typing import Any
 from ..analysis import groups as groups_mod
 from ..analysis import scores
 from ..analysis.groups import Group, GroupKey
-from ..analysis.normalize import Comparison, against_baseline
+from ..analysis.normalize import Comparison, against_baseline, incomparable
 from ..store.db import CellRow, Store
 from ..store.description import RunDescription
 from .svg import PALETTE
@@ -38,6 +38,8 @@ class ReportData:
     geomeans: list[scores.GeoMean]
     platforms: list[str] = field(default_factory=list)  # baseline first, then campaign order
     suites: list[str] = field(default_factory=list)
+    # groups with no ratio because the baseline measured them over another network path
+    incomparable: dict[GroupKey, str] = field(default_factory=dict)
 
     @classmethod
     def load(cls, store: Store, run_id: str) -> ReportData:
@@ -71,6 +73,7 @@ class ReportData:
             geomeans=scores.geomeans(groups, comparisons, baseline, description.scoring_of),
             platforms=platforms,
             suites=list(dict.fromkeys(c.suite for c in cells)),
+            incomparable=incomparable(groups, baseline),
         )
 
     @property

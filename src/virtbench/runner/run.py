@@ -39,7 +39,7 @@ from ..platforms.base import NAME_PREFIX, Platform, PlatformSpec
 from ..results import SOLO_PEAK_SCENARIO
 from ..scenarios.base import ScenarioEnv
 from ..scenarios.peaks import SoloPeaks
-from ..serving import remote
+from ..serving import netpath, remote
 from ..store.db import open_store
 from ..store.fallback import FallbackStore
 from ..store.stops import Stop
@@ -299,6 +299,10 @@ class Runner:
             ) from exc
         finally:
             signal.signal(signal.SIGTERM, old_term)
+            try:
+                netpath.close()  # the load generators' netns (client_path = bridge), if made
+            except Exception as exc:  # noqa: BLE001 - said; `virtbench cleanup` removes it
+                self.console.print(f"[red]could not remove the client netns:[/] {escape(str(exc))}")
             try:
                 if status != "finished":  # the cell in flight when it stopped
                     self.store.settle_cells(run_id, "running", states.INTERRUPTED)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from ..drivers.validity import CLIENT_SATURATED
 from ..platforms.base import ExecResult
 from ..platforms.procs import run_host
+from . import netpath
 
 if TYPE_CHECKING:
     from ..workloads.base import RunContext
@@ -65,7 +66,7 @@ def run_client(
         res, out = ctx.remote.run(argv, ctx.client_cpus, timeout, env)
         usable = max(1, min(len(out.get("cpus") or [1]), threads))
         return ClientRun(res, _busy(res) / max(res.elapsed_s, 1e-6) / usable)
-    res = run_host(argv, cpus=ctx.client_cpus, timeout=timeout, env=env)
+    res = run_host(netpath.wrap(argv, ctx), cpus=ctx.client_cpus, timeout=timeout, env=env)
     util = _busy(res) / max(res.elapsed_s, 1e-6) / usable_cpus(ctx, threads)
     return ClientRun(res, util)
 
@@ -143,10 +144,16 @@ def run_clients(
     timeout: float | None = None,
     stagger_s: float = 0.0,
     remote=None,
+    ctx: RunContext | None = None,
 ) -> ParallelRun:
     """Run several load generator processes side by side (process i pinned to slots[i],
     started i * stagger_s after the first, so equal open-loop schedules interleave); on
-    the client host `remote` (ctx.remote) if given."""
+    the client host `remote` (ctx.remote) if given, else on this host on the cell's client
+    path (`ctx`: inside the client netns for client_path = bridge)."""
+    if ctx is not None:
+        remote = ctx.remote if remote is None else remote
+        if remote is None:
+            argvs = [netpath.wrap(a, ctx) for a in argvs]
     results: list[ExecResult | None] = [None] * len(argvs)
     errors: list[BaseException] = []
     remote_busy: list[float] = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import random
 import socket
 from pathlib import Path
@@ -77,4 +78,8 @@ def candidate_ports(requested: int, tries: int = 8) -> list[int]:
 
 
 def is_loopback(host: str) -> bool:
-    return host.startswith("127.") or host in ("localhost", "::1")
+    """True for a loopback address (127.0.0.0/8, ::1) or `localhost`."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"

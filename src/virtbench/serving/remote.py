@@ -36,6 +36,7 @@ from typing import Any
 from ..errors import VirtbenchError, WorkloadError
 from ..naming import NAME_PREFIX
 from ..platforms.base import ExecResult
+from .ports import is_loopback
 
 CONTROL_PATH = f"/tmp/{NAME_PREFIX}ssh-%C"  # one master per client host, gone 60 s idle
 RTT_PORT = 22  # a connect to the target answers (SYN-ACK or RST) after one round trip
@@ -185,13 +186,6 @@ def source_address(peer: str) -> str:
     if r.returncode != 0 or not m:
         raise VirtbenchError(f"no route from this host to the client host {peer} ({ip})")
     return m.group(1)
-
-
-def is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"
 
 
 class RemoteClient:
@@ -387,16 +381,6 @@ class CellClient:
         res, out = self.client.run(argv, cpus, timeout, env)
         self._note(out)
         return res, out
-
-
-def listen_address(platform, ctx) -> str | None:
-    """The address a server inside `platform` binds to: the platform's own, except that a
-    server on the host's loopback listens on every address when the client is another host
-    (it reaches the target's address; the readiness probe still uses loopback)."""
-    inner = platform.listen_address()
-    if getattr(ctx, "remote", None) is not None and inner is not None and is_loopback(inner):
-        return None
-    return inner
 
 
 def open_client(settings, campaign_file: str) -> RemoteClient | None:

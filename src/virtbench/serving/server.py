@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import VirtbenchError, WorkloadError
 from ..platforms.base import Platform, Process
-from . import readiness
+from . import netpath, readiness
 from .ports import candidate_ports, ephemeral, is_loopback, port_free_on_host
 from .readiness import Probe, choose_probe
 
@@ -29,6 +29,7 @@ class Served:
     inner_port: int  # the port the server listens on inside the environment
     ready_s: float = 0.0  # from spawn until the readiness probe succeeded
     ready_attempts: int = 0  # probes it took (> 1: refused or lost at first)
+    path: str = ""  # the kind of path the client takes to it (netpath.kind: label net_path)
 
 
 @contextmanager
@@ -52,6 +53,7 @@ def serve(
     Ready means: `probe` answers (e.g. a real HTTP request), else with `listen` ("tcp" or
     "udp") its socket shows up inside the environment (no connection that would disturb it),
     else a TCP connect succeeds (`tcp_probe`), else nothing is checked."""
+    netpath.prepare(ctx)  # e.g. the bridge and the client netns, before a server binds there
     tried: list[int] = []
     fixed = None if requested_port else platform.server_ports()
     for port in fixed or candidate_ports(requested_port):
@@ -62,6 +64,7 @@ def serve(
         served = _start(platform, make_argv(port), port, ctx, what, check, ready_timeout, settle_s)
         if _lost_port(served, platform, what, port_key, requested_port):
             continue
+        served.path = netpath.kind(served.host, ctx)
         if ctx.remote is not None:  # a client host: the address it reaches the server at
             try:
                 served.host = ctx.remote.reach(served.host)
@@ -117,6 +120,9 @@ def _start(
     host, outer = platform.endpoint(port)
     attempts = 0
     try:
+        # the address the cell's client uses (netpath: e.g. the host's bridge address for a
+        # client on the bridge); the probe goes there too
+        host = netpath.reach(platform, host, ctx)
         if probe is not None:
             limit = readiness.READY_TIMEOUT_S if ready_timeout is None else ready_timeout
             attempts = readiness.wait_ready(host, outer, proc, limit, what, probe)

@@ -83,7 +83,13 @@ class Workload(abc.ABC):
 
     def sample(self, metric: str, value: float, **labels: Any) -> Sample:
         m = self.metric(metric)
+        labels = {**getattr(self, "_run_labels", {}), **labels}
         return Sample(m.name, float(value), m.unit, m.higher_is_better, labels=labels)
+
+    def label_all(self, **labels: Any) -> None:
+        """Labels every later sample of this run carries (e.g. the network path its client
+        took, once its server is up); a workload instance measures one cell."""
+        self._run_labels = {**getattr(self, "_run_labels", {}), **labels}
 
     # The simple shape: one command, run once, parsed. Override `run` for multi-step workloads.
     def command(self, ctx: RunContext, platform: Platform) -> list[str]:

@@ -1,6 +1,7 @@
 """Network suite (seed 002): iperf3 TCP/UDP throughput and sockperf request/response round
 trips (netperf's TCP_RR/UDP_RR; netperf is not in Debian). The server runs inside the
-environment, the client on the host, reaching it at `platform.endpoint(port)`."""
+environment, the client on the host (or in its own netns on virtbench's bridge, or on a
+client host: `client_path`, serving/netpath.py), reaching it at `platform.endpoint(port)`."""
 
 from __future__ import annotations
 
@@ -10,20 +11,25 @@ from typing import Any
 from ..drivers import iperf3, sockperf
 from ..errors import WorkloadError
 from ..platforms.base import Platform
+from ..results import NET_PATH_LABEL
+from ..serving import netpath
 from ..serving.loadgen import ClientRun, raise_nofile, run_client
+from ..serving.netpath import listen_address
 from ..serving.readiness import READY_TIMEOUT_S
-from ..serving.remote import listen_address
 from ..serving.server import serve
 from .base import Metric, Param, RunContext, Sample, Workload
 from .registry import register
 
 PORT_PARAM = Param(0, "server port inside the environment; 0 picks a free one", min=0, max=65535)
+# where the load generator runs and how it reaches the server (serving/netpath.py); every
+# sample records the path it took (label net_path), and no ratio crosses two paths
+CLIENT_PATH_PARAM = Param(netpath.HOST, netpath.HELP, choices=netpath.CLIENT_PATHS)
 DURATION_PARAM = Param(3.0, "seconds per run", min=1, max=3600)
 
 
 class _NetWorkload(Workload):
     suite = "network"
-    dimension_labels = ("protocol", "message_size_bytes", "rate")
+    dimension_labels = ("protocol", "message_size_bytes", "rate", NET_PATH_LABEL)
 
     def client_sample(self, run: ClientRun, **labels: Any) -> Sample:
         s = self.sample("client_cpu_pct", 100 * run.cpu_util, **labels)
@@ -54,6 +60,7 @@ class _Iperf3(_NetWorkload):
         "streams": Param(1, "parallel streams (-P)", min=1, max=128),
         "reverse": Param(False, "server sends to the client (-R) instead of receiving"),
         "port": PORT_PARAM,
+        "client_path": CLIENT_PATH_PARAM,
     }
 
     def client_argv(self, host: str, port: int, ctx: RunContext) -> list[str]:
@@ -74,6 +81,7 @@ class _Iperf3(_NetWorkload):
             requested_port=int(ctx.params.get("port", 0)),
             listen="tcp",  # a probe connection would start (and abort) an iperf3 test
         ) as served:
+            self.label_all(**{NET_PATH_LABEL: served.path})
             argv = self.client_argv(served.host, served.port, ctx)
             run, attempts = self.connect_and_run(argv, ctx)
         if run.result.timed_out:
@@ -166,6 +174,7 @@ class _Sockperf(_NetWorkload):
         "duration": Param(3.0, "seconds per run", min=2, max=3600),
         "msg_size": Param(64, "request and response size in bytes", min=14, max=65000),
         "port": PORT_PARAM,
+        "client_path": CLIENT_PATH_PARAM,
     }
 
     def run(self, platform: Platform, ctx: RunContext) -> list[Sample]:
@@ -181,6 +190,7 @@ class _Sockperf(_NetWorkload):
             listen=None if self.tcp else "udp",
             settle_s=0.5,
         ) as served:
+            self.label_all(**{NET_PATH_LABEL: served.path})
             argv = sockperf.client_argv(
                 served.host, served.port, self.tcp, p["duration"], p["msg_size"]
             )

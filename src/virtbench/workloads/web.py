@@ -16,6 +16,7 @@ from typing import Any
 from ..drivers import httperf, nginx, sweep, wrk
 from ..errors import WorkloadError
 from ..platforms.base import Platform
+from ..results import NET_PATH_LABEL
 from ..serving.loadgen import (
     ClientRun,
     ParallelRun,
@@ -24,10 +25,11 @@ from ..serving.loadgen import (
     run_client,
     run_clients,
 )
+from ..serving.netpath import listen_address
 from ..serving.readiness import http_probe
-from ..serving.remote import listen_address
 from ..serving.server import Served, serve
 from .base import Metric, Param, RunContext, Sample, Workload
+from .network import CLIENT_PATH_PARAM
 from .registry import register
 
 PAPER_SIZES = [1, 4, 10, 30, 50, 70, 100, 200]
@@ -42,6 +44,8 @@ COMMON_PARAMS = {
         min=1,
         max=100_000,
     ),
+    # where the load generator runs (serving/netpath.py), recorded as label net_path
+    "client_path": CLIENT_PATH_PARAM,
 }
 
 
@@ -50,6 +54,7 @@ class _NginxWorkload(Workload):
     # A sweep point is identified by file size and step index (in capacity mode the offered
     # rate follows each repetition's probe, so it is a fact of the point, not its identity).
     dimension_labels = ("file_size_kb", "step", "error_class", "phase", "connections")
+    dimension_labels += (NET_PATH_LABEL,)  # the client's path (serving/netpath.py)
     # facts of a sweep and of its load generator
     ignored_labels = ("offered_rate", "peak_step", "stopped", "max_connect_burst")
     ignored_labels += ("client_nofile", "client_errors", "client_cpus_busy_pct")
@@ -80,6 +85,7 @@ class _NginxWorkload(Workload):
             requested_port=int(p.get("port", 0)),
             probe=http_probe(nginx.uri(sizes[0])),
         ) as served:
+            self.label_all(**{NET_PATH_LABEL: served.path})
             yield served
 
     @staticmethod
@@ -389,9 +395,7 @@ class HttperfSweep(_NginxWorkload):
         ]
         # start the processes 1/rate apart so their equal schedules interleave, not coincide
         stagger = min(0.05, 1 / max(load.conn_rate, 1))
-        par = run_clients(
-            argvs, slots, timeout=duration * 3 + 60, stagger_s=stagger, remote=st.ctx.remote
-        )
+        par = run_clients(argvs, slots, timeout=duration * 3 + 60, stagger_s=stagger, ctx=st.ctx)
         for i, run in enumerate(par.runs):
             if not run.result.ok:
                 tail = (run.result.stderr or run.result.stdout).strip().splitlines()[-3:]

@@ -3,6 +3,7 @@ charts with error bars of every test case's primary metric per platform."""
 
 from __future__ import annotations
 
+from ...analysis import normalize
 from ...analysis.groups import Group
 from ...analysis.normalize import BETTER, NO_CI, UNDECIDED, WORSE, Comparison
 from ...analysis.stats import HIGH_CV
@@ -50,6 +51,8 @@ def ratio_cells(data: ReportData, g: Group) -> list[Td]:
     if g.key.platform == data.baseline:
         return [Td("baseline", "num base"), Td("", "num base")]
     if c is None:
+        if why := data.incomparable.get(g.key):  # measured over another network path
+            return [Td(Raw(badge("not comparable", "warn", why)), "num", why), Td("–", "num")]
         return [Td("–", "num"), Td("–", "num")]
     # colour only differences the CI says are real (interval entirely above/below 1)
     cls = {BETTER: "good", WORSE: "worse"}.get(c.decision, "")
@@ -145,7 +148,7 @@ def md_summary(data: ReportData, suite: str, gs: list[Group]) -> str:
     platforms = [p for p in data.platforms if any(g.key.platform == p for g in gs)]
     rows: dict[tuple, dict[str, str]] = {}
     label: dict[tuple, str] = {}
-    ratios = False
+    ratios = paths = False
     for g in gs:
         k = (g.key.test_case, g.key.dims, g.key.scenario)
         label[k] = describe_test(g) + (f" · {g.key.scenario}" if g.key.scenario != "solo" else "")
@@ -155,6 +158,9 @@ def md_summary(data: ReportData, suite: str, gs: list[Group]) -> str:
         if c is not None and g.key.platform != data.baseline:
             text += f" {md_ratio(c)}"
             ratios = True
+        elif g.key in data.incomparable:
+            text += " (no ratio: other net_path)"
+            paths = True
         text += " ⚠CV" if s.noisy else ""
         text += f" +{g.n_invalid} invalid" if g.n_invalid else ""
         rows.setdefault(k, {})[g.key.platform] = text
@@ -166,12 +172,48 @@ def md_summary(data: ReportData, suite: str, gs: list[Group]) -> str:
     more = {t: n - MD_ROWS_PER_TEST for t, n in per_test.items() if n > MD_ROWS_PER_TEST}
     unit = {g.key.test_case: f"{g.unit}, {'HIB' if g.higher_is_better else 'LIB'}" for g in gs}
     text = f"## {suite}\n" + md_table(["test case", *platforms], out)
+    if path := paths_text(gs):
+        text += f"\n\n{path}"
     text += "\n\n" + "; ".join(f"{t}: {u}" for t, u in unit.items())
     if ratios:
         text += "\n(×ratio to the baseline, > 1 = better; undecided: its 95% CI includes 1.0)"
+    if paths:
+        text += (
+            "\n(no ratio: measured over another network path than the baseline, see net_path;"
+            ' client_path = "bridge" puts every platform on one path)'
+        )
     if more:
         text += "\n" + "; ".join(f"{t}: +{n} more rows in the HTML report" for t, n in more.items())
     return text
+
+
+def paths_text(gs: list[Group]) -> str | None:
+    """Which network path the load generators took (label net_path), per platform when they
+    differ; None for results without one (suites with no client)."""
+    by: dict[str, set[str]] = {}
+    for g in gs:
+        if (p := normalize.path_of(g)) is not None:
+            by.setdefault(str(p), set()).add(g.key.platform)
+    if not by:
+        return None
+    if len(by) == 1:
+        return f"Client path: net_path={next(iter(by))} for every platform (docs/network.md)."
+    parts = "; ".join(f"net_path={p}: {', '.join(sorted(ps))}" for p, ps in sorted(by.items()))
+    return f"Client paths differ: {parts} (docs/network.md)."
+
+
+def path_note(data: ReportData, gs: list[Group]) -> Raw:
+    """The client's network path, and why rows have no ratio: their platform was measured
+    over another path than the baseline (one line per platform and path)."""
+    text = paths_text(gs)
+    out = Raw(f'<p class="note">{h(text)}</p>') if text else Raw("")
+    why = list(dict.fromkeys(data.incomparable[g.key] for g in gs if g.key in data.incomparable))
+    if not why:
+        return out
+    items = "".join(f"<li>{h(w)}</li>" for w in why)
+    return out + Raw(
+        f'<div class="note"><p>No ratio to the baseline for:</p><ul>{items}</ul></div>'
+    )
 
 
 @register_section(30, "suites")
@@ -192,6 +234,7 @@ def suite_sections(data: ReportData) -> list[Section]:
             continue
         body = Raw(f'<p class="note">{h(notes[suite])}</p>') if suite in notes else Raw("")
         body += scroll(table(HEADERS, [group_row(data, g) for g in primary]))
+        body += path_note(data, primary)
         charts = []
         for tc in dict.fromkeys(g.key.test_case for g in primary):
             svg = test_chart(data, [g for g in primary if g.key.test_case == tc])
