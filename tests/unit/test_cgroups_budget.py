@@ -135,12 +135,26 @@ def test_host_quota(spec, quota):
 
 
 def test_notes_say_own_and_the_guest_quota_the_host_cannot_share():
-    assert runner_budget.note(CON, "own") == "own"
-    assert runner_budget.note(CON, "shared") is None  # the budget's label says it
-    assert runner_budget.note(FREE_VM, "shared") is None  # nothing to say: no quota at all
+    assert runner_budget.note(CON) == "own"  # a quota, but no budget: its own
+    assert runner_budget.label(None, CON) == "own"
+    assert runner_budget.note(FREE_VM) is None  # nothing to say: no quota at all
     guest = PlatformSpec("c@vm0", "container", {"cpu_quota_us": 50000}, host=FREE_VM)
-    text = runner_budget.note(guest, "shared")
+    text = runner_budget.note(guest)
     assert text.startswith("own: cpu_quota_us = 50000 inside its VM 'vm0'")
+
+
+def test_only_groups_with_co_location_cells_get_a_budget():
+    from virtbench.campaign.model import Settings
+    from virtbench.runner.run import _budget_mode
+    from virtbench.scenarios import registry
+
+    campaign = type("C", (), {"settings": Settings()})
+    cell = lambda text: type("Cell", (), {"parsed_scenario": registry.parse(text)})  # noqa: E731
+    assert _budget_mode(campaign, [cell("solo"), cell("identical")]) == "shared"
+    assert _budget_mode(campaign, [cell("solo")]) == "own"  # RT probes keep their bandwidth
+    assert _budget_mode(campaign, [cell("antagonist:cpu-load")]) == "own"
+    campaign.settings.cpu_budget = "own"
+    assert _budget_mode(campaign, [cell("identical")]) == "own"
 
 
 def test_for_target_makes_a_budget_only_when_shared_and_quota(tmp_path, monkeypatch):

@@ -33,11 +33,11 @@ def host_quota(spec: PlatformSpec) -> tuple[int, int | None] | None:
     return int(quota), (int(period) if period is not None else None)
 
 
-def note(spec: PlatformSpec, mode: str) -> str | None:
+def note(spec: PlatformSpec) -> str | None:
     """`labels.cpu_budget` of a target that runs in no budget, where a quota makes it worth
-    saying; None: it has no quota at all."""
+    saying ("own": its own quota); None: it has no quota at all."""
     if host_quota(spec) is not None:
-        return OWN if mode == OWN else None  # shared: the budget's own label
+        return OWN
     inner = spec.options.get("cpu_quota_us") if spec.host is not None else None
     if inner is not None:
         # the quota caps CPU time inside the guest; the host sees only the VM, which is free
@@ -62,6 +62,6 @@ def for_target(spec: PlatformSpec, mode: str) -> Iterator[CpuBudget | None]:
         budget.destroy()
 
 
-def label(budget: CpuBudget | None, spec: PlatformSpec, mode: str) -> str | None:
+def label(budget: CpuBudget | None, spec: PlatformSpec) -> str | None:
     """`labels.cpu_budget` of a cell's samples (None: nothing to say)."""
-    return budget.label() if budget is not None else note(spec, mode)
+    return budget.label() if budget is not None else note(spec)

@@ -358,7 +358,7 @@ class Runner:
                 cm = ExitStack()
                 try:
                     budget = cm.enter_context(
-                        budget_mod.for_target(spec, campaign.settings.cpu_budget)
+                        budget_mod.for_target(spec, _budget_mode(campaign, cells))
                     )
                     platform = cm.enter_context(provisioned(spec, budget))
                 except BaseException as exc:  # any provisioning failure fails this group only
@@ -462,7 +462,6 @@ class Runner:
         sampler: Sampler | None = None,
     ) -> ScenarioEnv:
         specs = {p.name: p for p in campaign.platforms} if campaign else {}
-        mode = campaign.settings.cpu_budget if campaign else budget_mod.SHARED
         return ScenarioEnv(
             target=platform,
             workload=workload,
@@ -472,7 +471,7 @@ class Runner:
             sampler=sampler or Sampler(),  # warm-ups sample nothing
             solo_peaks=self.peaks,
             budget=platform.cpu_budget(),
-            budget_note=budget_mod.note(platform.spec, mode),
+            budget_note=budget_mod.note(platform.spec),
         )
 
     def _warmup(self, platform: Platform, wcls, cell: Cell, campaign: Campaign) -> None:
@@ -499,7 +498,7 @@ class Runner:
             ),
         )
         # the CPU budget the target ran in (scenarios say more: a pair's neighbours, a lift)
-        said = budget_mod.label(platform.cpu_budget(), cell.platform, campaign.settings.cpu_budget)
+        said = budget_mod.label(platform.cpu_budget(), cell.platform)
         if said is not None:
             for s in out.samples:
                 s.labels.setdefault("cpu_budget", said)
@@ -551,6 +550,15 @@ def _adaptive_plan(campaign: Campaign, repetitions: int | str | None) -> Adaptiv
     if repetitions is None:
         return campaign.settings.adaptive
     return None
+
+
+def _budget_mode(campaign: Campaign, cells: list[Cell]) -> str:
+    """The campaign's `cpu_budget` for a group of cells on one target, "own" for a group
+    without co-location cells: nothing would share the budget, and a budget's environments
+    get no real-time bandwidth (cgroups/budget.py), which the latency suite needs."""
+    if any(getattr(c.parsed_scenario, "shares_cpu_budget", False) for c in cells):
+        return campaign.settings.cpu_budget
+    return budget_mod.OWN
 
 
 @contextmanager

@@ -46,6 +46,9 @@ class Scenario(abc.ABC):
     kind: ClassVar[str]
     usage: ClassVar[str]
     description: ClassVar[str]
+    # its neighbours join the target's shared CPU budget (co-location, cgroups/budget.py): the
+    # runner then provisions the target inside one, for every cell of its group (solo too)
+    shares_cpu_budget: ClassVar[bool] = False
 
     def __init__(self, args: list[str]) -> None:
         """Validate arguments; raise ValueError with a message naming what is allowed."""
