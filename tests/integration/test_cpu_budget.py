@@ -57,6 +57,8 @@ def test_two_containers_divide_one_budget():
             for h in hogs:
                 h.stop(timeout=2)
         used = [(y - x) / (t1 - t0) for x, y in zip(c0, c1, strict=True)]
+        throttled = s1["nr_throttled"] - s0["nr_throttled"]
+        print(f"CPU/s in one 0.5-CPU budget: {used[0]:.3f} + {used[1]:.3f}; throttled {throttled}")
         # together at most the budget's half CPU (+ slack for the period edges), where own
         # quotas would have given 0.5 each (1.0 together)
         assert sum(used) < 0.6, f"CPU/s {used}: the pair was not held to one budget"
