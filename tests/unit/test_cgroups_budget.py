@@ -218,3 +218,26 @@ def test_vm_qemu_group_inside_the_budget_without_its_own_quota(tmp_path, monkeyp
     d = Path(cg.paths()["cpu"])
     assert (d / "cpu.shares").read_text() == "512"  # its weight stays its own
     assert not (d / "cpu.cfs_quota_us").exists()
+
+
+def test_provisioned_refuses_a_platform_that_stayed_outside_the_budget(tmp_path, monkeypatch):
+    from tests.unit.fakes import FakePlatform
+    from virtbench.runner import run as runner_run
+
+    layout = _fake_v1(tmp_path)
+    b = CpuBudget.create(50_000, layout=layout)
+    log: list[str] = []
+    made: list[FakePlatform] = []
+
+    def create(spec, instance, host=None):
+        p = FakePlatform(spec.name, log)
+        p.teardown = lambda: log.append("down")  # type: ignore[method-assign]
+        made.append(p)
+        return p
+
+    monkeypatch.setattr(runner_run.platform_registry, "create", create)
+    outside = "did not make its cgroup inside the shared CPU"
+    with pytest.raises(PlatformError, match=outside), runner_run.provisioned(CON, b):
+        pass
+    assert made[0].budget is b  # it was asked to
+    assert log == ["down"]  # and torn down when it did not
