@@ -67,6 +67,7 @@ BAD_CAMPAIGN: dict[str, list[Any]] = {
     "client_host": [1, "", "  ", ["h2"], {}, True],
     "client_inventory": [1, "", ["inv.ini"], True],
     "client_target_address": [1, "", [], True],
+    "cpu_budget": ["Shared", "", 1, ["own"], {}, True, "shared "],
 }
 SCENARIO_JUNK = ["", "nan", "inf", "-1", "1e999", "abc", "0x10", "99999999999999999999"]
 

@@ -277,3 +277,19 @@ def test_a_platforms_suites_must_be_suites_of_the_campaign(value, problem):
     with pytest.raises(CampaignError, match=problem) as e:
         parse(text)
     assert "platforms[1].suites" in str(e.value) and "cpu, disk" in str(e.value)
+
+
+def test_cpu_budget_defaults_to_shared_and_takes_own():
+    assert parse(GOOD).settings.cpu_budget == "shared"
+    own = GOOD.replace("seed = 7\n", 'seed = 7\ncpu_budget = "own"\n')
+    assert parse(own).settings.cpu_budget == "own"
+
+
+@pytest.mark.parametrize("value", ['"pooled"', "1", '["shared"]'])
+def test_bad_cpu_budget_names_file_key_and_allowed_values(value):
+    bad = GOOD.replace("seed = 7\n", f"seed = 7\ncpu_budget = {value}\n")
+    with pytest.raises(CampaignError) as e:
+        parse(bad)
+    msg = str(e.value)
+    assert msg.startswith("c.toml: key 'campaign.cpu_budget'")
+    assert "allowed: shared, own" in msg

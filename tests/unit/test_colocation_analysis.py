@@ -139,3 +139,15 @@ def test_limit_names_the_side_that_limited_each_headline():
         rows + [client("b", 95.0)], {"web": "req_per_s"}, {"web": {"file_size_kb"}}
     )
     assert st.limit == "client (client at ≤ 95 % CPU)"
+
+
+def test_limit_says_a_pair_shared_one_budget_and_a_weights_cell_had_none():
+    shared = {"cpu_budget": "shared:50000/100000", "cpu_budget_members": ["vb-a", "vb-b"]}
+    plat = json.dumps({"platform": {"cpu_quota_us": 50000}})
+    pair = _sized("identical", "target", 1, 6000, 1, **shared) | {"cell_id": "p"}
+    (st,) = c.cell_stats([pair | {"cell_labels": plat}], {"web": "req_per_s"}, {"web": set()})
+    assert st.limit == "server (CPU budget 0.5 shared by 2)"
+    lifted = {"cpu_budget": "lifted:50000/100000"}
+    w = _sized("weights:1:4:1", "target", 1, 6000, 1, **lifted) | {"cell_id": "w"}
+    (st,) = c.cell_stats([w | {"cell_labels": plat}], {"web": "req_per_s"}, {"web": set()})
+    assert st.limit == "server"  # the quota was lifted: the shared CPU was the budget

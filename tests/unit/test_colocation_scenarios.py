@@ -170,3 +170,88 @@ def test_idle_neighbours_and_startup_plans():
     # an empty PLATFORM is an error for idle-neighbours (it takes no DELAY_S to skip to)
     with pytest.raises(VirtbenchError, match="no platform '' in the campaign"):
         registry.parse("idle-neighbours:2:").plans(env)
+
+
+class FakeBudget:
+    """A shared CPU budget as the engine sees it (cgroups/budget.CpuBudget's surface)."""
+
+    def __init__(self):
+        self.inside: list[str] = ["vb-target"]
+        self.lifts = 0
+        self.periods = 0
+
+    def label(self):
+        return "shared:50000/100000"
+
+    def members(self):
+        return list(self.inside)
+
+    def throttled(self):
+        self.periods += 10
+        return {"nr_periods": self.periods, "nr_throttled": self.periods // 2}
+
+    @contextlib.contextmanager
+    def lifted(self):
+        self.lifts += 1
+        try:
+            yield "lifted:50000/100000"
+        finally:
+            self.lifts -= 1
+
+
+def _budget_env(log, budget, note=None):
+    env = _env(log)
+    calls = []
+
+    @contextlib.contextmanager
+    def new_platform(spec, role, budget=None):
+        calls.append((role, budget))
+        if budget is not None:
+            budget.inside.append(f"vb-{role}")
+        yield FakePlatform(spec.name, log)
+
+    env.new_platform = new_platform
+    env.budget, env.budget_note = budget, note
+    return env, calls
+
+
+@pytest.mark.parametrize("scenario", ["identical", "idle-neighbours:2:other", "many:3"])
+def test_every_neighbour_joins_the_targets_budget_and_samples_say_so(scenario):
+    budget = FakeBudget()
+    env, calls = _budget_env([], budget)
+    samples = registry.parse(scenario).run(env)
+    assert calls and all(b is budget for _role, b in calls)  # each provisioned inside it
+    ops = [s for s in samples if s.metric == "ops"]
+    assert ops and all(s.labels["cpu_budget"] == "shared:50000/100000" for s in samples)
+    assert ops[0].labels["cpu_budget_members"] == budget.members()  # target + neighbours
+    assert len(budget.members()) == 1 + len(calls)
+    assert ops[0].labels["cpu_budget_throttled"] == "5/10 periods"  # during the scene only
+
+
+def test_without_a_budget_neighbours_are_provisioned_as_before_and_labelled():
+    env, calls = _budget_env([], None, note="own")
+    samples = registry.parse("identical").run(env)
+    assert calls == [("neighbour-1", None)]
+    assert {s.labels["cpu_budget"] for s in samples} == {"own"}
+    env, _ = _budget_env([], None)  # no quota anywhere: nothing fixed to share
+    assert {s.labels["cpu_budget"] for s in registry.parse("identical").run(env)} == {"none"}
+
+
+def test_a_weights_cell_lifts_the_budget_for_the_cell_only(monkeypatch):
+    from virtbench.scenarios import weights as weights_mod
+
+    monkeypatch.setattr(weights_mod, "apply", lambda *a, **k: {})  # fakes have no cgroups
+    budget = FakeBudget()
+    env, _ = _budget_env([], budget)
+    seen = []
+    orig = engine._run_workload
+
+    def spy(*a, **k):
+        seen.append(budget.lifts)
+        return orig(*a, **k)
+
+    monkeypatch.setattr(engine, "_run_workload", spy)
+    samples = registry.parse("weights:1:4:1:cpu=0").run(env)
+    assert seen == [1, 1]  # lifted while both ran
+    assert budget.lifts == 0  # and back afterwards
+    assert {s.labels["cpu_budget"] for s in samples} == {"lifted:50000/100000"}

@@ -205,10 +205,10 @@ def test_samples_of_overlapping_runs_are_labelled(tmp_path, monkeypatch, host_ru
     monkeypatch.setattr(runner, "_commit", lambda r, c, out, labels: committed.append(out))
     monkeypatch.setattr(runner, "_print", lambda *a: None)
     cell = type("C", (), {"seq": 1, "params": {}, "parsed_scenario": None, "platform": None})
-    cell.platform = type("P", (), {"name": "native"})
+    cell.platform = type("P", (), {"name": "native", "host": None, "options": {}})
     cell.test_case, cell.scenario, cell.repetition = "sysbench-cpu-1t", "solo", 1
-    platform = type("Pl", (), {"labels": lambda self: {}})()
-    campaign = type("Ca", (), {"settings": type("S", (), {})})
+    platform = type("Pl", (), {"labels": lambda self: {}, "cpu_budget": lambda self: None})()
+    campaign = type("Ca", (), {"settings": type("S", (), {"cpu_budget": "shared"})})
     monkeypatch.setattr(runner, "_context", lambda *a: None)
     runner._run_cell(run_id, platform, None, cell, campaign)
     assert committed[0].samples[0].labels["overlapped_runs"] == "4242"

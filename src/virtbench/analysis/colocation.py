@@ -221,14 +221,27 @@ def cell_stats(
     return out
 
 
-def _budget(row: dict[str, Any]) -> float | None:
-    """The server's CPU budget (CPUs) from the cell's platform labels, if it had a quota."""
+def _budget(row: dict[str, Any]) -> str | None:
+    """The server's CPU budget (CPUs), if it had a quota: the cell's shared budget from the
+    sample's `cpu_budget` label ("shared:Q/P", with how many environments divided it; a
+    weights cell's "lifted" budget is none), else its platform's own quota."""
+    said = str(labels_of(row).get("cpu_budget") or "")
+    if said.startswith("lifted:"):
+        return None
+    if said.startswith("shared:"):
+        quota, _, period = said.removeprefix("shared:").partition("/")
+        try:
+            cpus = int(quota) / int(period or 100_000)
+        except ValueError:
+            return None
+        n = len(labels_of(row).get("cpu_budget_members") or [])
+        return f"{cpus:g}" + (f" shared by {n}" if n > 1 else "")
     try:
         plat = json.loads(row.get("cell_labels") or "{}").get("platform") or {}
     except ValueError:
         return None
     quota = plat.get("cpu_quota_us")
-    return quota / (plat.get("cpu_period_us") or 100_000) if quota else None
+    return f"{quota / (plat.get('cpu_period_us') or 100_000):g}" if quota else None
 
 
 def _client_limited(row: dict[str, Any]) -> bool:
@@ -266,7 +279,7 @@ def _limits(
         head = heads.get(at)
         if head is not None and lab.get("step") == head[1] and lab.get("phase") != "probe":
             client_pct[at] = float(r["value"])
-    sides: dict[tuple[str, str, str, Dims], list[tuple[bool, float | None, float | None]]]
+    sides: dict[tuple[str, str, str, Dims], list[tuple[bool, float | None, str | None]]]
     sides = defaultdict(list)
     for at, (key, _step, client) in heads.items():
         sides[key].append((client, client_pct.get(at), budgets.get(at[0])))
@@ -275,7 +288,7 @@ def _limits(
         pcts = [p for _c, p, _b in found if p is not None]
         cpu = f"client at ≤ {max(pcts):.0f} % CPU" if pcts else ""
         budget = next((b for _c, _p, b in found if b), None)
-        server = "server" + (f" (CPU budget {budget:g})" if budget else "")
+        server = "server" + (f" (CPU budget {budget})" if budget else "")
         n = sum(1 for c, _p, _b in found if c)
         if n == 0:
             out[key] = server + (f"; {cpu}" if cpu else "")

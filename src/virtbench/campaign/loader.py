@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import parsing
+from ..cgroups import budget
 from ..errors import CampaignError
 from ..parsing import ParseError
 from ..platforms import registry as platform_registry
@@ -37,6 +38,7 @@ CAMPAIGN_KEYS = {
     "target_cpus",
     "client_cpus",
     "scenarios",
+    "cpu_budget",
     *ADAPTIVE_KEYS,
     *CLIENT_KEYS,
 }
@@ -306,6 +308,17 @@ def _settings(file: str, meta: dict) -> Settings:
         )
     if "baseline" in meta:
         s.baseline = _typed(file, "campaign.baseline", meta["baseline"], str)
+    if "cpu_budget" in meta:
+        if meta["cpu_budget"] not in budget.MODES:
+            raise CampaignError(
+                file,
+                "campaign.cpu_budget",
+                "unknown CPU budget mode (shared: a cell's environments divide the target's "
+                "cpu_quota_us, like tenants of one host; own: each keeps its own quota)",
+                meta["cpu_budget"],
+                budget.MODES,
+            )
+        s.cpu_budget = meta["cpu_budget"]
     s.target_cpus = _cpus(file, "campaign.target_cpus", meta.get("target_cpus"))
     s.client_cpus = _cpus(file, "campaign.client_cpus", meta.get("client_cpus"))
     for key in CLIENT_KEYS:  # a client host of an Ansible inventory (serving/remote.py)

@@ -43,6 +43,9 @@ class Settings:
     client_host: str | None = None
     client_inventory: str | None = None
     client_target_address: str | None = None
+    # co-located environments share the target's CPU quota ("shared", cgroups/budget.py) or
+    # keep each its own ("own"); docs/colocation.md "One CPU budget per cell"
+    cpu_budget: str = "shared"
 
 
 @dataclass

@@ -5,11 +5,13 @@ v1 `/sys/fs/cgroup/<controller>/virtbench/vb-xxxx` (one directory per hierarchy)
 `/sys/fs/cgroup/virtbench/vb-xxxx`. The registered cleaner removes leftovers by that prefix.
 
 `layout` finds the hierarchies, `group` is one group (`Cgroup`) and the cleaner, `rt` the
-real-time budget allocator (v1 with RT group scheduling). Import from here.
+real-time budget allocator (v1 with RT group scheduling), `budget` a CPU quota several
+environments share (`CpuBudget`, groups nested in it). Import from here.
 """
 
 from __future__ import annotations
 
+from .budget import CpuBudget
 from .group import (
     SHARES_MAX,
     SHARES_MIN,
@@ -52,6 +54,7 @@ __all__ = [
     "V1_CONTROLLERS",
     "V2_CONTROLLERS",
     "Cgroup",
+    "CpuBudget",
     "Layout",
     "clean",
     "grant",

@@ -41,7 +41,8 @@ class Cgroup:
     """One control group across all hierarchies virtbench uses."""
 
     def __init__(self, name: str, layout: Layout) -> None:
-        if not name.startswith(NAME_PREFIX):
+        # a nested name "vb-budget/vb-env" is a group inside another of ours (cgroups/budget.py)
+        if not all(part.startswith(NAME_PREFIX) for part in name.split("/")):
             raise ValueError(f"cgroup name must start with {NAME_PREFIX!r}: {name!r}")
         self.name = name
         self.layout = layout
@@ -104,10 +105,17 @@ class Cgroup:
             _enable_v2_controllers(root)
             (root / PARENT).mkdir(exist_ok=True)
             _enable_v2_controllers(root / PARENT)
+            d = root / PARENT
+            for part in self.name.split("/")[:-1]:  # a group inside ours delegates as well
+                d = d / part
+                _require_dir(d)
+                _enable_v2_controllers(d)
             self._dirs["unified"].mkdir(exist_ok=True)
             rebalance_parent(self.layout)
             return
         for ctrl, d in self._dirs.items():
+            if "/" in self.name:
+                _require_dir(d.parent)  # never re-make a removed budget group without its quota
             d.parent.mkdir(exist_ok=True)
             if ctrl == "cpuset":
                 # v1 cpuset groups start empty and refuse tasks until cpus/mems are set
@@ -305,23 +313,45 @@ class Cgroup:
 
 
 def rebalance_parent(layout: Layout) -> None:
-    """Give the `virtbench` parent one default weight per child group.
+    """Give the `virtbench` parent one default weight per environment.
 
     Without this, every group under the parent (containers, VMs, neighbours of several runs)
     shares ONE default weight against the host's root-level tasks, so under host load a
     container gets less CPU than the same process run natively: a harness artefact, not a
-    cost of containers. Siblings' relative weights (256 vs 1024) are unaffected.
+    cost of containers. Siblings' relative weights (256 vs 1024) are unaffected. A group
+    holding environments of its own (a shared CPU budget, cgroups/budget.py) counts as that
+    many and gets their weight too: two environments weigh the same whether or not they share
+    a budget.
     """
     parent = layout.parent_dirs().get("cpu" if layout.version == "v1" else "unified")
     if parent is None or not parent.is_dir():
         return
-    n = max(1, sum(1 for p in parent.iterdir() if p.is_dir() and p.name.startswith(NAME_PREFIX)))
     if layout.version == "v1":
-        fname, value = "cpu.shares", min(SHARES_MAX, 1024 * n)
+        fname, unit, top = "cpu.shares", 1024, SHARES_MAX
     else:
-        fname, value = "cpu.weight", min(10000, 100 * n)
+        fname, unit, top = "cpu.weight", 100, 10000
+    n = 0
+    for group in _ours(parent):
+        inner = len(_ours(group))
+        n += max(1, inner)
+        if inner:
+            with contextlib.suppress(OSError):  # going away meanwhile
+                (group / fname).write_text(str(min(top, unit * inner)))
     with contextlib.suppress(OSError):  # the parent may be going away under `cleanup`
-        (parent / fname).write_text(str(value))
+        (parent / fname).write_text(str(min(top, unit * max(1, n))))
+
+
+def _ours(d: Path) -> list[Path]:
+    """vb- groups directly inside `d`."""
+    try:
+        return [p for p in d.iterdir() if p.is_dir() and p.name.startswith(NAME_PREFIX)]
+    except OSError:
+        return []
+
+
+def _require_dir(d: Path) -> None:
+    if not d.is_dir():
+        raise PlatformError(f"cgroup {d} does not exist (a group inside it cannot be made)")
 
 
 def _enable_v2_controllers(d: Path) -> None:

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from ..errors import WorkloadError
 from ..naming import NAME_PREFIX
 from .options import PlatformOptions
+
+if TYPE_CHECKING:
+    from ..cgroups import CpuBudget
 
 __all__ = [
     "NAME_PREFIX",
@@ -128,6 +131,9 @@ class Platform(abc.ABC):
         self.host = host
         self.opts = spec.parsed(self.Options)  # typed: what the platform reads
         self.options = dict(self.opts.values)  # as written, defaults filled in (labels)
+        # a CPU budget shared with other environments (cgroups/budget.py), set before
+        # provision: the platform makes its host cgroup inside it, with no quota of its own
+        self.budget: CpuBudget | None = None
 
     @property
     def name(self) -> str:
@@ -135,7 +141,16 @@ class Platform(abc.ABC):
 
     def labels(self) -> dict[str, Any]:
         """Facts recorded with every result from this platform (runtime, storage, accel...)."""
-        return {"platform_type": self.kind, **self.options}
+        out = {"platform_type": self.kind, **self.options}
+        if (budget := self.cpu_budget()) is not None:
+            out["cpu_budget"] = budget.label()
+        return out
+
+    def cpu_budget(self) -> CpuBudget | None:
+        """The shared CPU budget its host-side processes run in (its own, or its host's)."""
+        if self.budget is not None:
+            return self.budget
+        return self.host.cpu_budget() if self.host is not None else None
 
     @abc.abstractmethod
     def provision(self) -> None:

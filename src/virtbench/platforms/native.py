@@ -89,24 +89,28 @@ class NativePlatform(Platform):
         it does not inflate the virtbench parent's weight against them.
 
         A `cpu_quota_us` budget (a server given less CPU than its load generator on a small
-        host) needs the cpu group, so it is kept then, and failing to set it fails provision."""
-        quota = self.opts.cpu_quota_us
+        host) needs the cpu group, so it is kept then, and failing to set it fails provision.
+        Inside a shared CPU budget (`self.budget`, cgroups/budget.py) the group is made in the
+        budget's, with no quota of its own: the budget is its quota."""
+        budget = self.budget
+        quota = self.opts.cpu_quota_us if budget is None else None
+        limited = budget is not None or quota is not None  # a group it must run in
         if os.geteuid() != 0:
-            if quota is not None:
+            if limited:
                 raise PlatformError(f"{self.name}: cpu_quota_us needs root (a cgroup quota)")
             return None
         try:
             cg = Cgroup.create(
-                self.instance,
+                self.instance if budget is None else budget.child(self.instance),
                 cpu_quota_us=quota,
                 cpu_period_us=self.opts.cpu_period_us or (100_000 if quota else None),
             )
         except (PlatformError, OSError) as exc:
-            if quota is not None:
+            if limited:
                 raise PlatformError(f"{self.name}: cannot set cpu_quota_us: {exc}") from exc
             return None
         cpu_dir = cg.paths().get("cpu")
-        if quota is None and cpu_dir and Path(cpu_dir, "cpu.rt_runtime_us").exists():
+        if not limited and cpu_dir and Path(cpu_dir, "cpu.rt_runtime_us").exists():
             cg.drop_controller("cpu")
         return cg
 

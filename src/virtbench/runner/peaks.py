@@ -51,6 +51,9 @@ class StoredPeaks(SoloPeaks):
         self.store.start_cell(cid)
         out = measure(platform, ctx, lambda c, _sampler: run_solo(platform, workload, params, c))
         labels: dict[str, Any] = {"params": params, "platform": platform.labels()}
+        if (budget := platform.cpu_budget()) is not None:  # measured alone in the shared budget
+            for s in out.samples:
+                s.labels.setdefault("cpu_budget", budget.label())
         value = None
         if out.status == "ok":
             try:

@@ -32,7 +32,8 @@ from rich.text import Text
 from .. import __version__, hostinfo
 from ..campaign import expand, loader
 from ..campaign.model import Adaptive, Campaign, Cell
-from ..errors import VirtbenchError
+from ..cgroups import CpuBudget
+from ..errors import PlatformError, VirtbenchError
 from ..metrics.sampler import Sampler
 from ..platforms import registry as platform_registry
 from ..platforms.base import NAME_PREFIX, Platform, PlatformSpec
@@ -47,6 +48,7 @@ from ..tools import require
 from ..workloads import registry as workload_registry
 from ..workloads.base import RunContext
 from . import adaptive, describe, locks, states, validate
+from . import budget as budget_mod
 from .cell import Outcome, cell_id, measure, spec_json
 from .peaks import StoredPeaks
 
@@ -61,16 +63,27 @@ def instance_name() -> str:
 
 
 @contextmanager
-def provisioned(spec: PlatformSpec) -> Iterator[Platform]:
-    """Provision a platform (and the platform it stacks on), tear both down on exit."""
+def provisioned(spec: PlatformSpec, budget: CpuBudget | None = None) -> Iterator[Platform]:
+    """Provision a platform (and the platform it stacks on), tear both down on exit.
+
+    With a shared CPU `budget` (cgroups/budget.py) its host-side processes run inside it: the
+    platform's own, or, for a container inside a VM, its VM's."""
     if spec.host is not None:
         with (
-            provisioned(spec.host) as host,
+            provisioned(spec.host, budget) as host,
             platform_registry.create(spec, instance_name(), host) as p,
         ):
             yield p
         return
-    with platform_registry.create(spec, instance_name()) as p:
+    platform = platform_registry.create(spec, instance_name())
+    platform.budget = budget
+    with platform as p:
+        if budget is not None and not budget.holds(p.accounting().cgroups):
+            raise PlatformError(
+                f"platform '{spec.name}' did not make its cgroup inside the shared CPU budget "
+                f"{budget.name} (its cgroups: {p.accounting().cgroups or 'none'}); set "
+                '[campaign] cpu_budget = "own" to give each environment its own quota'
+            )
         yield p
 
 
@@ -344,10 +357,18 @@ class Runner:
                 spec = cells[0].platform
                 platform_name = spec.name
                 progress.update(task, description=escape(f"provisioning {platform_name}"))
+                # the target's CPU budget, shared by the neighbours of its co-location cells;
+                # removed after the target (the stack unwinds on errors and Ctrl-C too)
+                cm = ExitStack()
                 try:
-                    cm = provisioned(spec)
-                    platform = cm.__enter__()
-                except Exception as exc:  # any provisioning failure fails this group only
+                    budget = cm.enter_context(
+                        budget_mod.for_target(spec, _budget_mode(campaign, cells))
+                    )
+                    platform = cm.enter_context(provisioned(spec, budget))
+                except BaseException as exc:  # any provisioning failure fails this group only
+                    cm.close()  # the budget too, also on Ctrl-C
+                    if not isinstance(exc, Exception):
+                        raise
                     if not isinstance(exc, VirtbenchError):
                         exc = f"{type(exc).__name__}: {exc}"
                     for cell in cells:
@@ -453,6 +474,8 @@ class Runner:
             platforms=specs,
             sampler=sampler or Sampler(),  # warm-ups sample nothing
             solo_peaks=self.peaks,
+            budget=platform.cpu_budget(),
+            budget_note=budget_mod.note(platform.spec),
         )
 
     def _warmup(self, platform: Platform, wcls, cell: Cell, campaign: Campaign) -> None:
@@ -478,6 +501,11 @@ class Runner:
                 self._scenario_env(platform, wcls(), c, campaign, sampler)
             ),
         )
+        # the CPU budget the target ran in (scenarios say more: a pair's neighbours, a lift)
+        said = budget_mod.label(platform.cpu_budget(), cell.platform)
+        if said is not None:
+            for s in out.samples:
+                s.labels.setdefault("cpu_budget", said)
         client = getattr(ctx, "remote", None)
         if client is not None and client.facts:  # clock offset, RTT to the target
             labels["client"] = client.facts
@@ -528,7 +556,18 @@ def _adaptive_plan(campaign: Campaign, repetitions: int | str | None) -> Adaptiv
     return None
 
 
+def _budget_mode(campaign: Campaign, cells: list[Cell]) -> str:
+    """The campaign's `cpu_budget` for a group of cells on one target, "own" for a group
+    without co-location cells: nothing would share the budget, and a budget's environments
+    get no real-time bandwidth (cgroups/budget.py), which the latency suite needs."""
+    if any(getattr(c.parsed_scenario, "shares_cpu_budget", False) for c in cells):
+        return campaign.settings.cpu_budget
+    return budget_mod.OWN
+
+
 @contextmanager
-def _neighbour(spec: PlatformSpec, role: str) -> Iterator[Platform]:
-    with provisioned(spec) as p:
+def _neighbour(
+    spec: PlatformSpec, role: str, budget: CpuBudget | None = None
+) -> Iterator[Platform]:
+    with provisioned(spec, budget) as p:
         yield p

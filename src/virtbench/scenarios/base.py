@@ -12,6 +12,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from ..cgroups import CpuBudget
 from ..metrics.sampler import Sampler
 from ..platforms.base import Platform, PlatformSpec
 from ..workloads.base import RunContext, Sample, Workload
@@ -23,8 +24,9 @@ class ScenarioEnv:
     target: Platform  # provisioned by the runner
     workload: Workload
     ctx: RunContext
-    # provisions another environment (a neighbour) and tears it down on exit
-    new_platform: Callable[[PlatformSpec, str], AbstractContextManager[Platform]]
+    # provisions another environment (a neighbour) and tears it down on exit:
+    # new_platform(spec, role) or, inside a shared CPU budget, new_platform(spec, role, budget=)
+    new_platform: Callable[..., AbstractContextManager[Platform]]
     # the campaign's [[platforms]] by name, so a neighbour can be of another platform type
     platforms: dict[str, PlatformSpec] = field(default_factory=dict)
     # the cell's one sampler, owned by the runner and already watching role "target"; a
@@ -33,12 +35,20 @@ class ScenarioEnv:
     sampler: Sampler = field(default_factory=Sampler)
     # the run's solo peaks, the denominators of load=PCT (the runner stores each one)
     solo_peaks: SoloPeaks = field(default_factory=SoloPeaks)
+    # the shared CPU budget the target runs in (cgroups/budget.py; [campaign] cpu_budget =
+    # "shared"): co-located neighbours join it for the cell. None: no budget, and
+    # `budget_note` says why where a quota makes it worth saying ("own", a guest's quota)
+    budget: CpuBudget | None = None
+    budget_note: str | None = None
 
 
 class Scenario(abc.ABC):
     kind: ClassVar[str]
     usage: ClassVar[str]
     description: ClassVar[str]
+    # its neighbours join the target's shared CPU budget (co-location, cgroups/budget.py): the
+    # runner then provisions the target inside one, for every cell of its group (solo too)
+    shares_cpu_budget: ClassVar[bool] = False
 
     def __init__(self, args: list[str]) -> None:
         """Validate arguments; raise ValueError with a message naming what is allowed."""

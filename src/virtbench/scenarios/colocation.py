@@ -75,6 +75,7 @@ class _Colocation(Scenario):
     """Shared parsing and platform lookup; subclasses build the environment plans."""
 
     options: tuple[str, ...] = ("load",)
+    shares_cpu_budget = True  # the cell's environments divide the target's CPU budget
 
     def __init__(self, args: list[str]) -> None:
         self.args = args

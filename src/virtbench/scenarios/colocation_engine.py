@@ -19,6 +19,8 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..cgroups import CpuBudget
+from ..cgroups.budget import NONE as NO_BUDGET
 from ..drivers.sweep import Lockstep
 from ..errors import VirtbenchError, WorkloadError
 from ..metrics.sampler import Sampler, Window
@@ -195,16 +197,18 @@ def run(
     the cell and is recorded on every sample."""
     if placement is not None:
         labels = labels | placement.labels()
+    budget = env.budget
     with ExitStack() as stack:
         group = stack.enter_context(
             Neighbours(
                 env,
-                _neighbour_plans(plans, placement),
+                _neighbour_plans(plans, placement, budget),
                 what,
                 settle_s=0,
                 commands_on_enter=False,
             )
         )
+        labels = labels | _budget_labels(env, stack, lift=placement is not None)
         envs = [_Env(p, env.target if p.spec is None else _started(group, p.role)) for p in plans]
         weight_notes = weights_mod.apply(
             [(e.platform, e.plan.cpu_weight, e.plan.role) for e in envs if e.platform],
@@ -233,6 +237,7 @@ def run(
         ]
         # the cell's sampler reads every environment of the scene in detail meanwhile
         roles = {e.plan.role: e.platform for e in active}
+        throttled = _Throttled(budget)
         with env.sampler.window(roles) as window:  # type: ignore[arg-type]
             storm = _Storm(group, late, env.sampler)
             for th in threads:
@@ -241,6 +246,7 @@ def run(
             for th in threads:
                 th.join()
             storm.join()
+        labels = labels | throttled.labels()
         if target.error:
             raise WorkloadError(target.error)
         dead = group.exited()
@@ -254,12 +260,14 @@ def run(
 
 
 def _neighbour_plans(
-    plans: list[EnvPlan], placement: SharedCpu | None = None
+    plans: list[EnvPlan], placement: SharedCpu | None = None, budget: CpuBudget | None = None
 ) -> list[NeighbourPlan]:
     """What the neighbour layer provisions: every environment but the runner's target.
 
     Busy neighbours get no command (their workload runs in them later); storm newcomers are
-    deferred and, as before, keep no sleeping process (their start-up time is what counts)."""
+    deferred and, as before, keep no sleeping process (their start-up time is what counts).
+    With the target's shared CPU budget, every neighbour (idle, busy, newcomer) is made
+    inside it: the cell's environments divide what the target had alone."""
     return [
         NeighbourPlan(
             p.role,
@@ -267,10 +275,40 @@ def _neighbour_plans(
             argv=idle if p.activity == "idle" and p.start_after_s is None else None,
             deferred=p.start_after_s is not None,
             cpus=placement.env_cpus if placement is not None else None,
+            budget=budget,
         )
         for p in plans
         if p.spec is not None
     ]
+
+
+def _budget_labels(env: ScenarioEnv, stack: ExitStack, lift: bool) -> dict[str, Any]:
+    """`cpu_budget` of the cell: the shared budget ("shared:Q/P"), "own" (each environment
+    its own quota), "none" (the target has no host-side quota), or "lifted:Q/P" in a weights
+    cell (its one shared CPU is the budget then, docs/colocation.md), with its members."""
+    budget = env.budget
+    if budget is None:
+        return {"cpu_budget": env.budget_note or NO_BUDGET}
+    out: dict[str, Any] = {"cpu_budget": budget.label(), "cpu_budget_members": budget.members()}
+    if lift:
+        out["cpu_budget"] = stack.enter_context(budget.lifted())
+    return out
+
+
+class _Throttled:
+    """How often the shared budget ran out during the scene (the kernel's cpu.stat)."""
+
+    def __init__(self, budget: CpuBudget | None) -> None:
+        self.budget = budget
+        self.before = budget.throttled() if budget is not None else {}
+
+    def labels(self) -> dict[str, Any]:
+        if self.budget is None or not self.before:
+            return {}
+        after = self.budget.throttled()
+        periods = after.get("nr_periods", 0) - self.before.get("nr_periods", 0)
+        throttled = after.get("nr_throttled", 0) - self.before.get("nr_throttled", 0)
+        return {"cpu_budget_throttled": f"{throttled}/{periods} periods"}
 
 
 def _started(group: Neighbours, role: str) -> Platform | None:

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 
+from ..cgroups import CpuBudget
 from ..errors import VirtbenchError, WorkloadError
 from ..platforms.base import ExecResult, Platform, PlatformSpec, Process
 from .base import ScenarioEnv
@@ -51,6 +52,7 @@ class NeighbourPlan:
     cpus: list[int] | None = None  # host CPUs to pin it to; None: free
     env: dict[str, str] | None = None
     deferred: bool = False  # not started on entry; the caller starts it with `start()`
+    budget: CpuBudget | None = None  # a shared CPU budget to provision it in (co-location)
 
 
 @dataclass
@@ -112,7 +114,10 @@ class Neighbours:
 
     def provision(self, plan: NeighbourPlan) -> RunningNeighbour:
         """Provision `plan`'s environment; it is torn down when the group exits."""
-        cm = self.env.new_platform(plan.spec, plan.role)
+        if plan.budget is None:
+            cm = self.env.new_platform(plan.spec, plan.role)
+        else:
+            cm = self.env.new_platform(plan.spec, plan.role, budget=plan.budget)
         platform = cm.__enter__()
         n = RunningNeighbour(plan, platform)
         with self._lock:

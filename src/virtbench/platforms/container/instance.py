@@ -39,6 +39,9 @@ class Config:
     rt_period_us: int | None = None  # None: the host's rt period
     docker_nat: str | None = None  # runtime docker, network nat: userland-proxy | iptables
     publish_port_offset: int = 20000  # engines that publish at start: host = inner + offset
+    # a shared CPU budget's group (cgroups/budget.py) to make the container's group in; its
+    # own quota is then dropped (the budget is its quota) and it gets no RT bandwidth
+    cgroup_parent: str | None = None
 
 
 class Instance:
@@ -71,12 +74,16 @@ class Instance:
         self.runtime.prepare()
         # the runtime creates the group at cgroupsPath; making it first prepares the parent
         # (v1 cpuset inheritance, v2 controller delegation) and lets teardown find it
+        parent = self.config.cgroup_parent
+        group = self.name if parent is None else f"{parent}/{self.name}"
         self.cgroup = cgroups.Cgroup.create(
-            self.name,
-            rt_runtime_us=self.config.rt_runtime_us,
-            rt_period_us=self.config.rt_period_us,
+            group,
+            rt_runtime_us=self.config.rt_runtime_us if parent is None else None,
+            rt_period_us=self.config.rt_period_us if parent is None else None,
         )
         resources = self.config.resources
+        if parent is not None:  # inside a shared budget: the budget is its quota
+            resources = dataclasses.replace(resources, cpu_quota_us=None, cpu_period_us=None)
         if self.cgroup.rt_runtime_us:  # the runtime re-applies what the group was granted
             resources = dataclasses.replace(
                 resources,
@@ -100,7 +107,7 @@ class Instance:
                 args=init_argv,
                 rootfs=str(self.storage.rootfs),
                 hostname=self.name,
-                cgroups_path=f"/{cgroups.PARENT}/{self.name}",
+                cgroups_path=f"/{cgroups.PARENT}/{group}",
                 netns=netns,
                 binds=binds,
                 resources=resources,

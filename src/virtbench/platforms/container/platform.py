@@ -88,6 +88,7 @@ class ContainerPlatform(Platform):
 
     def provision(self) -> None:
         image = self._image()
+        self.config.cgroup_parent = self.budget.name if self.budget is not None else None
         self._inst = Instance(self.instance, self.config, image)
         self._inst.prepare(["sleep", "infinity"])
         self._inst.runtime.populate(self._inst.storage.host_path)

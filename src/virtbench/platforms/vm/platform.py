@@ -133,16 +133,21 @@ class VmPlatform(Platform):
             )
 
     def _make_cgroup(self) -> Cgroup | None:
+        """The QEMU process's group, with the VM's CPU options; inside a shared CPU budget
+        (`self.budget`, cgroups/budget.py) it is made in the budget's group and has no quota
+        of its own: the budget is its quota."""
         o = self.opts
+        budget = self.budget
         limits = {
             "cpu_weight": o.cpu_weight,
-            "cpu_quota_us": o.cpu_quota_us,
-            "cpu_period_us": o.cpu_period_us,
+            "cpu_quota_us": o.cpu_quota_us if budget is None else None,
+            "cpu_period_us": o.cpu_period_us if budget is None else None,
         }
         try:
-            return Cgroup.create(self.instance, **limits)
+            name = self.instance if budget is None else budget.child(self.instance)
+            return Cgroup.create(name, **limits)
         except (PlatformError, OSError) as exc:
-            if any(v is not None for v in limits.values()):
+            if budget is not None or any(v is not None for v in limits.values()):
                 raise PlatformError(
                     f"platform '{self.name}': cannot apply CPU limits {limits}: {exc}"
                 ) from exc

@@ -1,0 +1,115 @@
+"""One CPU budget that several environments share: a vb- group carrying a CFS quota, each
+environment's own group a child of it.
+
+Why: a co-location cell models tenants on one host, whose capacity for tenants is fixed. If
+each environment got its own `cpu_quota_us` (the shipped campaigns give a server half a CPU
+so that the solo baseline is server-limited on a 2-core host), a pair would get twice the
+solo's CPU and never contend, unlike seed 000/003's VMs sharing one machine. Inside a
+budget, the pair divides what one environment had alone (docs/colocation.md).
+
+    budget = CpuBudget.create(50_000, 100_000)       # vb-xxxxxx-cpu, claimed by this process
+    Cgroup.create(budget.child("vb-abcdef"))         # an environment's group inside it
+    budget.label()                                   # "shared:50000/100000" (sample labels)
+    with budget.lifted(): ...                        # the quota off meanwhile (weights cells)
+    budget.destroy()                                 # also after a crash: the cgroups cleaner
+
+An environment inside a budget has no quota of its own (the budget is its quota) and no
+real-time bandwidth (the budget group holds none to give). The group is named with
+NAME_PREFIX under the `virtbench` parent, so the registered cgroups cleaner removes it (and
+everything inside) after a crash; it is claimed while its run lives.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+from .. import cleanup
+from ..naming import NAME_PREFIX
+from .group import Cgroup
+from .layout import Layout, read
+
+SHARED, OWN = "shared", "own"
+MODES = (SHARED, OWN)  # [campaign] cpu_budget
+NONE = "none"  # labels.cpu_budget of a co-location cell whose target has no host-side quota
+DEFAULT_PERIOD_US = 100_000
+
+
+class CpuBudget:
+    def __init__(self, group: Cgroup, quota_us: int, period_us: int) -> None:
+        self.group = group
+        self.quota_us = quota_us
+        self.period_us = period_us
+
+    @classmethod
+    def create(
+        cls, quota_us: int, period_us: int | None = None, layout: Layout | None = None
+    ) -> CpuBudget:
+        name = f"{NAME_PREFIX}{secrets.token_hex(3)}-cpu"
+        period = period_us or DEFAULT_PERIOD_US
+        cleanup.claim(name)  # a concurrent `virtbench cleanup` spares it while we run
+        try:
+            group = Cgroup.create(name, cpu_quota_us=quota_us, cpu_period_us=period, layout=layout)
+        except BaseException:
+            cleanup.release(name)
+            raise
+        return cls(group, quota_us, period)
+
+    @property
+    def name(self) -> str:
+        return self.group.name
+
+    def child(self, instance: str) -> str:
+        """The cgroup name (under the virtbench parent) of an environment inside the budget."""
+        return f"{self.name}/{instance}"
+
+    def label(self) -> str:
+        """`labels.cpu_budget` of every sample measured inside it."""
+        return f"{SHARED}:{self.quota_us}/{self.period_us}"
+
+    def _dir(self) -> Path:
+        paths = self.group.paths()
+        return Path(paths.get("cpu") or paths["unified"])
+
+    def holds(self, cgroups: dict[str, str]) -> bool:
+        """Whether an environment's cgroups (`Accounting.cgroups`) are inside the budget."""
+        own = cgroups.get("cpu") or cgroups.get("unified")
+        return own is not None and Path(own).parent == self._dir()
+
+    def members(self) -> list[str]:
+        """Names of the environment groups inside it now."""
+        d = self._dir()
+        if not d.is_dir():
+            return []
+        return sorted(p.name for p in d.iterdir() if p.is_dir() and p.name.startswith(NAME_PREFIX))
+
+    def throttled(self) -> dict[str, int]:
+        """The budget's cpu.stat (nr_periods, nr_throttled, throttled time)."""
+        return self.group.cpu_stat()
+
+    @contextlib.contextmanager
+    def lifted(self) -> Iterator[str]:
+        """No quota while the block runs (a weights cell: its shared CPU is the budget), then
+        the quota back; yields what was done, for the cell's labels."""
+        self.group.set_cpu_quota(None, self.period_us)
+        try:
+            yield f"lifted:{self.quota_us}/{self.period_us}"
+        finally:
+            with contextlib.suppress(Exception):  # the group may be gone after a crash
+                self.group.set_cpu_quota(self.quota_us, self.period_us)
+
+    def quota_in_effect(self) -> str:
+        """The quota the kernel holds now (tests, messages)."""
+        d = self._dir()
+        if (d / "cpu.max").exists():
+            return read(d / "cpu.max")
+        return f"{read(d / 'cpu.cfs_quota_us')} {read(d / 'cpu.cfs_period_us')}"
+
+    def destroy(self) -> None:
+        """Remove the group and whatever is still inside it; idempotent."""
+        try:
+            self.group.destroy()
+        finally:
+            cleanup.release(self.name)
