@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""The JVM level (issue 15): virtbench's own overhead on a JVM workload (target <= 1%) and
+JVM-in-container vs JVM-native, each with a 95% CI.
+
+Alternates, in one run, SciMark 2.0's steady-state composite (the java suite's primary
+figure: median of the runs after the first, in one JVM) measured three ways, in an order
+that rotates each round: by hand (`java FLAGS -cp scimark.jar:HARNESS_DIR VbScimark ...` on
+the host), through virtbench on native, and through virtbench in a crun container. Prints
+the paired per-round ratios virtbench-native / by hand (harness overhead) and container /
+native (both through virtbench, the same code path a campaign takes).
+Usage: bench/jvm_overhead.py [--rounds 6] [--iterations 4] [--min-time 0.5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from rich.console import Console
+
+from virtbench.analysis.stats import summarize
+from virtbench.campaign import loader
+from virtbench.drivers import jvm
+from virtbench.java import cache
+from virtbench.runner.run import Runner
+from virtbench.workloads.java import Scimark
+
+CAMPAIGN = """
+[campaign]
+name = "jvm-overhead"
+repetitions = 1
+warmup = 0
+[[platforms]]
+name = "target"
+{platform}
+[suites.java]
+test_cases = ["scimark"]
+iterations = {iterations}
+min_time = {min_time}
+"""
+PLATFORMS = {
+    "native": 'type = "native"',
+    "container": 'type = "container"\nruntime = "crun"\nstorage = "overlay"\nnetwork = "host"',
+}
+PRIMARY = "composite_mflops"
+
+
+def by_hand(iterations: int, min_time: float) -> float:
+    flags = jvm.flags("256m", "g1", "tiered")  # the java suite's defaults
+    cp = f"{cache.scimark_jar()}:{cache.harness_class().parent}"
+    argv = ["java", *flags, "-cp", cp, cache.HARNESS, str(iterations), str(min_time)]
+    out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+    samples = Scimark().parse_output(out, {})
+    return next(s.value for s in samples if s.metric == PRIMARY)
+
+
+def through_virtbench(platform: str, iterations: int, min_time: float, results: Path) -> float:
+    runner = Runner(results, Console(quiet=True))
+    text = CAMPAIGN.format(platform=PLATFORMS[platform], iterations=iterations, min_time=min_time)
+    run_id = runner.start(loader.parse(text, "jvm.toml"))
+    rows = [r for r in runner.store.sample_rows(run_id) if r["metric"] == PRIMARY]
+    if not rows or not rows[0]["valid"]:
+        raise RuntimeError(f"run {run_id}: no valid {PRIMARY}")
+    return rows[0]["value"]
+
+
+def ratio_line(name: str, num: list[float], den: list[float]) -> str:
+    per_round = [a / b for a, b in zip(num, den, strict=True)]
+    s = summarize(per_round)
+    lo, hi = s.mean - s.ci_half, s.mean + s.ci_half
+    return (
+        f"{name}: paired ratio {s.mean:.4f}, 95% CI [{lo:.4f}, {hi:.4f}]"
+        f" (per round {min(per_round):.3f}..{max(per_round):.3f})"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--iterations", type=int, default=4)
+    ap.add_argument("--min-time", type=float, default=0.5)
+    args = ap.parse_args()
+    values: dict[str, list[float]] = {"hand": [], "native": [], "container": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        ways: dict[str, Callable[[], float]] = {
+            "hand": lambda: by_hand(args.iterations, args.min_time),
+            "native": lambda: through_virtbench(
+                "native", args.iterations, args.min_time, Path(tmp)
+            ),
+            "container": lambda: through_virtbench(
+                "container", args.iterations, args.min_time, Path(tmp)
+            ),
+        }
+        order = list(ways)
+        for i in range(args.rounds):
+            turn = order[i % 3 :] + order[: i % 3]  # rotate who goes first
+            for way in turn:
+                values[way].append(ways[way]())
+            print(f"round {i + 1}: " + "  ".join(f"{w} {values[w][-1]:.1f}" for w in order))
+    for way in order:
+        v = values[way]
+        print(f"{way:9} mean {statistics.mean(v):.1f} Mflops (CV {cv(v):.1f}%)")
+    overhead = ratio_line("virtbench native / by hand", values["native"], values["hand"])
+    print(overhead + "  (target: >= 0.99)")
+    print(
+        ratio_line(
+            "container / native (JVM in crun vs JVM native)", values["container"], values["native"]
+        )
+    )
+
+
+def cv(values: list[float]) -> float:
+    return 100 * statistics.stdev(values) / statistics.mean(values)
+
+
+if __name__ == "__main__":
+    main()
