@@ -159,7 +159,9 @@ def test_results_from_real_jtl():
 
 def test_saturated_client_invalidates_every_figure():
     rows = jmeter.parse((DATA / "daytrader-native.jtl").read_text())
-    out = DayTraderJMeter().results(rows, _client(0.97), {}, _ctx(dry_run=2, duration=6, interval=2))
+    out = DayTraderJMeter().results(
+        rows, _client(0.97), {}, _ctx(dry_run=2, duration=6, interval=2)
+    )
     assert out and all("saturated" in s.labels.get("invalid", "") for s in out)
 
 

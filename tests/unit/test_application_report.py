@@ -20,9 +20,7 @@ RUN = "20240101-000000-beef"
 
 def _samples(per_s: int, bad_interval: int | None = None):
     """Requests of 5 ms, `per_s` a second for 2 s dry run + 6 s measured in 2 s intervals."""
-    rows = [
-        jmeter.Row(1_000_000 + int(1000 * k / per_s), 5, True, "200") for k in range(8 * per_s)
-    ]
+    rows = [jmeter.Row(1_000_000 + int(1000 * k / per_s), 5, True, "200") for k in range(8 * per_s)]
     if bad_interval is not None:
         t = 1_000_000 + 2000 * (bad_interval + 1) + 500
         rows += [jmeter.Row(t, 5, False, "500")] * (per_s // 2)

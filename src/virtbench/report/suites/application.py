@@ -69,9 +69,7 @@ def application_section(data) -> Section | None:
     parts, md = [], ""
     headers, rows = _group_table(data, TEST_CASE, SUMMARY, None)
     if rows:
-        parts.append(
-            "<h3>Measured period (after the dry run): throughput and response times</h3>"
-        )
+        parts.append("<h3>Measured period (after the dry run): throughput and response times</h3>")
         parts.append(str(html.scroll(str(html.table(headers, rows)))))
         md += "application (JMeter, measured period):\n" + html.md_table(headers, rows) + "\n"
     chart = interval_chart(data)
