@@ -4,7 +4,7 @@
 // libhsqldb-java) in the same JVM, like DayTrader's "scenario" servlet: the server picks the
 // action of each request from a fixed mix (quote, home, portfolio, account, buy, sell, login).
 //
-// Usage: java -cp <jars> VbTrade PORT BIND(or "*") DIR USERS QUOTES DB(file|mem) MAX_THREADS
+// Usage: java -cp <jars> VbTrade PORT BIND(or "*") DIR USERS QUOTES DB(file|cached|mem) MAX_THREADS
 // Prints "VB-READY <port>" once the database is filled and Tomcat listens.
 
 import jakarta.servlet.http.HttpServlet;
@@ -55,9 +55,13 @@ public final class VbTrade extends HttpServlet {
         int quotes = Integer.parseInt(args[4]);
         String db = args[5];
         int maxThreads = Integer.parseInt(args[6]);
-        String url = db.equals("mem")
-                ? "jdbc:hsqldb:mem:vbtrade"
-                : "jdbc:hsqldb:file:" + dir + "/db/vbtrade;hsqldb.default_table_type=cached";
+        // mem: no files; file: HSQLDB's default memory tables, every commit logged to its .log
+        // file; cached: rows kept in its .data file with a cache in memory (disk-resident)
+        String url = switch (db) {
+            case "mem" -> "jdbc:hsqldb:mem:vbtrade";
+            case "cached" -> "jdbc:hsqldb:file:" + dir + "/db/vbtrade;hsqldb.default_table_type=cached";
+            default -> "jdbc:hsqldb:file:" + dir + "/db/vbtrade";
+        };
         VbTrade app = new VbTrade(url, users, quotes);
         long t0 = System.nanoTime();
         app.populate();

@@ -75,8 +75,9 @@ class DayTraderJMeter(Workload):
         "quotes": Param(1000, "stock quotes in the fresh database", 10, 1_000_000),
         "db": Param(
             "file",
-            "file: HSQLDB's cached tables and log in the environment's workdir; mem: in memory",
-            choices=("file", "mem"),
+            "file: HSQLDB's memory tables with every commit logged to a file in the environment's"
+            " workdir (its default); cached: rows in its .data file too; mem: no files",
+            choices=("file", "cached", "mem"),
         ),
         "max_threads": Param(200, "Tomcat's request threads (maxThreads)", 1, 10_000),
         "client_heap_mib": Param(256, "JMeter's JVM heap in MiB", 32, 1 << 20),
