@@ -15,10 +15,16 @@ import bisect
 import csv
 import io
 import math
+import shutil
+import tempfile
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from .. import cleanup
 from ..errors import WorkloadError
+from ..naming import NAME_PREFIX
 from .validity import client_limit, first
 
 JMETER_HOME = "/usr/share/jmeter"
@@ -48,9 +54,11 @@ SAVE_PROPS = {
     "summariser.interval": "6",  # JMeter's own progress lines (stderr), for the log only
 }
 
-# sh: run JMeter (its own output to stderr), then print the .jtl; exit with JMeter's status
+# sh: run JMeter (its own output to stderr), then print the .jtl; exit with JMeter's status.
+# Its directory goes with it (a SIGKILL leaves it: the cleaner below removes stale ones).
 WRAPPER = (
     'set -u; out=$(mktemp -d /tmp/vb-jmeter-XXXXXX); java="$1"; shift; '
+    "trap 'rm -rf \"$out\"' EXIT; trap 'exit 143' TERM INT HUP; "
     '"$java" "$@" -l "$out/results.jtl" -j "$out/jmeter.log" >&2; rc=$?; '
     'cat "$out/results.jtl" 2>/dev/null; '
     'if [ "$rc" -ne 0 ] || [ ! -s "$out/results.jtl" ]; then tail -n 20 "$out/jmeter.log" >&2; fi; '
@@ -237,3 +245,22 @@ def check_run(rc: int, stdout: str, stderr: str) -> None:
     if ERROR_MARKER in stderr or ERROR_MARKER in stdout or rc != 0 or JTL_HEADER not in stdout:
         tail = " | ".join((stderr or stdout).strip().splitlines()[-4:])
         raise WorkloadError(f"jmeter failed (exit {rc}): {tail}")
+
+
+STALE_S = 3600  # a JMeter directory untouched this long belongs to no live run
+
+
+@cleanup.register("JMeter client directories")
+def _clean_dirs() -> list[str]:
+    """/tmp/vb-jmeter-* (the client's .jtl, the launcher and plan) left by a killed client."""
+    out = []
+    now = time.time()
+    for d in Path(tempfile.gettempdir()).glob(NAME_PREFIX + "jmeter-*"):
+        try:
+            newest = max([d.stat().st_mtime, *(f.stat().st_mtime for f in d.iterdir())])
+        except OSError:
+            continue
+        if now - newest > STALE_S:
+            shutil.rmtree(d, ignore_errors=True)
+            out.append(f"removed {d}")
+    return out
