@@ -20,6 +20,9 @@ EXTRA_PACKAGES.append("libc6-dev")
 EXTRA_PACKAGES.append("zstd")
 # clang's WASI target: the C library and the compiler builtins for wasm32
 EXTRA_PACKAGES += ["wasi-libc", "libclang-rt-14-dev-wasm32"]
+# the application suite: JMeter's HTTP sampler, embedded Tomcat 10 and HSQLDB (jars only; the
+# `tomcat10` package itself is not needed: it would bring a system service)
+EXTRA_PACKAGES += ["jmeter-http", "libtomcat10-java", "libhsqldb-java"]
 
 STEPS: list[tuple[str, Callable[[Callable[[str], None]], None]]] = []
 

@@ -55,6 +55,9 @@ TOOLS: dict[str, Tool] = {
         Tool("cc", "gcc", purpose="builds the latency probes"),
         # java -version writes to stderr; version() reads both streams
         Tool("java", "openjdk-17-jre-headless", ("-version",), purpose="JVM of the java suite"),
+        # the application suite's client (Debian's JMeter 2.13; its HTTP sampler is in
+        # jmeter-http, setup_host.EXTRA_PACKAGES); no version flag that does not start a JVM
+        Tool("jmeter", "jmeter", (), purpose="application suite load generator"),
         Tool("mvn", "maven", ("-v",), purpose="fetches the java suite's jars at setup"),
         Tool("clang", "clang", purpose="builds the Wasm kernels and their native twin"),
         Tool("wasm-ld", "lld", purpose="links the Wasm kernel module"),

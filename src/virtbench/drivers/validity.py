@@ -1,4 +1,4 @@
-"""One validity rule for every client-server tool (wrk, httperf, iperf3, sockperf): a figure
+"""One validity rule for every client-server tool (wrk, httperf, iperf3, sockperf, JMeter): a figure
 measured while the load generator was the limit is invalid (docs/ARCHITECTURE.md, Validity).
 
 It is then a property of the client, not of the platform: a platform's overhead hides
@@ -6,7 +6,7 @@ behind it (the ratio drifts to 1) and `compare` would call "same" what it cannot
 sample is kept and shown with its reason, never used in statistics.
 
 How a tool shows the fault depends on its loop:
-- closed loop (wrk, iperf3, sockperf): the client process used more than CLIENT_SATURATED
+- closed loop (wrk, iperf3, sockperf, JMeter): the client process used more than CLIENT_SATURATED
   of the CPUs it could use (its own user + system time over the run, from wait4);
 - open loop (httperf): it busy-polls, so its CPU says nothing; a client that was the limit
   could not deliver the offered load (drivers.httperf.invalid_reason).

@@ -21,6 +21,8 @@ SUITES: dict[str, str] = {
     "lifecycle": "instance start-up, boot, image creation and teardown times (seed 003)",
     "java": "the JVM level: SciMark 2.0 and a multi-threaded JMH benchmark on OpenJDK (seed 004)",
     "wasm": "SciMark's kernels in C, natively and as a WASI module under wasmtime",
+    "application": "a multi-tier application: a DayTrader-like servlet on Tomcat with HSQLDB"
+    " under JMeter, throughput and response times per interval (seed 004)",
 }
 
 
