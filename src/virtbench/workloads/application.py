@@ -24,9 +24,10 @@ from ..drivers import jmeter, jvm
 from ..errors import WorkloadError
 from ..naming import NAME_PREFIX
 from ..platforms.base import Platform
+from ..results import NET_PATH_LABEL
 from ..serving.loadgen import ClientRun, run_client
+from ..serving.netpath import listen_address
 from ..serving.readiness import http_probe
-from ..serving.remote import listen_address
 from ..serving.server import Served, serve
 from .base import Metric, Param, RunContext, Sample, Workload
 from .java import JVM_PARAMS
@@ -51,7 +52,7 @@ class DayTraderJMeter(Workload):
     )
     tools = ("java",)
     host_tools = ("jmeter",)
-    dimension_labels = ("interval",)
+    dimension_labels = ("interval", NET_PATH_LABEL)
     ignored_labels = ("late_requests", "client_jvm_flags", "app_jars")
     metrics = (
         Metric("throughput", "req/s", True, primary=True),
@@ -178,6 +179,7 @@ class DayTraderJMeter(Workload):
                 probe=http_probe("/ping"),
                 ready_timeout=min(float(p["ready_timeout"]), deadline.left() or math.inf),
             ) as served:
+                self.label_all(**{NET_PATH_LABEL: served.path})  # no ratio across paths
                 text, run = self._client(served, ctx, built)
                 code = served.proc.poll()
                 if code is not None:
