@@ -362,7 +362,13 @@ def port_free(port: int, address: str = "0.0.0.0") -> bool:
 
 
 def nat_rules(
-    table: str, host_ip: str, host_port: int, dest_ip: str, dest_port: int, bridge: str = BRIDGE
+    table: str,
+    host_ip: str,
+    host_port: int,
+    dest_ip: str,
+    dest_port: int,
+    bridge: str = BRIDGE,
+    hairpin: bool = True,
 ) -> str:
     """An nft script: DNAT host_ip:host_port -> dest_ip:dest_port for local and routed traffic.
 
@@ -370,12 +376,14 @@ def nat_rules(
     reaches the published port through the host and back out of the same bridge; the
     destination would answer it directly over the bridge, from an address the client never
     called. Masquerading exactly that hairpin (in and out of the bridge, DNATed) sends the
-    answer back through the host, as the host's own client sees it (source: the gateway)."""
+    answer back through the host, as the host's own client sees it (source: the gateway).
+    `hairpin` False leaves that chain out: inside a VM guest no client sits on the bridge, and
+    the guest kernel has no conntrack expressions for nft (`ct status`: No such file)."""
     rules = "\n".join(
         f"    ip daddr {host_ip} {proto} dport {host_port} dnat to {dest_ip}:{dest_port}"
         for proto in PROTOCOLS
     )
-    hairpin = "\n".join(
+    masquerade = "\n".join(
         f'    iifname "{bridge}" oifname "{bridge}" ip daddr {dest_ip} {proto} dport {dest_port}'
         " ct status dnat masquerade"
         for proto in PROTOCOLS
@@ -386,10 +394,11 @@ def nat_rules(
             f"  chain {chain} {{\n"
             f"    type nat hook {hook} priority -100; policy accept;\n{rules}\n  }}"
         )
-    chains.append(
-        "  chain postrouting {\n"
-        f"    type nat hook postrouting priority 100; policy accept;\n{hairpin}\n  }}"
-    )
+    if hairpin:
+        chains.append(
+            "  chain postrouting {\n"
+            f"    type nat hook postrouting priority 100; policy accept;\n{masquerade}\n  }}"
+        )
     return f"table ip {table} {{\n" + "\n".join(chains) + "\n}\n"
 
 

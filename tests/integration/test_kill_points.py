@@ -155,7 +155,9 @@ def _kill_at(
             names |= _claims(run.pid)
             if point(run, names, results / "virtbench.db"):
                 break
-            time.sleep(0.05)
+            # short: a container's teardown after its last commit can take under 50 ms on a
+            # fast host, and a slower poll missed it (the run ended before the kill point)
+            time.sleep(0.005)
         assert run.poll() is None, "the run ended before the kill point"
         started = _descendants(run.pid)
         names |= _claims(run.pid)

@@ -105,7 +105,7 @@ def attach_script(owner: str, address: str, bridge: str, gateway: str, prefixlen
 def publish_script(owner: str, guest_ip: str, outer_port: int, dest_ip: str, port: int) -> str:
     """nft DNAT in the guest: guest_ip:outer_port -> dest_ip:port (hostnet's rules)."""
     table = f"{owner}-{outer_port}"
-    rules = hostnet.nat_rules(table, guest_ip, outer_port, dest_ip, port)
+    rules = hostnet.nat_rules(table, guest_ip, outer_port, dest_ip, port, hairpin=False)
     return f"nft delete table ip {table} 2>/dev/null\nnft -f - <<'VB_EOF'\n{rules}VB_EOF"
 
 
