@@ -3,6 +3,7 @@ SIGTERM exits 143 (item 4), a SIGKILLed run is shown as lost and resumes (item 5
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sqlite3
 import subprocess
@@ -114,7 +115,8 @@ def _wait_ok(db: Path, n: int, limit: float = 60) -> None:
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         if db.exists():
-            with sqlite3.connect(db, timeout=1) as c:
+            # the file exists a moment before the run has made its tables (a fast host)
+            with contextlib.suppress(sqlite3.OperationalError), sqlite3.connect(db, timeout=1) as c:
                 if c.execute("SELECT count(*) FROM cells WHERE status='ok'").fetchone()[0] >= n:
                     return
         time.sleep(0.2)
