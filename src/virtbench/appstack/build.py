@@ -22,7 +22,8 @@ from importlib import resources
 from pathlib import Path
 
 from .. import cachedir, setup_host, tools
-from ..errors import MissingToolError, VirtbenchError
+from ..errors import MissingToolError
+from ..java.cache import javac
 
 JAVA_DIR = Path("/usr/share/java")
 # Embedded Tomcat 10 (libtomcat10-java) without JSP, WebSocket or clustering, and HSQLDB
@@ -83,27 +84,6 @@ def build_hash() -> str:
     return h.hexdigest()[:16]
 
 
-def _javac(src: Path, classpath: list[Path], out: Path, log: Callable[[str], None]) -> None:
-    argv = [
-        tools.which("java") or "java",
-        "-m",
-        "jdk.compiler/com.sun.tools.javac.Main",
-        "--release",
-        "17",
-        "-Xlint:all",
-        "-Werror",
-        "-cp",
-        ":".join(str(p) for p in classpath) or ".",
-        "-d",
-        str(out),
-        str(src),
-    ]
-    log(" ".join(argv))
-    r = subprocess.run(argv, capture_output=True, text=True, timeout=300)
-    if r.returncode != 0:
-        raise VirtbenchError(f"compiling {src.name} failed: {r.stderr.strip()[-800:]}")
-
-
 def _jar(classes: Path, jar: Path, manifest: str) -> None:
     """A jar is a zip with a manifest: Python's zipfile makes it (the JRE has no jar tool)."""
     with zipfile.ZipFile(jar, "w", zipfile.ZIP_DEFLATED) as z:
@@ -139,7 +119,7 @@ def build(log: Callable[[str], None] = lambda m: None) -> Path:
             src = tmp / f"{cls}.java"
             src.write_bytes(resource(src.name))
             classes = tmp / f"{cls}-classes"
-            _javac(src, cp, classes, log)
+            javac(src, cp, classes, log)
             _jar(classes, tmp / jar, manifest)
             shutil.rmtree(classes)
             src.unlink()

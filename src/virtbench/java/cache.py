@@ -172,24 +172,7 @@ def harness_class(log: Callable[[str], None] = lambda m: None) -> Path:
     try:
         src = tmp / f"{HARNESS}.java"
         src.write_bytes(_harness_source())
-        argv = [
-            tools.which("java") or "java",
-            "-m",
-            "jdk.compiler/com.sun.tools.javac.Main",
-            "--release",
-            "17",
-            "-Xlint:all",
-            "-Werror",
-            "-cp",
-            str(jar),
-            "-d",
-            str(tmp),
-            str(src),
-        ]
-        log(" ".join(argv))
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=300)
-        if r.returncode != 0:
-            raise VirtbenchError(f"compiling {HARNESS}.java failed: {r.stderr.strip()[-800:]}")
+        javac(src, [jar], tmp, log)
         src.unlink()
         try:
             tmp.rename(final)
@@ -205,3 +188,26 @@ def harness_class(log: Callable[[str], None] = lambda m: None) -> Path:
 def _setup_step(log: Callable[[str], None]) -> None:
     jars = [scimark_jar(log), *jmh_jars(log)]
     log(f"java suite: {len(jars)} verified jars and {harness_class(log).name} in {cache_root()}")
+
+
+def javac(src: Path, classpath: list[Path], out: Path, log: Callable[[str], None]) -> None:
+    """Compile one source with the JRE's own compiler module (Debian's headless JRE has no
+    javac binary), warnings as errors; the java suite's harness and the application stack."""
+    argv = [
+        tools.which("java") or "java",
+        "-m",
+        "jdk.compiler/com.sun.tools.javac.Main",
+        "--release",
+        "17",
+        "-Xlint:all",
+        "-Werror",
+        "-cp",
+        ":".join(str(p) for p in classpath) or ".",
+        "-d",
+        str(out),
+        str(src),
+    ]
+    log(" ".join(argv))
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        raise VirtbenchError(f"compiling {src.name} failed: {r.stderr.strip()[-800:]}")
