@@ -97,3 +97,32 @@ def test_load_cells_name_the_peak_they_used(store):
     for s in ops.values():
         assert s.labels["solo_peak"] == 1000.0 and s.labels["peak_cell_id"] == f"{RUN}/0001"
     assert Rated.runs == 3  # one peak (both run on platform "native"), then both at 50 %
+
+
+class _Budget:
+    def __init__(self, quota):
+        self.quota = quota
+
+    def quota_in_effect(self):
+        return self.quota
+
+    def label(self):
+        return f"shared:{self.quota}"
+
+
+def test_a_peak_inside_a_shared_budget_is_not_the_unlimited_peak(store):
+    """A VM is unlimited as a target but inside a container target's 0.5-CPU budget as its
+    neighbour: the two peaks are measured and stored apart (key and label peak_cpu_limit)."""
+    inside = FakePlatform("vm", [])
+    inside.budget = _Budget("50000 100000")
+    free = FakePlatform("vm", [])
+    peaks = StoredPeaks(store, RUN, lambda *a: None)
+    ctx = RunContext(params={})
+    a = peaks.get(inside, Rated(), {"rate": 0}, ctx)
+    b = peaks.get(free, Rated(), {"rate": 0}, ctx)
+    assert a.cell_id != b.cell_id and Rated.runs == 2
+    limits = [r.labels.get("peak_cpu_limit") for r in store.cells(RUN) if r.scenario == SCENARIO]
+    assert limits == ["cpu quota 50000 100000", ""]
+    again = StoredPeaks(store, RUN, lambda *a: None)  # --resume reads both back
+    assert again.get(inside, Rated(), {"rate": 0}, ctx) == a
+    assert again.get(free, Rated(), {"rate": 0}, ctx) == b and Rated.runs == 2

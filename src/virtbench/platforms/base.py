@@ -190,6 +190,12 @@ class Platform(abc.ABC):
         it starts (Docker publishes its `-p` ports at `docker run`); None: any free port."""
         return None
 
+    def recover_network(self) -> tuple[str, bool]:
+        """Called when a server inside became unreachable: what the platform can tell about
+        its own network ("" when nothing), and whether it reset something worth a second
+        look (the caller probes again). The default knows nothing and resets nothing."""
+        return "", False
+
     def listen_address(self) -> str | None:
         """The address a server inside binds to so that only its client reaches it (the one
         `endpoint` leads to, as seen inside); None: every address (the environment's own

@@ -17,7 +17,15 @@ from typing import Any
 from ..errors import WorkloadError
 from ..platforms.base import Platform
 from ..results import SOLO_PEAK_SCENARIO
-from ..scenarios.peaks import Peak, PeakKey, SoloPeaks, peak_key, peak_value, run_solo
+from ..scenarios.peaks import (
+    Peak,
+    PeakKey,
+    SoloPeaks,
+    cpu_limit,
+    peak_key,
+    peak_value,
+    run_solo,
+)
 from ..store.db import Store
 from ..workloads.base import RunContext, Workload
 from .cell import Outcome, cell_id, measure, spec_json
@@ -37,7 +45,12 @@ class StoredPeaks(SoloPeaks):
             if row.scenario != SCENARIO:
                 continue
             labels = row.labels
-            key = peak_key(row.platform, row.test_case, labels.get("params", {}))
+            key = peak_key(
+                row.platform,
+                row.test_case,
+                labels.get("params", {}),
+                labels.get("peak_cpu_limit", ""),
+            )
             if row.status == "ok" and "solo_peak" in labels:
                 self.known[key] = Peak(labels["solo_peak"], row.cell_id)
             else:
@@ -46,11 +59,16 @@ class StoredPeaks(SoloPeaks):
     def measure(
         self, platform: Platform, workload: Workload, params: dict[str, Any], ctx: RunContext
     ) -> Peak:
-        key = peak_key(platform.name, workload.name, params)
-        cid = self.unfinished.pop(key, None) or self._new_cell(platform, workload, params)
+        limit = cpu_limit(platform)
+        key = peak_key(platform.name, workload.name, params, limit)
+        cid = self.unfinished.pop(key, None) or self._new_cell(platform, workload, params, limit)
         self.store.start_cell(cid)
         out = measure(platform, ctx, lambda c, _sampler: run_solo(platform, workload, params, c))
-        labels: dict[str, Any] = {"params": params, "platform": platform.labels()}
+        labels: dict[str, Any] = {
+            "params": params,
+            "platform": platform.labels(),
+            "peak_cpu_limit": limit,
+        }
         if (budget := platform.cpu_budget()) is not None:  # measured alone in the shared budget
             for s in out.samples:
                 s.labels.setdefault("cpu_budget", budget.label())
@@ -70,11 +88,13 @@ class StoredPeaks(SoloPeaks):
             raise WorkloadError(f"solo peak of {workload.name} on {platform.name}: {out.error}")
         return Peak(value, cid)
 
-    def _new_cell(self, platform: Platform, workload: Workload, params: dict[str, Any]) -> str:
+    def _new_cell(
+        self, platform: Platform, workload: Workload, params: dict[str, Any], limit: str
+    ) -> str:
         """A cell row after every cell of the run (the campaign's cells keep their numbers)."""
         seq = max((r.seq for r in self.store.cells(self.run_id)), default=-1) + 1
         cid = cell_id(self.run_id, seq)
         row = (cid, self.run_id, seq, platform.name, spec_json(platform.spec), workload.suite)
-        labels = json.dumps({"params": params})
+        labels = json.dumps({"params": params, "peak_cpu_limit": limit})
         self.store.add_cells([(*row, workload.name, SCENARIO, 1, labels)])
         return cid

@@ -1,5 +1,10 @@
 """Solo peaks, the denominators of `load=PCT`: one solo run of the test case without a rate
-limit on an environment, measured once per run and (platform, test case, params).
+limit on an environment, measured once per run and (platform, test case, params, CPU limit).
+
+The CPU limit is part of the key because the same platform runs under different ones in one
+run: a VM is unlimited as a target but inside a container target's shared 0.5-CPU budget as
+its neighbour; a peak measured there is half of the unlimited one and must not become the
+denominator of the VM's own pair cells.
 
 `SoloPeaks` keeps them for as long as it lives (the runner keeps one per run, and its subclass
 stores each measurement as a cell of its own; runner/peaks.py). The peak is the best valid
@@ -17,7 +22,7 @@ from ..platforms.base import Platform
 from ..results import Sample
 from ..workloads.base import RunContext, Workload
 
-PeakKey = tuple[str, str, str]  # (platform name, test case, params as sorted JSON)
+PeakKey = tuple[str, str, str, str]  # (platform, test case, params as sorted JSON, CPU limit)
 
 
 @dataclass(frozen=True)
@@ -26,8 +31,15 @@ class Peak:
     cell_id: str | None = None  # the stored cell that measured it (None: not stored)
 
 
-def peak_key(platform: str, test_case: str, params: dict[str, Any]) -> PeakKey:
-    return (platform, test_case, json.dumps(params, sort_keys=True, default=str))
+def peak_key(platform: str, test_case: str, params: dict[str, Any], limit: str = "") -> PeakKey:
+    return (platform, test_case, json.dumps(params, sort_keys=True, default=str), limit)
+
+
+def cpu_limit(platform: Platform) -> str:
+    """The shared CPU budget's quota in effect for the environment now ("": none), stored
+    with a peak as `peak_cpu_limit` (a lifted budget reads as unlimited, "max" or -1)."""
+    budget = platform.cpu_budget()
+    return f"cpu quota {budget.quota_in_effect()}" if budget is not None else ""
 
 
 def run_solo(
@@ -54,7 +66,7 @@ class SoloPeaks:
     def get(
         self, platform: Platform, workload: Workload, params: dict[str, Any], ctx: RunContext
     ) -> Peak:
-        key = peak_key(platform.name, workload.name, params)
+        key = peak_key(platform.name, workload.name, params, cpu_limit(platform))
         if key not in self.known:
             self.known[key] = self.measure(platform, workload, params, ctx)
         return self.known[key]

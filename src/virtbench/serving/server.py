@@ -125,7 +125,7 @@ def _start(
         host = netpath.reach(platform, host, ctx)
         if probe is not None:
             limit = readiness.READY_TIMEOUT_S if ready_timeout is None else ready_timeout
-            attempts = readiness.wait_ready(host, outer, proc, limit, what, probe)
+            attempts = _wait_or_recover(platform, host, outer, proc, limit, what, probe, ctx)
         ready_s = time.monotonic() - t_spawn
         if attempts > 1:
             ctx.log(f"{what}: ready at {host}:{outer} after {attempts} probes, {ready_s:.2f}s")
@@ -134,6 +134,32 @@ def _start(
         proc.stop(timeout=2)
         raise
     return Served(proc, host, outer, port, ready_s, attempts)
+
+
+def _wait_or_recover(
+    platform: Platform,
+    host: str,
+    port: int,
+    proc: Process,
+    limit: float,
+    what: str,
+    probe: Probe,
+    ctx: RunContext,
+) -> int:
+    """Wait for the server; if it is unreachable, ask the platform what it knows about its
+    network (a VM guest's stalled NIC: vm/nicstall.py) and, after a reset, probe once more.
+    The error names what the platform found either way."""
+    try:
+        return readiness.wait_ready(host, port, proc, limit, what, probe)
+    except WorkloadError as exc:
+        facts, reset = platform.recover_network()
+        if not reset:
+            raise WorkloadError(f"{exc}{'; platform: ' + facts if facts else ''}") from exc
+        ctx.log(f"{what}: unreachable, then {facts}")
+        try:
+            return readiness.wait_ready(host, port, proc, limit, what, probe)
+        except WorkloadError as again:
+            raise WorkloadError(f"{again}; before this probe: {facts}") from again
 
 
 def _lost_port(

@@ -21,7 +21,7 @@ from ..base import Accounting, ExecResult, Platform, Process
 from ..capabilities import BootPhases, ThreadGroup
 from ..cpu_weight import weighted
 from ..registry import register
-from . import accel, image, modules, options, paths, qemu
+from . import accel, image, modules, nicstall, options, paths, qemu
 from .agent import AgentError
 from .guest import GuestProcess
 from .guest import run as guest_run
@@ -231,6 +231,22 @@ class VmPlatform(Platform):
         if self.opts.net == "none":
             raise PlatformError(f"platform '{self.name}' has net = \"none\": no endpoint")
         return self.net.endpoint(port, self.machine.qmp)
+
+    def recover_network(self) -> tuple[str, bool]:
+        """The guest's transmit watchdog, QEMU's virtio-net queues and the guest's counters;
+        then a link reset inside the guest (nicstall.py: a stalled virtio-net TX queue)."""
+        m = self.machine
+        if m is None or not m.alive() or self.opts.net == "none":
+            return "", False
+        facts = nicstall.describe(m.cfg.serial_log, m.qmp, m.agent)
+        if not nicstall.watchdog_lines(m.cfg.serial_log):
+            return facts, False  # not the known stall: nothing to reset
+        why_not = nicstall.reset_link(m.agent)
+        if why_not is not None:
+            return f"{facts} | link reset failed: {why_not}", False
+        # every later cell of this target says so (labels.platform.guest_link_resets)
+        self.facts["guest_link_resets"] = self.facts.get("guest_link_resets", 0) + 1
+        return f"{facts} | guest link reset (down/up)", True
 
     def listen_address(self) -> str | None:
         # the guest's address in every mode: the bridge, nat's DNAT and user mode's forward

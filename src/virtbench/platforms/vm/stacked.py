@@ -265,6 +265,9 @@ class StackedContainer(Platform):
             self._published[port] = self.host.endpoint(outer)
         return self._published[port]
 
+    def recover_network(self) -> tuple[str, bool]:
+        return self.host.recover_network()  # its packets leave through the VM's NIC
+
     def listen_address(self) -> str | None:
         if self.net is None:
             return self.host.listen_address()  # shares the guest's network namespace
