@@ -32,6 +32,8 @@ class Sample:
 # `load=PCT`: a reference measurement, shown in tables but never scored or compared as a
 # scenario of its own.
 SOLO_PEAK_SCENARIO = "solo-peak"
+# the CPU limit a solo peak was measured under (two limits, two results): a run-wide dimension
+PEAK_LIMIT_LABEL = "peak_cpu_limit"
 
 # The label saying which network path a client-server sample's load generator took to its
 # server (serving/netpath.py: loopback, host-bridge, bridge, remote). Analysis gives no ratio

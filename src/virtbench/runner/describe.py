@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..results import PEAK_LIMIT_LABEL
 from ..store.description import (
     MetricInfo,
     RunDescription,
@@ -48,7 +49,7 @@ def describe(test_cases: Iterable[str]) -> RunDescription:
     # report imported all workload modules). Scoping them per test case would regroup results,
     # e.g. sysbench-cpu-all's `threads`, which differs between platforms: a separate change.
     labels = global_labels(
-        (k for w in workloads.values() for k in w.dimension_labels),
+        (*(k for w in workloads.values() for k in w.dimension_labels), PEAK_LIMIT_LABEL),
         (k for w in workloads.values() for k in w.ignored_labels),
     )
     suites = {w.suite for w in used}

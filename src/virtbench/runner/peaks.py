@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import WorkloadError
 from ..platforms.base import Platform
-from ..results import SOLO_PEAK_SCENARIO
+from ..results import PEAK_LIMIT_LABEL, SOLO_PEAK_SCENARIO
 from ..scenarios.peaks import (
     Peak,
     PeakKey,
@@ -49,7 +49,7 @@ class StoredPeaks(SoloPeaks):
                 row.platform,
                 row.test_case,
                 labels.get("params", {}),
-                labels.get("peak_cpu_limit", ""),
+                labels.get(PEAK_LIMIT_LABEL, ""),
             )
             if row.status == "ok" and "solo_peak" in labels:
                 self.known[key] = Peak(labels["solo_peak"], row.cell_id)
@@ -67,11 +67,13 @@ class StoredPeaks(SoloPeaks):
         labels: dict[str, Any] = {
             "params": params,
             "platform": platform.labels(),
-            "peak_cpu_limit": limit,
+            PEAK_LIMIT_LABEL: limit,
         }
         if (budget := platform.cpu_budget()) is not None:  # measured alone in the shared budget
             for s in out.samples:
                 s.labels.setdefault("cpu_budget", budget.label())
+        for s in out.samples:  # two peaks of one platform under two limits are two results
+            s.labels[PEAK_LIMIT_LABEL] = limit or "none"
         value = None
         if out.status == "ok":
             try:
@@ -95,6 +97,6 @@ class StoredPeaks(SoloPeaks):
         seq = max((r.seq for r in self.store.cells(self.run_id)), default=-1) + 1
         cid = cell_id(self.run_id, seq)
         row = (cid, self.run_id, seq, platform.name, spec_json(platform.spec), workload.suite)
-        labels = json.dumps({"params": params, "peak_cpu_limit": limit})
+        labels = json.dumps({"params": params, PEAK_LIMIT_LABEL: limit})
         self.store.add_cells([(*row, workload.name, SCENARIO, 1, labels)])
         return cid
