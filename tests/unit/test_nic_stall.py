@@ -27,18 +27,61 @@ def test_watchdog_lines_are_the_guest_kernels_last_transmit_timeouts(tmp_path):
 
 
 class _Qmp:
+    """QEMU holding a transmit ring whose guest made 238 buffers available unnoticed."""
+
+    def __init__(self, taken=(56389, 56389)):
+        self.taken = list(taken)
+
     def command(self, name, **args):
         if name == "x-query-virtio":
             return [{"name": "virtio-blk", "path": "/b"}, {"name": "virtio-net", "path": "/n"}]
         assert args["path"] == "/n"
-        taken = 100 if args["queue"] == 1 else 7
-        return {"shadow-avail-idx": 356, "last-avail-idx": taken, "used-idx": taken, "inuse": 0}
+        tx = args["queue"] == 1
+        taken = self.taken.pop(0) if tx else 20397
+        ring = {"vring-avail": 0x2000 if tx else 0x1000, "vring-used": 0x3000, "vring-num": 256}
+        return {"last-avail-idx": taken, "used-idx": taken, "inuse": 0, **ring}
+
+    def hmp(self, line):
+        addr = int(line.split()[-1])
+        word = {0x2002: 56627, 0x1002: 20397, 0x3000 + 4 + 8 * 256: 56389}[addr]
+        return f"{addr:016x}: {word:#06x}\r\n"
 
 
-def test_queue_status_reads_both_virtio_net_queues():
-    rx, tx = nicstall.queue_status(_Qmp())
-    assert rx.startswith("rx: avail 356, taken 7")
-    assert tx.startswith("tx: avail 356, taken 100, used 100, in use 0")
+def test_rings_read_qemus_view_and_guest_memory():
+    rx, tx = nicstall.rings(_Qmp(taken=[56389]))
+    assert (rx.queue, rx.waiting) == (0, 0)
+    assert (tx.avail, tx.taken, tx.avail_event, tx.waiting) == (56627, 56389, 56389, 238)
+    assert "guest avail 56627, QEMU took 56389" in tx.text()
+
+
+def test_a_ring_is_stalled_only_if_qemu_takes_nothing_while_buffers_wait():
+    assert nicstall.stalled_tx(_Qmp(), settle_s=0).waiting == 238
+    assert nicstall.stalled_tx(_Qmp(taken=[56389, 56400]), settle_s=0) is None  # moving
+
+
+def test_the_kick_script_finds_the_notify_register_of_a_virtio_pci_config(tmp_path):
+    """The guest-side script, run here on a fake sysfs: capability list 0x40 -> 0x50
+    (vendor 0x09, notify cfg_type 2, BAR 4, offset 0x3000, multiplier 4)."""
+    import struct
+    import subprocess
+    import sys
+
+    pci = tmp_path / "0000:00:03.0"
+    (pci / "virtio2").mkdir(parents=True)
+    cfg = bytearray(256)
+    cfg[0x34] = 0x40
+    cfg[0x40:0x44] = bytes([0x11, 0x50, 0x0C, 0x00])  # MSI-X, next 0x50
+    cfg[0x50:0x58] = bytes([0x09, 0x00, 0x14, 0x02, 0x04, 0x00, 0, 0])
+    struct.pack_into("<III", cfg, 0x58, 0x3000, 0x1000, 4)
+    (pci / "config").write_bytes(bytes(cfg))
+    (pci / "resource4").write_bytes(bytes(0x4000))
+    net = tmp_path / "eth0"
+    net.mkdir()
+    (net / "device").symlink_to(pci / "virtio2")
+    script = nicstall._KICK.replace("/sys/class/net/", f"{tmp_path}/")
+    r = subprocess.run([sys.executable, "-c", script, "eth0", "1"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert (pci / "resource4").read_bytes()[0x3004:0x3006] == struct.pack("<H", 1)
 
 
 class _Recovering(FakePlatform):
