@@ -14,7 +14,7 @@ import pytest
 
 from virtbench import cleanup, hostnet, tools
 from virtbench.platforms.base import PlatformSpec
-from virtbench.platforms.vm import accel, cleaner, image, initramfs, kernel, paths
+from virtbench.platforms.vm import accel, cleaner, image, initramfs, kernel, nicstall, paths
 from virtbench.platforms.vm.platform import VmPlatform
 
 pytestmark = [
@@ -75,6 +75,14 @@ def test_exec_spawn_endpoint_disk_and_teardown():
         body = _http_get(host, port, "/name")
         assert body.strip() == "vb-vmt001"
         assert server.poll() is None
+        # the stalled-NIC path on a healthy guest: rings readable, nothing stalled, nothing
+        # done; a kick from inside is harmless and the server stays reachable
+        rings = nicstall.rings(p.machine.qmp)
+        assert [r.queue for r in rings] == [0, 1] and all(r.avail is not None for r in rings)
+        facts, acted = p.recover_network()
+        assert not acted and "virtio-net rx: guest avail" in facts and "tx_packets=" in facts
+        assert nicstall.kick_tx(p.machine.agent) is None
+        assert _http_get(host, port, "/name").strip() == "vb-vmt001"
         stopped = server.stop()
         assert stopped.returncode is not None and server.poll() is not None
     assert_gone("vb-vmt001")

@@ -74,6 +74,8 @@ def test_the_kick_script_finds_the_notify_register_of_a_virtio_pci_config(tmp_pa
     cfg[0x50:0x58] = bytes([0x09, 0x00, 0x14, 0x02, 0x04, 0x00, 0, 0])
     struct.pack_into("<III", cfg, 0x58, 0x3000, 0x1000, 4)
     (pci / "config").write_bytes(bytes(cfg))
+    # no I/O BAR (a modern-only device): the script takes the notify capability
+    (pci / "resource").write_text("0x00000000fe000000 0x00000000fe003fff 0x0000000000140204\n")
     (pci / "resource4").write_bytes(bytes(0x4000))
     net = tmp_path / "eth0"
     net.mkdir()

@@ -33,13 +33,23 @@ _GUEST_FACTS = (
     "echo tx_packets=$(cat tx_packets) rx_packets=$(cat rx_packets) "
     "tx_dropped=$(cat tx_dropped)"
 )
-# The virtio-pci notify capability (vendor capability 0x09, cfg_type 2) names a BAR, an
-# offset and a multiplier; QEMU maps queue n's notify_off to n, and it reads the queue from
-# the address written, not the value. /sys's resource file maps the BAR for root.
+# A transitional virtio-pci device (QEMU's default on the root bus) has a legacy I/O BAR whose
+# QUEUE_NOTIFY register (offset 16) takes a queue index; /dev/port writes it byte by byte,
+# and the first byte is the index. Without one: the modern notify capability (vendor 0x09,
+# cfg_type 2: BAR, offset, multiplier; QEMU maps queue n's notify_off to n and reads the
+# queue from the address), mapped through /sys's resource file, which a kernel with
+# CONFIG_IO_STRICT_DEVMEM refuses (EINVAL) while the driver holds the BAR.
 _KICK = r"""
 import mmap, os, struct, sys
 iface, queue = sys.argv[1], int(sys.argv[2])
 dev = os.path.realpath(f"/sys/class/net/{iface}/device/..")
+for line in open(dev + "/resource"):
+    start, _end, flags = (int(x, 16) for x in line.split())
+    if flags & 0x100 and start:  # IORESOURCE_IO
+        fd = os.open("/dev/port", os.O_WRONLY)
+        os.pwrite(fd, struct.pack("<H", queue), start + 16)
+        print(f"kicked queue {queue} of {os.path.basename(dev)} at I/O port {start + 16:#x}")
+        sys.exit(0)
 cfg = open(dev + "/config", "rb").read()
 ptr = cfg[0x34]
 while ptr:
@@ -52,7 +62,7 @@ while ptr:
         print(f"kicked queue {queue} of {os.path.basename(dev)} at {path}+{at:#x}")
         sys.exit(0)
     ptr = cfg[ptr + 1]
-sys.exit("no virtio-pci notify capability in " + dev)
+sys.exit("no virtio-pci notify register in " + dev)
 """
 
 
