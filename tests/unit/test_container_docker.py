@@ -1,10 +1,12 @@
 """docker: OCI config -> `docker run` argv, published port block, dockerd argv and settings,
 docker_nat validation."""
 
+import os
 import random
 
 import pytest
 
+from virtbench import cleanup
 from virtbench.platforms.container import docker, dockerd, options, runtimes, spec
 from virtbench.platforms.options import OptionError
 
@@ -258,3 +260,18 @@ def test_chains_we_did_not_make_or_a_user_dockerd_uses_are_kept(stopped, monkeyp
     monkeypatch.setattr(dockerd, "_user_dockerd", lambda: None)
     monkeypatch.setattr(dockerd, "own_pid", lambda: 4242)
     assert dockerd.leftovers() == [] and ran == []  # ours still runs: nothing is a leftover
+
+
+def test_a_zombie_dockerd_is_no_users_daemon(monkeypatch):
+    """Ours, stopped after the run that started it was killed, is a zombie `dockerd` (no
+    command line) until PID 1 reaps it: not a user's daemon whose chains must be kept."""
+    me = os.getpid()
+    monkeypatch.setattr(cleanup, "command_of", lambda pid: "dockerd" if pid == me else None)
+    monkeypatch.setattr(cleanup, "process_state", lambda pid: "Z")
+    assert dockerd._user_dockerd() is None
+    monkeypatch.setattr(cleanup, "process_state", lambda pid: "S")
+    assert dockerd._user_dockerd() == "dockerd"
+    monkeypatch.setattr(
+        cleanup, "command_of", lambda pid: f"dockerd --host unix://{dockerd.SOCKET}"
+    )
+    assert dockerd._user_dockerd() is None  # ours, running

@@ -149,9 +149,11 @@ def user_userland_proxy(cmdline: str, daemon_json: str) -> bool:
 
 
 def _user_dockerd() -> str | None:
-    """The command line of a running dockerd virtbench did not start, None if there is none."""
+    """The command line of a running dockerd virtbench did not start, None if there is none.
+    A zombie is none: ours, stopped after the run that started it died, stays one (named
+    `dockerd`, no command line) until whoever inherited it reaps it."""
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
+        if not entry.name.isdigit() or cleanup.process_state(int(entry.name)) in ("Z", "X"):
             continue
         cmd = cleanup.command_of(int(entry.name)) or ""
         ours = str(SOCKET) in cmd
