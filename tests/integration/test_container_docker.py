@@ -175,23 +175,23 @@ def test_killed_run_leaves_nothing_after_docker_cleanup(tmp_path):
 
 
 def test_stopped_daemon_leaves_no_mount_or_chains():
-    """A dockerd exits leaving the host netns it bind-mounts under its exec root and its
-    iptables chains: once virtbench's is stopped, neither is left (the chains when it made
-    them); a dockerd virtbench did not start is never stopped (ensure() would use it)."""
+    """A dockerd exits leaving the host netns it bind-mounts under its exec root (the sandbox
+    of host-network containers) and its iptables chains: once virtbench's is stopped, neither
+    is left (the chains when it made them)."""
     if dockerd._user_dockerd() is not None:
         pytest.skip("a dockerd virtbench did not start runs here")
     dockerd.release()  # the tests above: stopped unless another virtbench process uses it
     if dockerd._live_claims():
         pytest.skip("another virtbench process uses virtbench's dockerd")
     chains_before = dockerd.docker_chains()
-    dockerd.ensure()
-    try:
+    name = "vb-itdkleft"
+    with ContainerPlatform(PlatformSpec(name, "container", {"runtime": "docker"}), name) as p:
+        assert p.exec(["true"]).ok
         assert dockerd.own_pid() is not None
         assert storage.mounts_under(dockerd.EXEC_ROOT), "no netns mount: this shows nothing"
         made = dockerd.CHAINS_MARK.exists()
         assert made or chains_before  # chains absent before it started are its
-    finally:
-        dockerd.release()
+    dockerd.release()
     assert dockerd.own_pid() is None
     assert storage.mounts_under(dockerd.EXEC_ROOT) == []
     if made:
