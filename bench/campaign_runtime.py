@@ -13,40 +13,21 @@ when it estimates a longer variant from measured cells. Run it under the measure
 from __future__ import annotations
 
 import argparse
-import sqlite3
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from collections import defaultdict
 from pathlib import Path
 
-DB_NAME = "virtbench.db"  # store/db.py
+from _campaign import CellTime, cell_times, run_campaign
 
 
-def cells(results_dir: Path) -> list[tuple]:
-    """(platform, scenario, repetition, status, seconds) of the latest run's cells."""
-    conn = sqlite3.connect(str(results_dir / DB_NAME))
-    try:
-        run = conn.execute("SELECT run_id FROM runs ORDER BY started_at DESC LIMIT 1").fetchone()
-        if run is None:
-            return []
-        return conn.execute(
-            "SELECT platform, scenario, repetition, status, finished_at - started_at "
-            "FROM cells WHERE run_id = ? ORDER BY seq",
-            run,
-        ).fetchall()
-    finally:
-        conn.close()
-
-
-def summary(rows: list[tuple]) -> list[str]:
+def summary(rows: list[CellTime]) -> list[str]:
     """One line per (platform, scenario): cells, mean ± stdev seconds."""
     by: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for platform, scenario, _rep, _status, secs in rows:
-        if secs is not None:
-            by[platform, scenario].append(secs)
+    for c in rows:
+        if c.seconds is not None:
+            by[c.platform, c.scenario].append(c.seconds)
     out = []
     for (platform, scenario), secs in by.items():
         sd = statistics.stdev(secs) if len(secs) > 1 else 0.0
@@ -64,23 +45,22 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         results = args.results_dir or Path(tmp)
-        start = time.monotonic()
-        cmd = [sys.executable, "-m", "virtbench.cli", "run", args.campaign]
-        cmd += ["--results-dir", str(results), "--no-report"]
-        out = subprocess.run(cmd, capture_output=True, text=True)
-        wall = time.monotonic() - start
-        rows = cells(results) if (results / DB_NAME).exists() else []
+        out = run_campaign(args.campaign, results)
+        rows = cell_times(results)
     if out.returncode != 0:
-        print(out.stdout[-2000:], out.stderr[-2000:])
-    failed = [r for r in rows if r[3] != "ok"]
-    total = sum(r[4] or 0.0 for r in rows)
+        out.print_tail(2000)
+    failed = [c for c in rows if c.status != "ok"]
+    total = sum(c.seconds or 0.0 for c in rows)
+    wall = out.wall_s
     print(
         f"campaign {args.campaign}: {wall:.0f} s wall ({wall / 60:.1f} min), {len(rows)} cells "
         f"({total:.0f} s in cells), {len(failed)} not ok; exit {out.returncode}"
     )
-    for platform, scenario, rep, status, secs in rows:
-        when = f"{secs:6.1f} s" if secs is not None else "     - s"
-        print(f"  cell {platform:<14} {scenario:<26} rep {rep:<3} {status:<8} {when}")
+    for c in rows:
+        when = f"{c.seconds:6.1f} s" if c.seconds is not None else "     - s"
+        print(
+            f"  cell {c.platform:<14} {c.scenario:<26} rep {c.repetition:<3} {c.status:<8} {when}"
+        )
     print("per (platform, scenario):")
     print("\n".join(summary(rows)))
     sys.exit(out.returncode)

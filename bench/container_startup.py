@@ -28,6 +28,8 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
+from _campaign import ratios
+
 from virtbench.analysis.stats import summarize
 from virtbench.images import rootfs
 from virtbench.platforms.base import PlatformSpec
@@ -150,8 +152,7 @@ def startup(runtime: str, starts: int, reps: int, network: str) -> None:
         print(f"  virtbench {k} (network={network}): {ci([v[k] for v in vb])} ms")
     diff = [v - h for v, h in zip(run_part, hand, strict=True)]
     print(f"  virtbench runtime part - by hand: {ci(diff)} ms")
-    ratio = [v / h for v, h in zip(run_part, hand, strict=True)]
-    print(f"  virtbench runtime part / by hand: {ci(ratio)}")
+    print(f"  virtbench runtime part / by hand: {ci(ratios(run_part, hand))}")
     print("  per-start spread (ms), to see where two groups of values come from:")
     print(f"    by hand:            {spread(every_hand)}")
     for k in PHASES:
@@ -180,8 +181,7 @@ def overhead(reps: int) -> None:
                 lambda argv=argv, pat=pat: throughput(con, argv, pat),
                 lambda argv=argv, pat=pat: throughput(nat, argv, pat),
             )
-            ratios = [x / y for x, y in zip(c, n, strict=True)]
-            print(f"{name}: container/native = {ci(ratios)}")
+            print(f"{name}: container/native = {ci(ratios(c, n))}")
 
 
 def main() -> None:

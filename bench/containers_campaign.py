@@ -9,35 +9,29 @@ Options: --keep DIR keeps the results directory (store + HTML report) for a look
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tempfile
-import time
 from collections import Counter
 from pathlib import Path
+
+from _campaign import run_campaign
 
 from virtbench.analysis.normalize import NO_CI, UNDECIDED
 from virtbench.report.data import ReportData
 from virtbench.store.db import Store
 
 
-def run_campaign(results: Path) -> tuple[float, int]:
-    start = time.monotonic()
-    out = subprocess.run(
-        [sys.executable, "-m", "virtbench.cli", "run", "containers", "--results-dir", str(results)],
-        capture_output=True,
-        text=True,
-    )
-    wall = time.monotonic() - start
+def run_containers(results: Path) -> tuple[float, int]:
+    out = run_campaign("containers", results, report=True)  # the report: for --keep
     if out.returncode not in (0, 1):  # 1: some cells failed; their figures still count
-        print(out.stdout[-3000:], out.stderr[-3000:])
+        out.print_tail(3000)
         sys.exit(out.returncode)
-    return wall, out.returncode
+    return out.wall_s, out.returncode
 
 
 def ratio_table(results: Path) -> Counter[str]:
     store = Store.open_existing(results)
-    run_id = store.runs()[-1]["run_id"]
+    run_id = store.resolve_run("latest")
     data = ReportData.load(store, run_id)
     cells = Counter(c.status for c in data.cells)
     print(f"run {run_id}: cells {dict(cells)}")
@@ -78,7 +72,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         results = args.keep or Path(tmp)
         results.mkdir(parents=True, exist_ok=True)
-        wall, rc = run_campaign(results)
+        wall, rc = run_containers(results)
         decisions = ratio_table(results)
     total = sum(decisions.values())
     print(

@@ -10,25 +10,21 @@ enough to be steady (bench/stability.py) the whole campaign takes about 222 s he
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import tempfile
-import time
+from pathlib import Path
+
+from _campaign import run_campaign
 
 BUDGET_S = 180.0
 
 
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        start = time.monotonic()
-        out = subprocess.run(
-            [sys.executable, "-m", "virtbench.cli", "run", "--results-dir", tmp, "--no-report"],
-            capture_output=True,
-            text=True,
-        )
-        wall = time.monotonic() - start
+        out = run_campaign(None, Path(tmp))
+    wall = out.wall_s
     if out.returncode != 0:
-        print(out.stdout[-2000:], out.stderr[-2000:])
+        out.print_tail(2000)
         sys.exit(out.returncode)
     failed = out.stdout.count("✗")
     print(

@@ -34,6 +34,7 @@ import argparse
 import statistics
 import time
 
+from _campaign import ratios
 from container_startup import alternating, ci, throughput  # bench/: the same helpers
 
 from virtbench.platforms.base import PlatformSpec
@@ -76,7 +77,7 @@ def report(what: str, d: list[float], c: list[float], unit: str) -> None:
     print(f"{what}:")
     print(f"  docker {ci(d)} {unit}")
     print(f"  crun   {ci(c)} {unit}")
-    print(f"  docker / crun {ci([x / y for x, y in zip(d, c, strict=True)])}")
+    print(f"  docker / crun {ci(ratios(d, c))}")
 
 
 def main() -> None:

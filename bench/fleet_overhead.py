@@ -53,12 +53,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _campaign import cli, run_campaign, run_span
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.integration
 
@@ -86,37 +86,20 @@ max_prime = 20011
 TASKS = ("check_s", "transfer_s", "install_s", "start_s", "status_s", "fetch_s")
 
 
-def vb(*args: str) -> tuple[float, float, float, subprocess.CompletedProcess]:
-    """Run the CLI; (wall, epoch at start, epoch at end, result)."""
-    e0, t0 = time.time(), time.monotonic()
-    out = subprocess.run(
-        [sys.executable, "-m", "virtbench.cli", *args], capture_output=True, text=True
-    )
-    return time.monotonic() - t0, e0, time.time(), out
-
-
-def run_times(db: Path) -> tuple[float, float]:
-    con = sqlite3.connect(db)
-    try:
-        return con.execute("SELECT started_at, finished_at FROM runs").fetchone()
-    finally:
-        con.close()
-
-
 def one_host(tmp: Path, campaign: Path) -> tuple[float, float]:
     res = tmp / "local"
-    wall, _, _, out = vb("run", str(campaign), "--results-dir", str(res), "--no-report")
+    out = run_campaign(campaign, res)
     if out.returncode != 0:
         raise SystemExit(f"local run failed: {out.stdout}{out.stderr}")
-    a, b = run_times(res / "virtbench.db")
-    return wall, b - a
+    a, b = run_span(res / "virtbench.db")
+    return out.wall_s, b - a
 
 
 def fleet_run(f, tmp: Path, campaign: Path, n: int, tag: str, poll: float) -> dict:
     res = tmp / f"fleet-{tag}"
     inv = f.inventory(tmp / f"inventory-{tag}.ini")
     names = ",".join(h.name for h in f.hosts[:n])
-    wall, e0, e1, out = vb(
+    out = cli(
         "fleet", "run", str(campaign), "-i", str(inv), "--limit", names,
         "--results-dir", str(res), "--poll-interval", str(poll), "--forks", str(n),
     )  # fmt: skip
@@ -124,16 +107,16 @@ def fleet_run(f, tmp: Path, campaign: Path, n: int, tag: str, poll: float) -> di
         raise SystemExit(f"fleet run on {n} hosts failed: {out.stdout}{out.stderr}")
     (rec_path,) = (res / "fleet").glob("*/fleet.json")
     rec = json.loads(rec_path.read_text())
-    ends = {h: run_times(rec_path.parent / f"{h}.db") for h in rec["hosts"]}
+    ends = {h: run_span(rec_path.parent / f"{h}.db") for h in rec["hosts"]}
     last = max(ends, key=lambda h: ends[h][1])
     start, end = ends[last]
     hosts = rec["hosts"].values()
     per = {k: sum(h["timings"].get(k, 0.0) for h in hosts) / n for k in TASKS}
     return {
-        "wall": wall,
-        "start": start - e0,
+        "wall": out.wall_s,
+        "start": start - out.started,
         "campaign": end - start,
-        "after": e1 - end,
+        "after": out.ended - end,
         "longest": max(b - a for a, b in ends.values()),
         "t": rec.get("timings", {}),
         "per": per,

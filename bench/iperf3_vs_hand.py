@@ -27,22 +27,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from rich.console import Console
-
-from virtbench.campaign import loader
 from virtbench.drivers import iperf3
-from virtbench.runner.run import Runner
 from virtbench.serving.ports import candidate_ports, port_free_on_host
 
 sys.path.insert(0, str(Path(__file__).parent))
-from overhead import OWN_CPU, rounds, summary  # noqa: E402  (a sibling bench script)
+from overhead import own_cpu_run, rounds, summary  # noqa: E402  (a sibling bench script)
 
 CAMPAIGN = """
 [campaign]
@@ -94,17 +89,8 @@ def by_hand(duration: int, server_cpu: int | None, client_cpu: int | None) -> fl
 
 
 def through_virtbench(duration: int, pins: str, results: Path) -> float:
-    before, t0 = resource.getrusage(resource.RUSAGE_SELF), time.monotonic()
-    runner = Runner(results, Console(quiet=True))
-    campaign = loader.parse(CAMPAIGN.format(duration=duration, pin=pins), "iperf3.toml")
-    run_id = runner.start(campaign)
-    after, wall = resource.getrusage(resource.RUSAGE_SELF), time.monotonic() - t0
-    used = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    OWN_CPU.append(used / wall)
-    rows = [r for r in runner.store.sample_rows(run_id) if r["metric"] == "throughput"]
-    if not rows:
-        raise RuntimeError(f"run {run_id} stored no throughput")
-    return rows[0]["value"]
+    text = CAMPAIGN.format(duration=duration, pin=pins)
+    return own_cpu_run(text, results, "iperf3.toml", "throughput")
 
 
 def main() -> None:

@@ -25,13 +25,10 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from rich.console import Console
+from _campaign import cv_pct, one_value, paired_ratio, run_here
 
-from virtbench.analysis.stats import summarize
-from virtbench.campaign import loader
 from virtbench.drivers import jvm
 from virtbench.java import cache
-from virtbench.runner.run import Runner
 from virtbench.workloads.java import Scimark
 
 CAMPAIGN = """
@@ -64,22 +61,19 @@ def by_hand(iterations: int, min_time: float) -> float:
 
 
 def through_virtbench(platform: str, iterations: int, min_time: float, results: Path) -> float:
-    runner = Runner(results, Console(quiet=True))
     text = CAMPAIGN.format(platform=PLATFORMS[platform], iterations=iterations, min_time=min_time)
-    run_id = runner.start(loader.parse(text, "jvm.toml"))
-    rows = [r for r in runner.store.sample_rows(run_id) if r["metric"] == PRIMARY]
-    if not rows or not rows[0]["valid"]:
-        raise RuntimeError(f"run {run_id}: no valid {PRIMARY}")
-    return rows[0]["value"]
+    runner, run_id, _ = run_here(text, results, "jvm.toml")
+    try:
+        return one_value(runner.store, run_id, PRIMARY)  # a flagged figure stops the bench
+    finally:
+        runner.store.close()
 
 
 def ratio_line(name: str, num: list[float], den: list[float]) -> str:
-    per_round = [a / b for a, b in zip(num, den, strict=True)]
-    s = summarize(per_round)
-    lo, hi = s.mean - s.ci_half, s.mean + s.ci_half
+    s = paired_ratio(num, den)
     return (
-        f"{name}: paired ratio {s.mean:.4f}, 95% CI [{lo:.4f}, {hi:.4f}]"
-        f" (per round {min(per_round):.3f}..{max(per_round):.3f})"
+        f"{name}: paired ratio {s.mean:.4f}, 95% CI [{s.ci_low:.4f}, {s.ci_high:.4f}]"
+        f" (per round {s.minimum:.3f}..{s.maximum:.3f})"
     )
 
 
@@ -108,7 +102,7 @@ def main() -> None:
             print(f"round {i + 1}: " + "  ".join(f"{w} {values[w][-1]:.1f}" for w in order))
     for way in order:
         v = values[way]
-        print(f"{way:9} mean {statistics.mean(v):.1f} Mflops (CV {cv(v):.1f}%)")
+        print(f"{way:9} mean {statistics.mean(v):.1f} Mflops (CV {cv_pct(v):.1f}%)")
     overhead = ratio_line("virtbench native / by hand", values["native"], values["hand"])
     print(overhead + "  (target: >= 0.99)")
     print(
@@ -116,10 +110,6 @@ def main() -> None:
             "container / native (JVM in crun vs JVM native)", values["container"], values["native"]
         )
     )
-
-
-def cv(values: list[float]) -> float:
-    return 100 * statistics.stdev(values) / statistics.mean(values)
 
 
 if __name__ == "__main__":

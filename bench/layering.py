@@ -21,6 +21,8 @@ import math
 import os
 import statistics
 
+from _campaign import ratios
+
 from virtbench.analysis.stats import summarize
 from virtbench.platforms import registry
 from virtbench.platforms.base import Platform, PlatformSpec
@@ -89,14 +91,14 @@ def main() -> None:
         print(f"{n:22s} mean {statistics.mean(values[n]):7.1f} req/s, median "
               f"{statistics.median(values[n]):7.1f} (n={len(values[n])})")  # fmt: skip
     for n in names[1:]:
-        ratios = [c / v for c, v in zip(values[n], values["vm"], strict=True)]
+        per_round = ratios(values[n], values["vm"])
         # ratios are skewed (a round where the host stalls one side gives 0.05 or 20):
         # average them in log space, the CI back-transformed, and show the median too
-        s = summarize([math.log(r) for r in ratios])
+        s = summarize([math.log(r) for r in per_round])
         gm, lo, hi = (math.exp(x) for x in (s.mean, s.mean - s.ci_half, s.mean + s.ci_half))
         print(
             f"{n}/vm = {gm:.3f} [95% CI {lo:.3f}-{hi:.3f}] (geometric mean of per-round ratios, "
-            f"n={s.n}; median {statistics.median(ratios):.3f}): layering cost "
+            f"n={s.n}; median {statistics.median(per_round):.3f}): layering cost "
             f"{100 * (1 - gm):+.1f}% of throughput (seed 000 on Xen: 26-29%)"
         )
     if vm.accel_used == "tcg":

@@ -11,11 +11,11 @@ Run under the machine lock:
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from _campaign import run_campaign
 
 from virtbench.analysis.normalize import compare
 from virtbench.report.data import ReportData
@@ -83,22 +83,16 @@ def run(results: Path, path: str, reps: int, duration: float, docker: bool) -> f
     f = results / "network-paths.toml"
     extra = DOCKER if docker else ""
     f.write_text(CAMPAIGN.format(reps=reps, duration=duration, path=path, docker=extra))
-    start = time.monotonic()
-    out = subprocess.run(
-        [sys.executable, "-m", "virtbench.cli", "run", str(f), "--results-dir", str(results),
-         "--no-report"],
-        capture_output=True,
-        text=True,
-    )  # fmt: skip
+    out = run_campaign(f, results)
     if out.returncode not in (0, 1):
-        print(out.stdout[-3000:], out.stderr[-3000:])
+        out.print_tail(3000)
         sys.exit(out.returncode)
-    return time.monotonic() - start
+    return out.wall_s
 
 
 def table(results: Path) -> None:
     store = Store.open_existing(results)
-    run_id = store.runs()[-1]["run_id"]
+    run_id = store.resolve_run("latest")
     data = ReportData.load(store, run_id)
     heads = {g.key.platform: g for g in data.select(suite="network", primary=True)}
     print(f"run {run_id}: cells {[c.status for c in data.cells].count('ok')}/{len(data.cells)} ok")

@@ -26,13 +26,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from rich.console import Console
-
-from virtbench.analysis.stats import summarize
-from virtbench.campaign import loader
-from virtbench.runner.run import Runner
-
 sys.path.insert(0, str(Path(__file__).parent))
+from _campaign import one_value, paired_ratio, run_here  # noqa: E402  (bench/)
 from container_startup import bundle  # noqa: E402  (a sibling bench script)
 
 CAMPAIGN = """
@@ -71,19 +66,25 @@ def crun_argv(bundle_dir: Path) -> list[str]:
 OWN_CPU: list[float] = []  # virtbench's own CPU seconds per wall second, per run
 
 
-def through_virtbench(duration: int, cpu: int | None, results: Path, platform: str) -> float:
+def own_cpu_run(text: str, results: Path, file_name: str, metric: str) -> float:
+    """`metric`'s figure of a one-cell campaign run in this process; virtbench's own CPU per
+    wall second of it goes to OWN_CPU."""
     before, t0 = resource.getrusage(resource.RUSAGE_SELF), time.monotonic()
-    runner = Runner(results, Console(quiet=True))
-    pin = f"target_cpus = [{cpu}]" if cpu is not None else ""
-    text = CAMPAIGN.format(duration=duration, pin=pin, platform=PLATFORMS[platform])
-    campaign = loader.parse(text, "overhead.toml")
-    run_id = runner.start(campaign)
+    runner, run_id, _ = run_here(text, results, file_name)
     after, wall = resource.getrusage(resource.RUSAGE_SELF), time.monotonic() - t0
     # this process's threads (runner, sampler, store): not the measured child
     used = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     OWN_CPU.append(used / wall)
-    rows = [r for r in runner.store.sample_rows(run_id) if r["metric"] == "events_per_s"]
-    return rows[0]["value"]
+    try:
+        return one_value(runner.store, run_id, metric, valid_only=False)
+    finally:
+        runner.store.close()
+
+
+def through_virtbench(duration: int, cpu: int | None, results: Path, platform: str) -> float:
+    pin = f"target_cpus = [{cpu}]" if cpu is not None else ""
+    text = CAMPAIGN.format(duration=duration, pin=pin, platform=PLATFORMS[platform])
+    return own_cpu_run(text, results, "overhead.toml", "events_per_s")
 
 
 def main() -> None:
@@ -142,20 +143,19 @@ def rounds(
 
 def summary(d: list[float], v: list[float], unit: str = "events/s") -> None:
     ratio = statistics.mean(v) / statistics.mean(d)
-    ratios = [a / b for a, b in zip(v, d, strict=True)]
+    paired = paired_ratio(v, d)  # per-round pairs cancel slow drift in host load
     print(f"direct    mean {statistics.mean(d):.1f} {unit} (stdev {statistics.stdev(d):.1f})")
     print(f"virtbench mean {statistics.mean(v):.1f} {unit} (stdev {statistics.stdev(v):.1f})")
     print(
         f"ratio virtbench/direct = {ratio:.4f}  (overhead {100 * (1 - ratio):+.2f}%;"
-        f" per-round ratios {min(ratios):.3f}..{max(ratios):.3f}; target: overhead <= 1%)"
+        f" per-round ratios {paired.minimum:.3f}..{paired.maximum:.3f}; target: overhead <= 1%)"
     )
     own = statistics.mean(OWN_CPU)
     print(
         f"virtbench's own CPU while a cell runs: {100 * own:.2f}% of one CPU"
         " (runner, sampler, store; includes start-up and the host-facts probe of each run)"
     )
-    paired = summarize(ratios)  # per-round pairs cancel slow drift in host load
-    lo, hi = paired.mean - paired.ci_half, paired.mean + paired.ci_half
+    lo, hi = paired.ci_low, paired.ci_high
     verdict = "meets" if lo >= 0.99 else ("cannot show" if hi >= 0.99 else "MISSES")
     print(
         f"paired per-round ratio: mean {paired.mean:.4f}, 95% CI [{lo:.4f}, {hi:.4f}];"

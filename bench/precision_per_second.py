@@ -38,11 +38,10 @@ import argparse
 import re
 import statistics
 import tempfile
-import time
 from importlib import resources
 from pathlib import Path
 
-from rich.console import Console
+from _campaign import run_here
 
 from virtbench.campaign import loader
 from virtbench.campaign.model import Adaptive
@@ -68,14 +67,6 @@ def adaptive_text(text: str, budget_s: float, min_reps: int, max_reps: int) -> s
     return new
 
 
-def run(text: str, results: Path) -> tuple[Runner, str, float]:
-    runner = Runner(results, Console(quiet=True))
-    campaign = loader.parse(text, "precision.toml")
-    t0 = time.monotonic()
-    run_id = runner.start(campaign)
-    return runner, run_id, time.monotonic() - t0
-
-
 def judged(text: str) -> list[str]:
     tests = loader.parse(text, "precision.toml").tests
     return list(dict.fromkeys(t.test_case for t in tests if t.suite in JUDGED_SUITES))
@@ -96,11 +87,11 @@ def main() -> None:
     every = list(dict.fromkeys(t.test_case for t in loader.parse(text, "precision.toml").tests))
     cases = judged(text)
     with tempfile.TemporaryDirectory() as tmp:
-        runner_a, run_a, wall_a = run(text, Path(tmp) / "a")
+        runner_a, run_a, wall_a = run_here(text, Path(tmp) / "a", "precision.toml")
         before = assess(runner_a, run_a, every)
         budget = 2 * statistics.median(d.spent_s for d in before.values())
         text_b = adaptive_text(text, budget, reps, args.max_repetitions)
-        runner_b, run_b, wall_b = run(text_b, Path(tmp) / "b")
+        runner_b, run_b, wall_b = run_here(text_b, Path(tmp) / "b", "precision.toml")
         after = assess(runner_b, run_b, every)
         stops = {s.test_case: s.reason for s in runner_b.store.run_stops(run_b)}
     print(f"A (shipped, {reps} repetitions): {wall_a:.0f} s wall")

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import argparse
 import re
-import subprocess
 import sys
 import tempfile
-import time
 import tomllib
 from importlib import resources
 from pathlib import Path
+
+from _campaign import run_campaign
 
 BUDGET_S = 900.0
 
@@ -44,27 +44,13 @@ def main() -> None:
     wanted = [p for p in platforms if p != "vm" or args.vm]
     failed_any = False
     with tempfile.TemporaryDirectory() as scratch:
-        tmp = str(args.results_dir or scratch)
-        Path(tmp).mkdir(parents=True, exist_ok=True)
+        tmp = Path(args.results_dir or scratch)
+        tmp.mkdir(parents=True, exist_ok=True)
         for name in wanted:
-            campaign = Path(tmp) / f"rt-latency-{name}.toml"
+            campaign = tmp / f"rt-latency-{name}.toml"
             campaign.write_text(one_platform(text, name))
-            start = time.monotonic()
-            out = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "virtbench.cli",
-                    "run",
-                    "--results-dir",
-                    tmp,
-                    "--no-report",
-                    str(campaign),
-                ],
-                capture_output=True,
-                text=True,
-            )
-            wall = time.monotonic() - start
+            out = run_campaign(campaign, tmp)
+            wall = out.wall_s
             cells = out.stdout.count("✓") + out.stdout.count("✗")
             failed = out.stdout.count("✗")
             failed_any |= out.returncode != 0 or failed > 0
@@ -73,7 +59,7 @@ def main() -> None:
                 f" ratio to the {BUDGET_S:.0f} s budget = {wall / BUDGET_S:.2f} (target < 1)"
             )
             if out.returncode != 0:
-                print(out.stdout[-1500:], out.stderr[-1500:])
+                out.print_tail(1500)
     sys.exit(1 if failed_any else 0)
 
 

@@ -31,10 +31,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
+from _campaign import cell_seconds, cv_pct, run_here
 
 from virtbench.campaign import loader
-from virtbench.runner.run import Runner
 from virtbench.workloads import registry
 
 TARGET_CV = 2.0  # percent
@@ -120,20 +119,18 @@ def new_settings() -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     return settings, suites
 
 
-def one_run(runner: Runner, text: str, name: str) -> list[dict[str, Any]]:
+def one_run(results: Path, text: str, name: str) -> list[dict[str, Any]]:
     """The run's primary-metric target samples, each with its cell's seconds."""
-    campaign = loader.parse(text, f"{name}.toml")
-    run_id = runner.start(campaign)
-    secs = {
-        c.cell_id: (c.finished_at or 0) - (c.started_at or 0)
-        for c in runner.store.cells(run_id)
-        if c.status == "ok"
-    }
-    failed = [c for c in runner.store.cells(run_id) if c.status != "ok"]
-    for c in failed:
-        print(f"  {name}: cell {c.platform} {c.test_case} {c.status}: {c.error}", flush=True)
+    runner, run_id, _ = run_here(text, results, f"{name}.toml")
+    cells = runner.store.cells(run_id)
+    secs = {c.cell_id: cell_seconds(c) for c in cells if c.status == "ok"}
+    for c in cells:
+        if c.status != "ok":
+            print(f"  {name}: cell {c.platform} {c.test_case} {c.status}: {c.error}", flush=True)
+    stored = runner.store.sample_rows(run_id)
+    runner.store.close()
     rows = []
-    for r in runner.store.sample_rows(run_id):
+    for r in stored:
         w = registry.WORKLOADS[r["test_case"]]
         wanted = (w.primary().name, SECONDARY.get(r["test_case"]))
         if r["role"] != "target" or r["metric"] not in wanted:
@@ -162,10 +159,6 @@ def own_cpu_s() -> float:
             resource.getrusage(resource.RUSAGE_CHILDREN),
         )
     )
-
-
-def cv_pct(xs: list[float]) -> float:
-    return 100 * statistics.stdev(xs) / statistics.mean(xs) if len(xs) > 1 else float("nan")
 
 
 def table(results: dict[str, list[dict[str, Any]]]) -> list[str]:
@@ -247,7 +240,7 @@ def main() -> None:
     results: dict[str, list[dict[str, Any]]] = {"old": [], "new": []}
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="vb-stability-") as tmp:
-        runner = Runner(args.results_dir or Path(tmp), Console(quiet=True))
+        store_dir = args.results_dir or Path(tmp)
         done = 0
         for i in range(args.rounds):
             spent = time.monotonic() - t0
@@ -257,7 +250,7 @@ def main() -> None:
             # alternate which goes first so drift in host load hits both alike
             for which in ("old", "new") if i % 2 == 0 else ("new", "old"):
                 t, busy, own = time.monotonic(), host_busy_s(), own_cpu_s()
-                results[which] += one_run(runner, texts[which], f"stability-{which}")
+                results[which] += one_run(store_dir, texts[which], f"stability-{which}")
                 wall = time.monotonic() - t
                 # what else ran on the host meanwhile (kernel threads working for the
                 # workload too: writeback, I/O completion)
@@ -268,7 +261,6 @@ def main() -> None:
                     flush=True,
                 )
             done += 1
-        runner.store.close()
     print(f"{done} rounds in {time.monotonic() - t0:.0f} s")
     print("\n".join(table(results)))
     print("values per round (old | new):")

@@ -18,7 +18,8 @@ import os
 import re
 import statistics
 
-from virtbench.analysis.stats import summarize
+from _campaign import paired_ratio
+
 from virtbench.platforms.base import PlatformSpec
 from virtbench.platforms.procs import run_host
 from virtbench.platforms.registry import load_all
@@ -80,7 +81,7 @@ def main() -> None:
                 r = fn()
                 (native if name == "native" else guest).append(eps(r.stdout))
             print(f"round {i + 1}: native {native[-1]:.1f}  vm {guest[-1]:.1f} events/s")
-    ratios = summarize([g / n for g, n in zip(guest, native, strict=True)])
+    ratios = paired_ratio(guest, native)
     print(
         f"native mean {statistics.mean(native):.1f} events/s (stdev {statistics.stdev(native):.1f})"
     )

@@ -15,7 +15,7 @@ import pytest
 
 from virtbench import cgroups, cleanup, tools
 from virtbench.platforms.base import PlatformSpec
-from virtbench.platforms.container import docker, dockerd
+from virtbench.platforms.container import docker, dockerd, storage
 from virtbench.platforms.container.platform import ContainerPlatform
 from virtbench.platforms.container.storage import STATE_DIR, remove_state
 from virtbench.workloads import registry
@@ -172,3 +172,27 @@ def test_killed_run_leaves_nothing_after_docker_cleanup(tmp_path):
         assert not cleanup.in_use(name)
         cgroups.Cgroup.attach(name).destroy()
         remove_state(STATE_DIR / name)
+
+
+def test_stopped_daemon_leaves_no_mount_or_chains():
+    """A dockerd exits leaving the host netns it bind-mounts under its exec root (the sandbox
+    of host-network containers) and its iptables chains: once virtbench's is stopped, neither
+    is left (the chains when it made them)."""
+    if dockerd._user_dockerd() is not None:
+        pytest.skip("a dockerd virtbench did not start runs here")
+    dockerd.release()  # the tests above: stopped unless another virtbench process uses it
+    if dockerd._live_claims():
+        pytest.skip("another virtbench process uses virtbench's dockerd")
+    chains_before = dockerd.docker_chains()
+    name = "vb-itdkleft"
+    with ContainerPlatform(PlatformSpec(name, "container", {"runtime": "docker"}), name) as p:
+        assert p.exec(["true"]).ok
+        assert dockerd.own_pid() is not None
+        assert storage.mounts_under(dockerd.EXEC_ROOT), "no netns mount: this shows nothing"
+        made = dockerd.CHAINS_MARK.exists()
+        assert made or chains_before  # chains absent before it started are its
+    dockerd.release()
+    assert dockerd.own_pid() is None
+    assert storage.mounts_under(dockerd.EXEC_ROOT) == []
+    if made:
+        assert dockerd.docker_chains() == {} and not dockerd.CHAINS_MARK.exists()

@@ -1,10 +1,12 @@
 """docker: OCI config -> `docker run` argv, published port block, dockerd argv and settings,
 docker_nat validation."""
 
+import os
 import random
 
 import pytest
 
+from virtbench import cleanup
 from virtbench.platforms.container import docker, dockerd, options, runtimes, spec
 from virtbench.platforms.options import OptionError
 
@@ -168,7 +170,108 @@ def test_dockerd_that_fails_to_start_shows_its_log(monkeypatch, tmp_path):
         ("LOG_FILE", tmp_path / "run/dockerd.log"),
         ("MODE_FILE", tmp_path / "run/mode"),
         ("SOCKET", tmp_path / "run/docker.sock"),
+        ("CHAINS_MARK", tmp_path / "run/iptables-chains"),
     ):
         monkeypatch.setattr(dockerd, attr, path)
+    monkeypatch.setattr(dockerd, "docker_chains", lambda: {"nat": NAT_S})  # a daemon's, before
     with pytest.raises(PlatformError, match=r"(?s)dockerd exited 1.*failed to start daemon: boom"):
         dockerd._start(True)
+    assert not dockerd.CHAINS_MARK.exists()  # the chains were there before ours: not ours
+    monkeypatch.setattr(dockerd, "docker_chains", dict)  # none: what dockerd makes is ours
+    with pytest.raises(PlatformError):
+        dockerd._start(True)
+    assert dockerd.CHAINS_MARK.exists()
+
+
+# `iptables -S` of the filter and nat tables on a host a virtbench dockerd had run on, with a
+# rule of someone else's (a comment, quoted) and one of Docker's isolation rules
+FILTER_S = """-P INPUT ACCEPT
+-P FORWARD ACCEPT
+-P OUTPUT ACCEPT
+-N DOCKER
+-N DOCKER-ISOLATION-STAGE-1
+-N DOCKER-ISOLATION-STAGE-2
+-N DOCKER-USER
+-A FORWARD -j DOCKER-USER
+-A FORWARD -j DOCKER-ISOLATION-STAGE-1
+-A FORWARD -i vb-br0 -m comment --comment "vb bridge" -j ACCEPT
+-A DOCKER-ISOLATION-STAGE-1 -i br-1 ! -o br-1 -j DOCKER-ISOLATION-STAGE-2
+-A DOCKER-ISOLATION-STAGE-1 -j RETURN
+-A DOCKER-ISOLATION-STAGE-2 -j RETURN
+-A DOCKER-USER -j RETURN
+"""
+NAT_S = """-P PREROUTING ACCEPT
+-N DOCKER
+-A PREROUTING -m addrtype --dst-type LOCAL -j DOCKER
+-A OUTPUT ! -d 127.0.0.0/8 -m addrtype --dst-type LOCAL -j DOCKER
+-A POSTROUTING -s 10.99.0.0/24 -j MASQUERADE
+"""
+
+
+def test_chain_removal_takes_out_only_dockers_chains_and_the_jumps_into_them():
+    cmds = [" ".join(a[3:]) for a in dockerd.chain_removal("filter", FILTER_S)]
+    assert cmds[:2] == ["-D FORWARD -j DOCKER-USER", "-D FORWARD -j DOCKER-ISOLATION-STAGE-1"]
+    assert not any("vb-br0" in c for c in cmds)  # not a jump into Docker's chains: kept
+    chains = dockerd.CHAINS["filter"]
+    assert cmds[2:] == [f"-F {c}" for c in chains] + [f"-X {c}" for c in chains]  # flush first
+    nat = [" ".join(a[3:]) for a in dockerd.chain_removal("nat", NAT_S)]
+    assert nat == [
+        "-D PREROUTING -m addrtype --dst-type LOCAL -j DOCKER",
+        "-D OUTPUT ! -d 127.0.0.0/8 -m addrtype --dst-type LOCAL -j DOCKER",
+        "-F DOCKER",
+        "-X DOCKER",
+    ]
+    assert dockerd.chain_removal("nat", "-P PREROUTING ACCEPT\n") == []
+
+
+@pytest.fixture
+def stopped(monkeypatch, tmp_path):
+    """virtbench's dockerd has exited, leaving a mount and (per the test) Docker's chains;
+    every iptables command is recorded, none run."""
+    mark = tmp_path / "iptables-chains"
+    monkeypatch.setattr(dockerd, "CHAINS_MARK", mark)
+    monkeypatch.setattr(dockerd, "own_pid", lambda: None)
+    monkeypatch.setattr(dockerd, "_user_dockerd", lambda: None)
+    mounts = [str(dockerd.EXEC_ROOT / "netns" / "default")]
+    monkeypatch.setattr(dockerd.storage, "mounts_under", lambda path: list(mounts))
+    monkeypatch.setattr(dockerd.storage, "umount", mounts.remove)
+    monkeypatch.setattr(dockerd, "docker_chains", lambda: {"filter": FILTER_S, "nat": NAT_S})
+    ran: list[list[str]] = []
+    monkeypatch.setattr(dockerd.subprocess, "run", lambda argv, **kw: ran.append(argv))
+    return mark, mounts, ran
+
+
+def test_leftovers_of_our_dockerd_are_removed(stopped):
+    mark, mounts, ran = stopped
+    mark.write_text("ours\n")
+    removed = dockerd.leftovers()
+    assert mounts == [] and len(removed) == 3  # the mount, two tables' chains
+    assert ["iptables", "-t", "nat", "-X", "DOCKER"] in ran and not mark.exists()
+
+
+def test_chains_we_did_not_make_or_a_user_dockerd_uses_are_kept(stopped, monkeypatch):
+    mark, mounts, ran = stopped
+    assert dockerd.leftovers() == [f"mount {dockerd.EXEC_ROOT}/netns/default (left by "
+                                   "virtbench's dockerd)"]  # fmt: skip
+    assert ran == []  # no mark: the chains were there before our daemon started
+    mark.write_text("ours\n")
+    monkeypatch.setattr(dockerd, "_user_dockerd", lambda: "dockerd -H fd://")
+    assert dockerd.leftovers() == [] and ran == [] and mark.exists()  # a user's daemon runs
+    monkeypatch.setattr(dockerd, "_user_dockerd", lambda: None)
+    monkeypatch.setattr(dockerd, "own_pid", lambda: 4242)
+    assert dockerd.leftovers() == [] and ran == []  # ours still runs: nothing is a leftover
+
+
+def test_a_zombie_dockerd_is_no_users_daemon(monkeypatch):
+    """Ours, stopped after the run that started it was killed, is a zombie `dockerd` (no
+    command line) until PID 1 reaps it: not a user's daemon whose chains must be kept."""
+    me = os.getpid()
+    monkeypatch.setattr(cleanup, "command_of", lambda pid: "dockerd" if pid == me else None)
+    monkeypatch.setattr(cleanup, "process_state", lambda pid: "Z")
+    assert dockerd._user_dockerd() is None
+    monkeypatch.setattr(cleanup, "process_state", lambda pid: "S")
+    assert dockerd._user_dockerd() == "dockerd"
+    monkeypatch.setattr(
+        cleanup, "command_of", lambda pid: f"dockerd --host unix://{dockerd.SOCKET}"
+    )
+    assert dockerd._user_dockerd() is None  # ours, running

@@ -12,6 +12,12 @@ other vb- bridges forward through it; published ports reach containers without f
 `--userland-proxy` is a daemon-wide setting, so it is what a `docker_nat` platform asks for:
 our daemon is restarted with the other setting when no virtbench container runs on it; the
 user's daemon is only read (its command line and daemon.json) and a mismatch is an error.
+
+A dockerd that exits leaves two things behind: the host network namespace it bind-mounts at
+EXEC_ROOT/netns/default, and its iptables chains (DOCKER, DOCKER-USER, ... and the jumps into
+them from FORWARD, PREROUTING, OUTPUT). Stopping ours removes both (leftovers()); the chains
+only when ours made them (CHAINS_MARK: they did not exist when it started) and no other
+dockerd runs, since a user's daemon, running or stopped, keeps its own rules there.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import atexit
 import contextlib
 import json
 import os
+import shlex
 import signal
 import subprocess
 import time
@@ -30,6 +37,7 @@ from ... import cleanup, tools
 from ...errors import PlatformError
 from ...filelock import file_lock
 from ..base import NAME_PREFIX
+from . import storage
 
 USER_SOCKET = "/var/run/docker.sock"
 RUN_DIR = Path("/run/virtbench/docker")
@@ -38,6 +46,13 @@ SOCKET = RUN_DIR / "docker.sock"
 PID_FILE = RUN_DIR / "dockerd.pid"
 LOG_FILE = RUN_DIR / "dockerd.log"
 MODE_FILE = RUN_DIR / "userland-proxy"  # what our running daemon was started with
+EXEC_ROOT = RUN_DIR / "exec"
+CHAINS_MARK = RUN_DIR / "iptables-chains"  # present: Docker's iptables chains are our daemon's
+# the iptables chains a dockerd makes at start and leaves when it exits, per table
+CHAINS = {
+    "filter": ("DOCKER", "DOCKER-ISOLATION-STAGE-1", "DOCKER-ISOLATION-STAGE-2", "DOCKER-USER"),
+    "nat": ("DOCKER",),
+}
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 20.0
 CLAIM_PREFIX = NAME_PREFIX + "dockerd-"  # one claim per virtbench process using our daemon
@@ -80,7 +95,7 @@ def daemon_argv(userland_proxy: bool) -> list[str]:
         "--data-root",
         str(DATA_ROOT),
         "--exec-root",
-        str(RUN_DIR / "exec"),
+        str(EXEC_ROOT),
         "--pidfile",
         str(PID_FILE),
         "--exec-opt",
@@ -133,18 +148,24 @@ def user_userland_proxy(cmdline: str, daemon_json: str) -> bool:
     return True
 
 
+def _user_dockerd() -> str | None:
+    """The command line of a running dockerd virtbench did not start, None if there is none.
+    A zombie is none: ours, stopped after the run that started it died, stays one (named
+    `dockerd`, no command line) until whoever inherited it reaps it."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or cleanup.process_state(int(entry.name)) in ("Z", "X"):
+            continue
+        cmd = cleanup.command_of(int(entry.name)) or ""
+        ours = str(SOCKET) in cmd
+        if cmd.startswith(("dockerd", "/usr/bin/dockerd", "/usr/sbin/dockerd")) and not ours:
+            return cmd
+    return None
+
+
 def _user_daemon() -> Daemon | None:
     if not answers(USER_SOCKET):
         return None
-    cmdline = ""
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and (cleanup.command_of(int(entry.name)) or "").startswith(
-            ("dockerd", "/usr/bin/dockerd", "/usr/sbin/dockerd")
-        ):
-            cmd = cleanup.command_of(int(entry.name)) or ""
-            if str(SOCKET) not in cmd:
-                cmdline = cmd
-                break
+    cmdline = _user_dockerd() or ""
     daemon_json = ""
     with contextlib.suppress(OSError):
         daemon_json = Path("/etc/docker/daemon.json").read_text()
@@ -238,6 +259,8 @@ def _start(userland_proxy: bool) -> None:
     DATA_ROOT.mkdir(parents=True, exist_ok=True)
     argv = daemon_argv(userland_proxy)
     argv[0] = tools.which("dockerd") or "dockerd"
+    if not CHAINS_MARK.exists() and not docker_chains():
+        CHAINS_MARK.write_text("Docker's iptables chains were made by virtbench's dockerd\n")
     with open(LOG_FILE, "w") as log:
         # its own session: a Ctrl-C at the terminal must not kill it before we remove our
         # containers (we stop it ourselves, after them)
@@ -298,7 +321,62 @@ def stop() -> bool:
     with contextlib.suppress(ChildProcessError):  # it has exited (or was killed): no wait
         os.waitpid(pid, 0)
     MODE_FILE.unlink(missing_ok=True)
+    leftovers()
     return True
+
+
+def leftovers() -> list[str]:
+    """What our dockerd left when it exited (stopped, or died): the mounts under its exec root
+    and, where it made them and no other dockerd runs, Docker's iptables chains. A line per
+    object removed; nothing while it runs."""
+    if own_pid() is not None:
+        return []
+    removed = []
+    for mnt in storage.mounts_under(EXEC_ROOT):
+        storage.umount(mnt)
+        removed.append(f"mount {mnt} (left by virtbench's dockerd)")
+    if CHAINS_MARK.exists() and _user_dockerd() is None:
+        for table, rules in docker_chains().items():
+            for argv in chain_removal(table, rules):
+                with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+                    subprocess.run(argv, capture_output=True, timeout=30)
+            removed.append(f"iptables {table}: Docker's chains (made by virtbench's dockerd)")
+        CHAINS_MARK.unlink(missing_ok=True)
+    return removed
+
+
+def docker_chains() -> dict[str, str]:
+    """table -> its `iptables -t TABLE -S` text, for the tables holding any of CHAINS."""
+    found = {}
+    for table, names in CHAINS.items():
+        try:
+            r = subprocess.run(
+                ["iptables", "-t", table, "-S"], capture_output=True, text=True, timeout=30
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if any(f"-N {c}" in r.stdout.splitlines() for c in names):
+            found[table] = r.stdout
+    return found
+
+
+def chain_removal(table: str, rules: str) -> list[list[str]]:
+    """The iptables commands that take Docker's chains out of `table`, from its `-S` text:
+    the jumps into them from other chains, then their rules, then the chains (pure)."""
+    ours = CHAINS[table]
+    present = [c for c in ours if f"-N {c}" in rules.splitlines()]
+    jumps = []
+    for line in rules.splitlines():
+        words = shlex.split(line)
+        if len(words) < 2 or words[0] != "-A" or words[1] in ours:
+            continue
+        target = next(
+            (b for a, b in zip(words, words[1:], strict=False) if a in ("-j", "-g")), None
+        )
+        if target in present:
+            jumps.append(["iptables", "-t", table, "-D", *words[1:]])
+    flush = [["iptables", "-t", table, "-F", c] for c in present]
+    return jumps + flush + [["iptables", "-t", table, "-X", c] for c in present]
 
 
 def current() -> Daemon | None:
