@@ -81,7 +81,8 @@ def test_exec_spawn_endpoint_disk_and_teardown():
         assert [r.queue for r in rings] == [0, 1] and all(r.avail is not None for r in rings)
         facts, acted = p.recover_network()
         assert not acted and "virtio-net rx: guest avail" in facts and "tx_packets=" in facts
-        assert nicstall.kick_tx(p.machine.agent) is None
+        done, what = nicstall.kick_tx(p.machine.agent)
+        assert done and what.startswith("kicked queue 1 of "), what
         assert _http_get(host, port, "/name").strip() == "vb-vmt001"
         stopped = server.stop()
         assert stopped.returncode is not None and server.poll() is not None

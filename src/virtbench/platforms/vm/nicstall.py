@@ -167,11 +167,13 @@ def describe(serial_log: Path, qmp: Qmp | None, agent: Agent | None) -> str:
     return " | ".join(parts)
 
 
-def kick_tx(agent: Agent, timeout: float = 20.0) -> str | None:
-    """Notify QEMU of the transmit ring from inside the guest. None when done, else why not."""
+def kick_tx(agent: Agent, timeout: float = 20.0) -> tuple[bool, str]:
+    """Notify QEMU of the transmit ring from inside the guest: (done, what was written where
+    or why not)."""
+    argv = ["python3", "-c", _KICK, GUEST_IFACE, str(TX_QUEUE)]
     try:
-        argv = ["python3", "-c", _KICK, GUEST_IFACE, str(TX_QUEUE)]
         r = guest_run(agent, argv, timeout, None)
     except (AgentError, ChannelError, OSError) as exc:
-        return str(exc)
-    return None if r.ok else (r.stderr or r.stdout).strip() or f"exit {r.returncode}"
+        return False, str(exc)
+    text = (r.stdout if r.ok else r.stderr or r.stdout).strip()
+    return r.ok, text or f"exit {r.returncode}"

@@ -242,12 +242,12 @@ class VmPlatform(Platform):
         ring = nicstall.stalled_tx(m.qmp) if m.qmp is not None else None
         if ring is None:
             return facts, False  # not the known stall: nothing to do
-        why_not = nicstall.kick_tx(m.agent)
-        if why_not is not None:
-            return f"{facts} | kick of the transmit ring failed: {why_not}", False
+        done, what = nicstall.kick_tx(m.agent)
+        if not done:
+            return f"{facts} | kick of the transmit ring failed: {what}", False
         # every later cell of this target says so (labels.platform.guest_nic_kicks)
         self.facts["guest_nic_kicks"] = self.facts.get("guest_nic_kicks", 0) + 1
-        return f"{facts} | kicked the transmit ring ({ring.waiting} buffers were waiting)", True
+        return f"{facts} | {ring.waiting} buffers were waiting: {what}", True
 
     def listen_address(self) -> str | None:
         # the guest's address in every mode: the bridge, nat's DNAT and user mode's forward
