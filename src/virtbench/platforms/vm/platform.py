@@ -247,6 +247,7 @@ class VmPlatform(Platform):
             return f"{facts} | kick of the transmit ring failed: {what}", False
         # every later cell of this target says so (labels.platform.guest_nic_kicks)
         self.facts["guest_nic_kicks"] = self.facts.get("guest_nic_kicks", 0) + 1
+        self.facts["guest_nic_stall"] = ring.text()  # the last one, as QEMU and the guest saw it
         return f"{facts} | {ring.waiting} buffers were waiting: {what}", True
 
     def listen_address(self) -> str | None:
