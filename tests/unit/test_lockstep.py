@@ -63,6 +63,31 @@ def test_a_party_that_stops_leaves_the_others_steps_unshared():
     assert all(v and "not shared" in v for v in out["target"][1:])
 
 
+def test_a_partner_that_served_nothing_leaves_the_step_alone():
+    """A neighbour whose server died (a VM's stalled NIC) ran its windows in step, but the
+    target's steps were not co-located: they are invalid, the neighbour's own are not."""
+    lock = sweep.Lockstep(["target", "neighbour-1"], 0.95, 0.05, timeout_s=10)
+    out: dict = {}
+
+    def party(name, served):
+        p, verdicts = lock.party(name), []
+        for ok in served:
+            p.begin()
+            time.sleep(0.05)
+            verdicts.append(p.end(served=ok))
+        out[name] = verdicts
+
+    a = threading.Thread(target=party, args=("target", [True, True, True]))
+    b = threading.Thread(target=party, args=("neighbour-1", [True, False, None]))
+    for th in (a, b):
+        th.start()
+    for th in (a, b):
+        th.join(timeout=5)
+    assert out["target"][0] is None and out["target"][2] is None  # None: not known, no verdict
+    assert out["target"][1] == "step window not shared: neighbour-1 served nothing in it"
+    assert out["neighbour-1"] == [None, None, None]
+
+
 class _Peaks:
     def __init__(self, by_size: dict[int, float]) -> None:
         self.by_size, self.asked = by_size, []

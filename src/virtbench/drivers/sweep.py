@@ -126,6 +126,7 @@ class Lockstep:
         self._end = threading.Barrier(len(parties), timeout=timeout_s)
         # n-th step -> party -> [start, end] (monotonic; end 0 while it runs)
         self.windows: dict[int, dict[str, list[float]]] = {}
+        self.served: dict[int, dict[str, bool]] = {}  # n-th step -> party -> served anything
         self._lock = threading.Lock()
 
     def party(self, name: str) -> LockstepParty:
@@ -146,6 +147,7 @@ class Lockstep:
         """Why the party's n-th step was not shared by every other party (None: it was)."""
         with self._lock:
             step = {k: list(v) for k, v in self.windows.get(n, {}).items()}
+            served = dict(self.served.get(n, {}))
         own = step.get(name)
         if own is None or not own[1]:
             return "step window not recorded"
@@ -154,6 +156,9 @@ class Lockstep:
         for other in self.names:
             w = step.get(other)
             if other == name:
+                continue
+            if served.get(other) is False:
+                why.append(f"{other} served nothing in it")
                 continue
             covered = 0.0
             if w is not None and w[1]:
@@ -179,10 +184,14 @@ class LockstepParty:
             self.lockstep._begin.wait()
         self.lockstep.mark(self.n, self.name, 0)
 
-    def end(self) -> str | None:
-        """Wait for every party to end this step; why it was not shared (None: it was)."""
+    def end(self, served: bool | None = None, at: float | None = None) -> str | None:
+        """Wait for every party to end this step (its window ended `at`, default now; it
+        `served` anything, None: not known); why it was not shared (None: it was)."""
         n, self.n = self.n, self.n + 1
-        self.lockstep.mark(n, self.name, 1)
+        self.lockstep.mark(n, self.name, 1, at)
+        if served is not None:
+            with self.lockstep._lock:
+                self.lockstep.served.setdefault(n, {})[self.name] = served
         # broken: a party stopped (or a released party's abort came first); the windows
         # recorded so far decide, a missing one counts as not there
         with contextlib.suppress(threading.BrokenBarrierError):

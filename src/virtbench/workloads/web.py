@@ -352,10 +352,15 @@ class HttperfSweep(_NginxWorkload):
             gate.begin()
         try:
             par = self.offer(st, rate, load, slots[: len(load.shares)], duration)
-        finally:
-            unshared = gate.end() if gate else None
+        except BaseException:
+            if gate:
+                gate.end(served=False)
+            raise
+        t_end = time.monotonic()
         parts = [httperf.parse(run.result.stdout) for run in par.runs]
         r = httperf.combine(parts)
+        # a partner that served nothing (a dead server, a stalled NIC) leaves this step alone
+        unshared = gate.end(served=r.throughput > 0, at=t_end) if gate else None
         invalid = self.verdict(parts, load.rates, par, r, load.conn_rate)
         invalid = "; ".join(w for w in (invalid, unshared) if w) or None
         labels = self.step_labels(st, index, rate, len(parts), r, invalid, phase)
