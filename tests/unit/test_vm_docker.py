@@ -268,3 +268,24 @@ def test_vm_teardown_runs_hooks_once_while_the_guest_runs(tmp_path, monkeypatch)
     assert order == ["docker", "qemu stopped"]
     vm.teardown()  # hooks ran once
     assert order == ["docker", "qemu stopped", "qemu stopped"]
+
+
+def test_seed_daemon_keeps_off_the_hosts_network_and_writes_the_guests_data_root(tmp_path):
+    from virtbench.platforms.vm import dockerseed
+
+    argv = dockerseed.seed_argv(tmp_path / "stage", tmp_path / "run")
+    joined = " ".join(argv)
+    assert f"--data-root {tmp_path}/stage/lower/var/lib/vb-docker" in joined
+    assert f"--host unix://{tmp_path}/run/d.sock" in joined
+    for part in ("--iptables=false", "--bridge none", "--ip-forward=false"):
+        assert part in joined
+    assert "/var/lib/virtbench/docker" not in joined  # never virtbench's host daemon's root
+
+
+def test_a_tree_without_dockerd_is_built_unseeded(tmp_path):
+    from virtbench.platforms.vm import dockerseed
+
+    logs: list[str] = []
+    with dockerseed.seeded_tree(tmp_path, "abc", tmp_path / "work", logs.append) as out:
+        assert out == (tmp_path, False)
+    assert not (tmp_path / "work").exists() and not logs

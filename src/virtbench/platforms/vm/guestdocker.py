@@ -74,9 +74,7 @@ def storage_driver(filesystems: str) -> str:
 def start_script() -> str:
     """Start the argv given as arguments in the background, log to LOG, print its pid."""
     return (
-        f"set -e; mkdir -p {GUEST_RUN} {PATHS.data_root}; rm -f {FACTS}\n"
-        f'"$@" > {LOG} 2>&1 < /dev/null &\n'
-        "echo $!"
+        f'set -e; mkdir -p {GUEST_RUN} {PATHS.data_root}\n"$@" > {LOG} 2>&1 < /dev/null &\necho $!'
     )
 
 
@@ -123,7 +121,8 @@ def stop_script() -> str:
 
 
 def parse_facts(text: str) -> dict[str, Any]:
-    """The FACTS file: key=value lines; numbers become floats (pure: unit-tested)."""
+    """The FACTS file: key=value lines, the last one of a key wins (a restarted daemon
+    appends its own); numbers become floats (pure: unit-tested)."""
     out: dict[str, Any] = {}
     for line in text.splitlines():
         key, sep, value = line.partition("=")
@@ -170,13 +169,20 @@ class GuestDocker(Docker):
     def _ensure_image(self) -> str:
         ref = image_ref(str(self.vm.facts.get("rootfs_key")))
         if self._docker("image", "inspect", ref).returncode == 0:
+            if "docker_image" not in self.guest_facts():  # dockerseed.py put it there
+                _sh(
+                    self.vm,
+                    f"echo docker_image=seeded >> {FACTS}",
+                    timeout=30,
+                    what="recording where the image came from",
+                )
             return ref
         print(f"importing the guest's root filesystem into Docker in '{self.vm.name}' as {ref}")
         t0 = time.monotonic()
         _sh(self.vm, import_script(ref), timeout=IMPORT_TIMEOUT_S, what="docker import")
         _sh(
             self.vm,
-            f'echo "docker_import_s=$1" >> {FACTS}',
+            f'printf "docker_image=imported\\ndocker_import_s=%s\\n" "$1" >> {FACTS}',
             f"{time.monotonic() - t0:.1f}",
             timeout=30,
             what="recording the import time",
