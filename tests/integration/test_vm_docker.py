@@ -63,6 +63,9 @@ def test_docker_host_network_overlay_runs_cpu_and_network(guest):
         r = guest.exec(["cat", f"{c.guest_cgroup}/pids.max", f"{c.guest_cgroup}/cgroup.procs"])
         assert r.ok and r.stdout.split()[0] == "200", r.stderr  # its --pids-limit
         assert c.guest_cgroup_stat()["usage_usec"] > 0
+        copied = c.put_file("/etc/hostname", "/data/in/hostname", 0o600)  # docker cp
+        r = c.exec(["stat", "-c", "%a", copied])
+        assert r.ok and r.stdout.strip() == "600", r.stderr
         labels = c.labels()
         assert labels["docker_storage_driver"] == "overlay2", labels
         assert labels["runtime_version"] and labels["docker_start_s"] > 0

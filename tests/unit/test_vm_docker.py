@@ -55,6 +55,10 @@ class FakeVm:
     def load_modules(self, names):
         self.calls.append(["insmod", *names])
 
+    def put_file(self, host_path, dest=None, mode=0o755):
+        self.calls.append(["put_file", host_path, dest, oct(mode)])
+        return dest
+
 
 class FakeProc:
     stopped = False
@@ -289,3 +293,13 @@ def test_a_tree_without_dockerd_is_built_unseeded(tmp_path):
     with dockerseed.seeded_tree(tmp_path, "abc", tmp_path / "work", logs.append) as out:
         assert out == (tmp_path, False)
     assert not (tmp_path / "work").exists() and not logs
+
+
+def test_put_file_stages_in_the_guest_then_one_docker_cp():
+    vm = FakeVm()
+    c = stacked(vm, storage="volume")
+    assert c.put_file("/host/app.jar", "/data/app/app.jar", 0o644) == "/data/app/app.jar"
+    assert vm.calls[0] == ["put_file", "/host/app.jar", f"{c.dir}/files/app.jar", "0o644"]
+    (cp,) = vm.calls[1:]
+    assert cp[:2] == ["sh", "-c"] and ' cp "$2" "$1:$3"' in cp[2]
+    assert cp[3:] == ["sh", "vb-dk0001", f"{c.dir}/files/app.jar", "/data/app/app.jar"]
