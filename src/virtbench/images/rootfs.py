@@ -53,6 +53,10 @@ PACKAGES: list[str] = [
     "nftables",  # in-guest DNAT for containers inside a VM (container@vm, network = "nat")
     "openjdk-17-jre-headless",  # the java suite's JVM
     "python3",  # runs the Wasm runtime's Python package (wasm_runtime.py) in environments
+    # Docker inside a VM guest (container@vm, runtime = "docker"): dockerd, its client,
+    # containerd, runc, tini and iptables; never started in the tree (debootstrap's
+    # policy-rc.d), only by virtbench in a guest
+    "docker.io",
 ]
 
 # What is removed after the build to keep the tree small (docs, manuals, locales, caches).

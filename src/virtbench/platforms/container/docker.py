@@ -17,6 +17,7 @@ import contextlib
 import json
 import random
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,13 +41,16 @@ def image_ref(key: str) -> str:
     return f"{IMAGE_REPO}:{key}"
 
 
-def nat_flags(inner_base: int, host_base: int, count: int = PORT_BLOCK) -> list[str]:
-    """`-p` flags publishing inner ports [inner_base, +count) on 127.0.0.1 (pure)."""
+def nat_flags(
+    inner_base: int, host_base: int, count: int = PORT_BLOCK, bind: str = "127.0.0.1"
+) -> list[str]:
+    """`-p` flags publishing inner ports [inner_base, +count) on `bind` (pure; the host's
+    loopback, or a VM guest's own address where the host reaches it)."""
     hi, ci = host_base + count - 1, inner_base + count - 1
     return [
         flag
         for proto in ("tcp", "udp")
-        for flag in ("--publish", f"127.0.0.1:{host_base}-{hi}:{inner_base}-{ci}/{proto}")
+        for flag in ("--publish", f"{bind}:{host_base}-{hi}:{inner_base}-{ci}/{proto}")
     ]
 
 
@@ -58,14 +62,15 @@ def docker_run_flags(
     pids_dir: str,
     volume: str | None,
     ports: tuple[int, int] | None,
+    bind: str = "127.0.0.1",
 ) -> list[str]:
     """Everything of `docker run` after `run` (pure: unit-tested). `ports`: (inner base, host
-    base) of the published block for nat."""
+    base) of the published block for nat, published on `bind`."""
     flags = ["--label", f"{LABEL}=1", "--log-driver", "none"]
     flags += run_flags(config, network=False)
     flags += ["--network", "host" if network == "host" else NETWORK]
     if ports is not None:
-        flags += nat_flags(*ports)
+        flags += nat_flags(*ports, bind=bind)
     if volume is not None:
         flags += ["--mount", f"type=volume,source={volume},target={DATA_PATH}"]
     flags += ["--volume", f"{pids_dir}:{PID_DIR}:rw"]
@@ -86,6 +91,7 @@ class Docker(Podman):
         self.image: str | None = None
         self.ports: dict[str, tuple[int, int]] = {}  # container -> (inner base, host base)
         self.offset = 20000
+        self.bind = "127.0.0.1"  # where -p publishes (a VM guest: its own address)
 
     # --- the daemon -----------------------------------------------------------------------
     @property
@@ -99,9 +105,12 @@ class Docker(Podman):
         return [dockerd.cli(), "--host", f"unix://{d.socket if d else dockerd.SOCKET}"]
 
     def _docker(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [*self.base(), *args], capture_output=True, text=True, timeout=timeout
-        )
+        return self._run([*self.base(), *args], timeout)
+
+    def _run(self, argv: list[str], timeout: float) -> subprocess.CompletedProcess:
+        """Run a docker command where the daemon is (here: the host; guestdocker.py: a VM
+        guest through its agent)."""
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
 
     def prepare(self) -> None:
         self._daemon = dockerd.ensure(self.nat if self.network == "nat" else None)
@@ -145,7 +154,10 @@ class Docker(Podman):
             if r.returncode != 0:
                 raise PlatformError(f"docker volume create {cid}: {r.stderr.strip()}")
         if self.network == "nat":
-            self.ports[cid] = pick_block(offset)
+            self.ports[cid] = pick_block(offset, free=self._port_free)
+
+    def _port_free(self, port: int) -> bool:
+        return port_free_on_host(port)
 
     def _ensure_network(self) -> None:
         if self._docker("network", "inspect", NETWORK).returncode == 0:
@@ -155,11 +167,18 @@ class Docker(Podman):
             raise PlatformError(f"docker network create {NETWORK}: {r.stderr.strip()}")
 
     def run_argv(self, cid: str, bundle: Path, detach: bool) -> list[str]:
-        if self.image is None:
-            self.prepare()
         config = json.loads((bundle / "config.json").read_text())
         pids = bundle / "pids"
         pids.mkdir(exist_ok=True)
+        return self.run_command(cid, config, str(pids), detach)
+
+    def run_command(
+        self, cid: str, config: dict[str, Any], pids_dir: str, detach: bool
+    ) -> list[str]:
+        """`docker run` of container `cid` from its OCI config (`pids_dir`: where exec'd
+        commands record their pids, as the daemon's side sees it)."""
+        if self.image is None:
+            self.prepare()
         volume = cid if self._has_volume(cid) else None
         return [
             *self.base(),
@@ -171,9 +190,10 @@ class Docker(Podman):
                 config,
                 network=self.network,
                 image=str(self.image),
-                pids_dir=str(pids),
+                pids_dir=pids_dir,
                 volume=volume,
                 ports=self.ports.get(cid),
+                bind=self.bind,
             ),
         ]
 
@@ -269,13 +289,16 @@ class Docker(Podman):
         if cid not in self.ports or self.daemon is None:
             return
         host = self.ports[cid][1]
-        proxies = proxy_ports()
+        proxies = self._proxy_ports()
         seen = any(host <= p < host + PORT_BLOCK for p in proxies)
         if seen != self.daemon.userland_proxy:
             raise PlatformError(
                 f"docker_nat: the daemon was asked for {self.daemon.nat_mode} but docker-proxy "
                 f"processes for ports {host}.. are {'present' if seen else 'absent'}"
             )
+
+    def _proxy_ports(self) -> list[int]:
+        return proxy_ports()
 
     def labels(self) -> dict[str, Any]:
         d = self.daemon
@@ -291,12 +314,16 @@ def daemon_version(engine: Docker) -> str | None:
     return r.stdout.strip() or None if r.returncode == 0 else None
 
 
-def pick_block(offset: int, rng: random.Random | None = None) -> tuple[int, int]:
-    """(inner base, host base) of PORT_BLOCK ports whose host side is free for TCP and UDP."""
+def pick_block(
+    offset: int, rng: random.Random | None = None, free: Callable[[int], bool] | None = None
+) -> tuple[int, int]:
+    """(inner base, host base) of PORT_BLOCK ports whose host side is free for TCP and UDP
+    (`free`: the test, default this host's)."""
     rng = rng or random.Random()
+    free = free or port_free_on_host
     for _ in range(200):
         inner = rng.randrange(PORT_LOW, PORT_HIGH - PORT_BLOCK)
-        if all(port_free_on_host(inner + offset + i) for i in range(PORT_BLOCK)):
+        if all(free(inner + offset + i) for i in range(PORT_BLOCK)):
             return inner, inner + offset
     raise PlatformError(
         f"no block of {PORT_BLOCK} free host ports in {PORT_LOW + offset}..{PORT_HIGH + offset}"
@@ -306,13 +333,22 @@ def pick_block(offset: int, rng: random.Random | None = None) -> tuple[int, int]
 
 def proxy_ports() -> list[int]:
     """Host ports that docker-proxy processes listen on."""
-    ports = []
+    cmdlines = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             with contextlib.suppress(OSError):
                 args = (entry / "cmdline").read_bytes().split(b"\0")
-                if args and args[0].endswith(b"docker-proxy") and b"-host-port" in args:
-                    ports.append(int(args[args.index(b"-host-port") + 1]))
+                cmdlines.append([a.decode(errors="replace") for a in args])
+    return ports_of_proxies(cmdlines)
+
+
+def ports_of_proxies(cmdlines: list[list[str]]) -> list[int]:
+    """The `-host-port` of every docker-proxy command line (pure: unit-tested)."""
+    ports = []
+    for args in cmdlines:
+        if args and args[0].endswith("docker-proxy") and "-host-port" in args[:-1]:
+            with contextlib.suppress(ValueError):
+                ports.append(int(args[args.index("-host-port") + 1]))
     return ports
 
 

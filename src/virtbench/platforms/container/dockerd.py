@@ -86,25 +86,46 @@ def cli() -> str:
     return str(found)
 
 
-def daemon_argv(userland_proxy: bool) -> list[str]:
-    """How virtbench starts its own dockerd (pure: unit-tested)."""
+@dataclass(frozen=True)
+class DaemonPaths:
+    """Where a dockerd started by virtbench keeps its socket and state (strings: a guest's
+    dockerd, platforms/vm/guestdocker.py, has paths inside the guest)."""
+
+    socket: str
+    data_root: str
+    exec_root: str
+    pidfile: str
+
+
+HOST_PATHS = DaemonPaths(str(SOCKET), str(DATA_ROOT), str(RUN_DIR / "exec"), str(PID_FILE))
+
+
+def daemon_argv(
+    userland_proxy: bool,
+    paths: DaemonPaths = HOST_PATHS,
+    *,
+    storage_driver: str = "overlay2",
+    ip_forward: bool = False,
+) -> list[str]:
+    """How virtbench starts its own dockerd (pure: unit-tested). `ip_forward`: only inside a
+    VM guest, where the forwarding policy is Docker's alone (iptables DNAT needs it there)."""
     return [
         "dockerd",
         "--host",
-        f"unix://{SOCKET}",
+        f"unix://{paths.socket}",
         "--data-root",
-        str(DATA_ROOT),
+        paths.data_root,
         "--exec-root",
-        str(EXEC_ROOT),
+        paths.exec_root,
         "--pidfile",
-        str(PID_FILE),
+        paths.pidfile,
         "--exec-opt",
         "native.cgroupdriver=cgroupfs",
         "--storage-driver",
-        "overlay2",
+        storage_driver,
         "--bridge",
         "none",
-        "--ip-forward=false",
+        f"--ip-forward={'true' if ip_forward else 'false'}",
         f"--userland-proxy={'true' if userland_proxy else 'false'}",
         "--log-level",
         "warn",

@@ -18,9 +18,9 @@ from pathlib import Path
 from ... import setup_host, tools
 from ...errors import VirtbenchError
 from ...filelock import file_lock
-from . import initramfs, kernel, paths
+from . import dockerseed, initramfs, kernel, paths
 
-RECIPE = 1  # bump when the image recipe changes so cached images are rebuilt
+RECIPE = 2  # bump when the image recipe changes so cached images are rebuilt (2: Docker seed)
 GIB = 1 << 30
 
 
@@ -87,7 +87,9 @@ def root_image(tree: Path, rootfs_key: str, size_gb: int, log: Callable[[str], N
         start = time.monotonic()
         tmp = target.with_name(target.name + f".tmp{os.getpid()}")
         try:
-            make_ext4(tree, tmp, size_gb * GIB)
+            # the tree, with Docker's data root holding it as an image for guests' dockerd
+            with dockerseed.seeded_tree(tree, rootfs_key, cache, log) as (source, seeded):
+                make_ext4(source, tmp, size_gb * GIB)
             tmp.chmod(0o444)  # the base is only ever a read-only backing file
             tmp.rename(target)
         finally:
@@ -96,6 +98,7 @@ def root_image(tree: Path, rootfs_key: str, size_gb: int, log: Callable[[str], N
             json.dumps(
                 {
                     "rootfs_key": rootfs_key,
+                    "docker_seeded": seeded,
                     "size": target.stat().st_size,
                     "build_seconds": round(time.monotonic() - start, 2),
                 }

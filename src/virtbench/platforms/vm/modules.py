@@ -14,6 +14,22 @@ from ...errors import VirtbenchError
 # container@vm bridge/nat networking: carried in the initramfs but loaded only on demand
 # (VmPlatform.load_modules), so guests without such containers boot no slower
 CONTAINER_NET_MODULES = ("veth", "bridge", "nf_tables", "nft_chain_nat", "nft_nat")
+# Docker inside the guest (container@vm, runtime docker): dockerd programs iptables (Debian's
+# iptables-nft: native nft expressions plus xt matches/targets through nft_compat) for its
+# networks and published ports, and checks bridge netfilter; also loaded only on demand
+DOCKER_MODULES = (
+    *CONTAINER_NET_MODULES,
+    "br_netfilter",
+    "nft_compat",
+    "nft_ct",
+    "nft_masq",
+    "nft_fib_ipv4",
+    "xt_addrtype",
+    "xt_conntrack",
+    "xt_MASQUERADE",
+    "xt_nat",
+    "xt_tcpudp",
+)
 
 # virtio and emulated NICs/disks the platform offers, plus the root filesystem's driver.
 GUEST_MODULES = (
@@ -28,7 +44,7 @@ GUEST_MODULES = (
     "crc32c_generic",  # ext4 metadata checksums ask the crypto API for crc32c at mount time
     "ext4",
     "overlay",  # containers inside the guest (container@vm) use an overlayfs root
-    *CONTAINER_NET_MODULES,
+    *DOCKER_MODULES,  # CONTAINER_NET_MODULES included
 )
 
 

@@ -53,6 +53,9 @@ class VmPlatform(Platform):
         self._procs: list[GuestProcess] = []
         self._pinned: list[int] | None = None
         self._modules_dir: Path | None = None  # the guest kernel's, for on-demand modules
+        # what platforms inside asked to be done in the guest before it stops (guestdocker:
+        # remove containers, stop dockerd), by name so each is registered once
+        self._teardown_hooks: dict[str, Callable[[], None]] = {}
 
     # --- lifecycle ----------------------------------------------------------------------
     def provision(self) -> None:
@@ -132,6 +135,11 @@ class VmPlatform(Platform):
                 f"failed: {(r.stderr or r.stdout).strip()[-400:]}"
             )
 
+    def on_teardown(self, name: str, hook: Callable[[], None]) -> None:
+        """Run `hook` in teardown while the guest still runs (once per name; its failures are
+        ignored: the guest and its disk go away right after)."""
+        self._teardown_hooks.setdefault(name, hook)
+
     def _make_cgroup(self) -> Cgroup | None:
         """The QEMU process's group, with the VM's CPU options; inside a shared CPU budget
         (`self.budget`, cgroups/budget.py) it is made in the budget's group and has no quota
@@ -168,6 +176,11 @@ class VmPlatform(Platform):
             with contextlib.suppress(Exception):
                 p.stop(timeout=2)
         self._procs.clear()
+        hooks, self._teardown_hooks = list(self._teardown_hooks.values()), {}
+        for hook in hooks:
+            if self.machine is not None and self.machine.alive():
+                with contextlib.suppress(Exception):
+                    hook()
         if self.machine is not None:
             self.machine.stop()
         if self.cgroup is not None:

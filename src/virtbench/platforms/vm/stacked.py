@@ -8,6 +8,12 @@ spec builder, so it is the same container as on the host - only one layer deeper
 HVMCON/PVMCON, seed 004's vm.aufs). Network: the guest's namespace (`host`), or its own
 namespace on a bridge in the guest (`bridge`, `nat`; see innernet.py). Resource limits land
 in the guest's cgroup v2 hierarchy, where crun creates /sys/fs/cgroup/virtbench/<id>.
+
+`runtime = "docker"` runs the same container through a dockerd inside the guest instead
+(guestdocker.py: the host's Docker engine code driven through the agent): Docker's overlay2
+layer over the guest's root imported as an image (or a Docker volume at the data path), the
+guest's network or a `-p` block on the guest's address (userland proxy or iptables DNAT),
+its cgroup /sys/fs/cgroup/virtbench/<docker id>.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import posixpath
 from contextlib import AbstractContextManager
 from pathlib import PurePosixPath
 from typing import Any
@@ -29,12 +36,33 @@ from ..container.options import ContainerOptions
 from ..container.storage import DATA_PATH
 from ..cpu_weight import weighted
 from ..registry import register_stacked
-from . import innernet
+from . import guestdocker, innernet
 from .modules import CONTAINER_NET_MODULES
 
 GUEST_ROOT = "/var/lib/vb-containers"  # inside the guest, on the VM's disk
 GUEST_CGROUP_ROOT = "/sys/fs/cgroup"  # the guest mounts cgroup2 here (initramfs stage 2)
-RUNTIMES_IN_GUEST = ("crun", "runc")
+RUNTIMES_IN_GUEST = ("crun", "runc", "docker")
+DOCKER_NETWORKS = ("host", "nat")  # Docker's own bridge in a guest is not on the host's
+
+
+class _GuestDockerProcess(Process):
+    """A background `docker exec` in the guest; stopping it signals the command inside the
+    container by the pid it recorded (killing the docker client alone would leave it)."""
+
+    def __init__(self, proc: Process, kill) -> None:
+        self._proc, self._kill = proc, kill
+
+    @property
+    def pid(self) -> int | None:
+        return None  # a pid inside the guest's container, not a host pid
+
+    def poll(self) -> int | None:
+        return self._proc.poll()
+
+    def stop(self, timeout: float = 5.0) -> ExecResult:
+        if self._proc.poll() is None:
+            self._kill("TERM")
+        return self._proc.stop(timeout=timeout)
 
 
 @register_stacked
@@ -54,8 +82,23 @@ class StackedContainer(Platform):
                 f"'{host.name}'; allowed inside a VM: {', '.join(RUNTIMES_IN_GUEST)}"
             )
         self.resources = self.opts.resources
-        self.runtime = runtimes.get(self.opts.runtime, "host")
+        self.docker: guestdocker.GuestDocker | None = None
+        if self.opts.runtime == "docker":
+            if self.opts.network not in DOCKER_NETWORKS:
+                raise PlatformError(
+                    f"platform '{spec.name}': network = {self.opts.network!r} with runtime = "
+                    f"\"docker\" inside '{host.name}' would put the container on Docker's bridge "
+                    "in the guest, which the host does not reach; allowed inside a VM: "
+                    + ", ".join(DOCKER_NETWORKS)
+                )
+            self.docker = guestdocker.GuestDocker(host, self.opts.network, self.opts.docker_nat)  # type: ignore[arg-type]
+            self.runtime: runtimes.OciRuntime = self.docker
+        else:
+            self.runtime = runtimes.get(self.opts.runtime, "host")
         self.dir = f"{GUEST_ROOT}/{instance}"
+        self._cgroup_leaf = instance  # docker: its container id (cgroupfs: parent/<id>)
+        self._seq = 0
+        self._listen: str | None = None
         self.net: innernet.InnerAttachment | None = None
         self._published: dict[int, tuple[str, int]] = {}
         self._guest_facts: dict[str, Any] = {}
@@ -72,16 +115,20 @@ class StackedContainer(Platform):
     @property
     def guest_cgroup(self) -> str:
         """The container's cgroup directory inside the guest (crun's cgroupsPath)."""
-        return f"{GUEST_CGROUP_ROOT}/virtbench/{self.instance}"
+        return f"{GUEST_CGROUP_ROOT}/virtbench/{self._cgroup_leaf}"
 
     def _config(self) -> dict[str, Any]:
-        binds = [oci.Bind(f"{self.dir}/volume", DATA_PATH)] if self.opts.storage == "volume" else []
+        docker = self.docker is not None  # Docker makes its own root, volume and network
+        volume = self.opts.storage == "volume" and not docker
+        binds = [oci.Bind(f"{self.dir}/volume", DATA_PATH)] if volume else []
         return oci.build(
             oci.ContainerSpec(
                 args=["sleep", "infinity"],
                 rootfs=f"{self.dir}/rootfs",
                 hostname=self.instance,
-                cgroups_path=f"/virtbench/{self.instance}",
+                # Docker's cgroupfs driver makes <parent>/<id>: siblings of crun's groups,
+                # so weights between containers compare as they do for crun
+                cgroups_path="/virtbench" if docker else f"/virtbench/{self.instance}",
                 netns=self.net.netns if self.net is not None else None,  # None: the guest's
                 binds=binds,
                 resources=self.resources,
@@ -109,6 +156,9 @@ class StackedContainer(Platform):
     def provision(self) -> None:
         self._check_cpuset()
         cleanup.claim(self.instance)  # a bridged container's host address lease is ours
+        if self.docker is not None:
+            self._provision_docker(self.docker)
+            return
         binary = self.runtime.binary
         r = self._sh(
             f"command -v {binary} >/dev/null && stat -fc %T {GUEST_CGROUP_ROOT}",
@@ -145,6 +195,30 @@ class StackedContainer(Platform):
             *run,
             what=f"{binary} run",
         )
+
+    def _provision_docker(self, eng: guestdocker.GuestDocker) -> None:
+        """dockerd in the guest (started once per guest), the image, then `docker run`."""
+        if self.opts.network == "nat":
+            self._vm()  # a published port needs the VM's own network
+            eng.bind = str(self.host.listen_address())  # where the host's path arrives
+        eng.prepare()
+        r = self._sh(
+            f'mkdir -p "$1/pids" && stat -fc %T {GUEST_CGROUP_ROOT}',
+            self.dir,
+            what="making the container's directory",
+        )
+        fs = r.stdout.strip()
+        self._guest_facts["guest_cgroup"] = "v2" if fs == "cgroup2fs" else fs
+        eng.prepare_instance(self.instance, self.opts.storage, self.opts.publish_port_offset)
+        argv = eng.run_command(self.instance, self._config(), f"{self.dir}/pids", detach=True)
+        r = self.host.exec(argv, timeout=guestdocker.START_TIMEOUT_S)
+        if not r.ok:
+            raise PlatformError(
+                f"{self.name} in {self.host.name}: docker run failed (exit {r.returncode}): "
+                f"{(r.stderr or r.stdout).strip()[-800:]}"
+            )
+        self._cgroup_leaf = r.stdout.strip().splitlines()[-1]  # the full container id
+        eng.after_start(self.instance)
 
     def _vm(self):
         from .platform import VmPlatform
@@ -199,6 +273,14 @@ class StackedContainer(Platform):
         return net
 
     def teardown(self) -> None:
+        if self.docker is not None:
+            with contextlib.suppress(Exception):  # the guest may already be gone
+                self.docker.delete(self.instance)
+                self.host.exec(["rm", "-rf", self.dir], timeout=60)
+            self._published.clear()
+            self._listen = None
+            cleanup.release(self.instance)
+            return
         with contextlib.suppress(Exception):  # the guest may already be gone
             base = " ".join(self.runtime.base())
             script = (
@@ -215,9 +297,29 @@ class StackedContainer(Platform):
         cleanup.release(self.instance)
 
     # --- running things -----------------------------------------------------------------
+    def _pid_file(self) -> str | None:
+        """docker: where an exec'd command records its pid (in the container's namespace):
+        stopping the docker client does not stop the command inside."""
+        if self.docker is None:
+            return None
+        self._seq += 1
+        return f"{self.dir}/pids/exec-{self._seq}.pid"
+
+    def _kill_inside(self, pid_file: str, sig: str) -> None:
+        base = " ".join(self.runtime.base())
+        script = f'p=$(cat "$1") && {base} exec "$2" kill -{sig} "$p"; rm -f "$1"'
+        with contextlib.suppress(PlatformError):
+            self.host.exec(["sh", "-c", script, "sh", pid_file, self.instance], timeout=60)
+
     def exec(self, argv, *, cpus=None, timeout=None, env=None) -> ExecResult:
-        full = self.runtime.exec_argv(self.instance, list(argv), env, None)
+        pid_file = self._pid_file()
+        full = self.runtime.exec_argv(self.instance, list(argv), env, pid_file)
         r = self.host.exec(full, cpus=cpus, timeout=timeout)
+        if pid_file is not None:
+            if r.timed_out:
+                self._kill_inside(pid_file, "KILL")
+            else:
+                self.host.exec(["rm", "-f", pid_file], timeout=30)
         r.argv = list(argv)  # report the workload's command, not the runtime wrapper
         if not r.ok and self.options.get("memory_limit") is not None:
             r.stderr += self._oom_hint(argv[0])
@@ -238,11 +340,21 @@ class StackedContainer(Platform):
         )
 
     def spawn(self, argv, *, cpus=None, env=None) -> Process:
-        return self.host.spawn(
-            self.runtime.exec_argv(self.instance, list(argv), env, None), cpus=cpus
+        pid_file = self._pid_file()
+        proc = self.host.spawn(
+            self.runtime.exec_argv(self.instance, list(argv), env, pid_file), cpus=cpus
         )
+        if pid_file is None:
+            return proc
+        return _GuestDockerProcess(proc, lambda sig: self._kill_inside(pid_file, sig))
 
     def endpoint(self, port: int) -> tuple[str, int]:
+        if self.docker is not None and self.opts.network == "nat":
+            if port not in self._published:
+                _addr, outer = self.docker.endpoint(self.instance, port)  # type: ignore[misc]
+                # the guest's published port, reached the way the VM's own ports are
+                self._published[port] = self.host.endpoint(outer)
+            return self._published[port]
         if self.net is None:
             return self.host.endpoint(port)  # shares the guest's network namespace
         if self.net.mode == "bridge":
@@ -268,7 +380,14 @@ class StackedContainer(Platform):
     def recover_network(self) -> tuple[str, bool]:
         return self.host.recover_network()  # its packets leave through the VM's NIC
 
+    def server_ports(self) -> list[int] | None:
+        return self.docker.server_ports(self.instance) if self.docker is not None else None
+
     def listen_address(self) -> str | None:
+        if self.docker is not None and self.opts.network == "nat":
+            if self._listen is None:  # the container's address on Docker's network
+                self._listen = self.docker.address(self.instance)
+            return self._listen
         if self.net is None:
             return self.host.listen_address()  # shares the guest's network namespace
         return self.net.address  # bridge, and the guest's DNAT for nat
@@ -276,6 +395,24 @@ class StackedContainer(Platform):
     @property
     def workdir(self) -> str:
         return DATA_PATH
+
+    def put_file(self, host_path: str, dest: str | None = None, mode: int = 0o755) -> str:
+        """docker: into the guest through the VM's own channel, then one `docker cp` (its
+        layer or volume); a `docker exec` per chunk costs about a second under TCG."""
+        if self.docker is None:
+            return super().put_file(host_path, dest, mode)
+        name = posixpath.basename(host_path)
+        dest = dest or posixpath.join(self.workdir, name)
+        staged = self.host.put_file(host_path, f"{self.dir}/files/{name}", mode)
+        base = " ".join(self.runtime.base())
+        self._sh(
+            f'{base} exec "$1" mkdir -p "$(dirname "$3")" && {base} cp "$2" "$1:$3"',
+            self.instance,
+            staged,
+            dest,
+            what=f"copying {name} into the container",
+        )
+        return dest
 
     def guest_cgroup_stat(self, name: str = "cpu.stat") -> dict[str, int]:
         """A `key value` file of the container's cgroup inside the guest, read through the
@@ -301,9 +438,11 @@ class StackedContainer(Platform):
 
     def labels(self) -> dict[str, Any]:
         host_labels = self.host.labels()
+        engine = self.docker.labels() if self.docker is not None else {}
         return {
             **super().labels(),
             **self._guest_facts,
+            **engine,
             "stacked_on": self.host.name,
             "host_platform_type": self.host.kind,
             **{
