@@ -230,7 +230,7 @@ def invalid_reason(measured: Stats, client_util: float, max_error_pct: float) ->
     """The rule of drivers/validity.py (closed loop: the client's CPU), no request completed, or
     more failed requests than `max_error_pct` % (the figure is then not the application's
     throughput but its failure rate)."""
-    done = None if measured.completed > measured.errors else "no request succeeded"
+    done = None if measured.completed > measured.errors else _none_succeeded(measured)
     errs = (
         f"{measured.errors} of {measured.completed} requests failed ({measured.error_pct:.1f} %"
         f" > {max_error_pct:g} %; codes {measured.codes})"
@@ -238,6 +238,14 @@ def invalid_reason(measured: Stats, client_util: float, max_error_pct: float) ->
         else None
     )
     return first(client_limit(client_util), done, errs)
+
+
+def _none_succeeded(measured: Stats) -> str:
+    """Why a measured period has no successful request, with JMeter's error codes (e.g.
+    `Non HTTP response code: java.net.ConnectException`: the target does not answer)."""
+    if not measured.completed:
+        return "no request completed in the measured period"
+    return f"no request succeeded ({measured.errors} failed; codes {measured.codes})"
 
 
 def check_run(rc: int, stdout: str, stderr: str) -> None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from ..errors import WorkloadError
 from ..naming import NAME_PREFIX
+from ..tools import missing_hint
 from .options import PlatformOptions
 
 if TYPE_CHECKING:
@@ -57,8 +58,20 @@ def check(result: ExecResult, what: str) -> None:
     if result.returncode != 0:
         tail = (result.stderr or result.stdout).strip().splitlines()[-5:]
         raise WorkloadError(
-            f"{what}: {result.argv[0]} exited {result.returncode}: " + " | ".join(tail)
+            f"{what}: {result.argv[0]} exited {result.returncode}: "
+            + " | ".join(tail)
+            + not_found(result.argv[0], result.returncode)
         )
+
+
+NOT_FOUND = 127  # a command not found: sh, env, the container runtimes' exec, run_host
+
+
+def not_found(command: str, returncode: int | None) -> str:
+    """'; <where `command` comes from>' when `returncode` says it was not found, else ''."""
+    if returncode != NOT_FOUND:
+        return ""
+    return f"; command not found: {missing_hint(command)}"
 
 
 @dataclass
