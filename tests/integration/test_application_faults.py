@@ -120,7 +120,7 @@ def test_application_server_not_up_in_time(tmp_path):
     assert "daytrader-jmeter: Tomcat: server unreachable" in out.error, out.error
     assert "after 5s" in out.error, out.error
     assert "suites.application.ready_timeout bounds the wait" in out.error, out.error
-    assert "the server printed:" in out.error
+    assert "the server printed: vb-trade: populating 1000000 accounts" in out.error, out.error
     assert _java_procs("VbTrade") == before  # the server's JVM was stopped
 
 

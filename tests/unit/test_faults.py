@@ -33,6 +33,22 @@ def test_missing_command_on_the_host_is_exit_127_and_named(monkeypatch, tmp_path
         HostProcess(["java", "-version"])
 
 
+# what crun and runc said here (exit 255) when exec'ing a command the image does not have
+CRUN_NOT_FOUND = "executable file `java` not found in $PATH: No such file or directory"
+RUNC_NOT_FOUND = (
+    'time="2026-11-26T17:26:34Z" level=error msg="exec failed: unable to start container'
+    ' process: exec: \\"java\\": executable file not found in $PATH"'
+)
+
+
+@pytest.mark.parametrize("runtime, stderr", [("crun", CRUN_NOT_FOUND), ("runc", RUNC_NOT_FOUND)])
+def test_missing_command_in_a_container_is_named(runtime, stderr):
+    r = ExecResult(["java", "-version"], 255, "", stderr, 0.01)
+    with pytest.raises(WorkloadError) as e:
+        check(r, "scimark")
+    assert "command not found" in str(e.value) and "openjdk-17-jre-headless" in str(e.value)
+
+
 def test_other_failures_get_no_not_found_hint():
     r = ExecResult(["java"], 1, "", "Error: Could not find or load main class X", 0.1)
     with pytest.raises(WorkloadError) as e:

@@ -60,16 +60,20 @@ def check(result: ExecResult, what: str) -> None:
         raise WorkloadError(
             f"{what}: {result.argv[0]} exited {result.returncode}: "
             + " | ".join(tail)
-            + not_found(result.argv[0], result.returncode)
+            + not_found(result.argv[0], result.returncode, result.stderr)
         )
 
 
-NOT_FOUND = 127  # a command not found: sh, env, the container runtimes' exec, run_host
+NOT_FOUND = 127  # a command not found: sh, env, docker and podman exec, run_host
+# how crun and runc say it (their exec exits 255): "executable file `java` not found in $PATH"
+NOT_FOUND_WORDS = ("not found in $PATH",)
 
 
-def not_found(command: str, returncode: int | None) -> str:
-    """'; <where `command` comes from>' when `returncode` says it was not found, else ''."""
-    if returncode != NOT_FOUND:
+def not_found(command: str, returncode: int | None, stderr: str = "") -> str:
+    """'; <where `command` comes from>' when the exit status or the runtime's words say it was
+    not found, else ''."""
+    said = returncode not in (0, None) and any(w in stderr for w in NOT_FOUND_WORDS)
+    if returncode != NOT_FOUND and not said:
         return ""
     return f"; command not found: {missing_hint(command)}"
 

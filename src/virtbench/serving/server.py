@@ -190,7 +190,7 @@ def _lost_port(
     tail = " | ".join(text.splitlines()[-4:])
     raise WorkloadError(
         f"{what}: server exited {out.returncode} at start: {tail}"
-        + not_found(served.command, out.returncode)
+        + not_found(served.command, out.returncode, out.stderr)
     )
 
 
