@@ -108,3 +108,18 @@ def test_setup_installs_what_it_can_and_names_what_it_cannot(monkeypatch):
     assert "docker.io (needed for dockerd: Docker engine" in msg
     assert "has no installation candidate" in msg
     assert [*setup_host._INSTALL, "jmeter"] in calls  # the others were installed one by one
+
+
+def test_jmeter_failure_quotes_its_error_line_not_stack_frames():
+    stderr = (
+        "Creating summariser <summary>\n"
+        "Error in NonGUIDriver com.thoughtworks.xstream.io.StreamException:  : only whitespace\n"
+        "2026/11/26 17:26:40 ERROR - jmeter.save.SaveService: Conversion error\n"
+        "\tat com.thoughtworks.xstream.io.ReaderWrapper.hasMoreChildren(ReaderWrapper.java:32)\n"
+        "\t... 28 more\n"
+    )
+    with pytest.raises(WorkloadError) as e:
+        jmeter.check_run(0, "", stderr)
+    msg = str(e.value)
+    assert msg.startswith("jmeter failed (exit 0): Error in NonGUIDriver com.thoughtworks"), msg
+    assert "SaveService: Conversion error" in msg and "ReaderWrapper" not in msg, msg

@@ -251,8 +251,16 @@ def _none_succeeded(measured: Stats) -> str:
 def check_run(rc: int, stdout: str, stderr: str) -> None:
     """Raise with JMeter's own words if it did not run the plan (2.13 exits 0 on some)."""
     if ERROR_MARKER in stderr or ERROR_MARKER in stdout or rc != 0 or JTL_HEADER not in stdout:
-        tail = " | ".join((stderr or stdout).strip().splitlines()[-4:])
-        raise WorkloadError(f"jmeter failed (exit {rc}): {tail}")
+        raise WorkloadError(f"jmeter failed (exit {rc}): {_jmeter_words(stderr or stdout)}")
+
+
+def _jmeter_words(text: str) -> str:
+    """JMeter's own error line (`Error in NonGUIDriver ...`: a plan it cannot load) before its
+    last lines that are not stack frames (its log's tail follows a failed run)."""
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    said = [ln[:300] for ln in lines if ERROR_MARKER in ln][:1]
+    rest = [ln for ln in lines if not ln.startswith(("at ", "... ")) and ln[:300] not in said]
+    return " | ".join(said + rest[-3:])
 
 
 STALE_S = 3600  # a JMeter directory untouched this long belongs to no live run
