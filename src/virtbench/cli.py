@@ -363,9 +363,15 @@ def setup(no_packages, steps) -> None:
     """Install the Debian packages of every tool and build images and probes (needs root)."""
     from . import setup_host
 
+    missing = None
     if not no_packages:
-        setup_host.install_packages(say)
+        try:
+            setup_host.install_packages(say)
+        except setup_host.NotInstalled as exc:  # e.g. docker.io: the rest still gets built
+            missing = exc
     setup_host.run_steps(say, set(steps) or None)
+    if missing is not None:
+        raise missing
     console.print("[green]setup complete[/]")
 
 

@@ -24,6 +24,11 @@ EXTRA_PACKAGES += ["wasi-libc", "libclang-rt-14-dev-wasm32"]
 # `tomcat10` package itself is not needed: it would bring a system service)
 EXTRA_PACKAGES += ["jmeter-http", "libtomcat10-java", "libhsqldb-java"]
 
+
+class NotInstalled(VirtbenchError):
+    """Some packages could not be installed (the others were): setup goes on, then fails."""
+
+
 STEPS: list[tuple[str, Callable[[Callable[[str], None]], None]]] = []
 
 
@@ -65,14 +70,50 @@ def install_packages(log: Callable[[str], None]) -> None:
         log("Debian packages: all installed")
         return
     log(f"apt-get install {len(pkgs)} packages: {' '.join(pkgs)}")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for argv in (
-        ["apt-get", "update", "-q"],
-        ["apt-get", "install", "-y", "-q", "--no-install-recommends", *pkgs],
-    ):
-        r = subprocess.run(argv, env=env, capture_output=True, text=True)
+    r = _apt(["update", "-q"])
+    if r.returncode != 0:
+        raise VirtbenchError(f"apt-get update failed: {r.stderr.strip()[-800:]}")
+    if _apt(_INSTALL + pkgs).returncode == 0:
+        return
+    # one package apt cannot install (e.g. docker.io beside Docker's own docker-ce or
+    # containerd.io: they conflict) must not keep the others out: one at a time, then say
+    # which failed, why, and what needs them
+    failed = {}
+    for pkg in pkgs:
+        r = _apt([*_INSTALL, pkg])
         if r.returncode != 0:
-            raise VirtbenchError(f"{' '.join(argv[:2])} failed: {r.stderr.strip()[-800:]}")
+            failed[pkg] = _apt_reason(r.stderr)
+            log(f"apt-get install {pkg} failed: {failed[pkg]}")
+    if failed:
+        raise NotInstalled(not_installed(failed, len(pkgs)))
+
+
+_INSTALL = ["install", "-y", "-q", "--no-install-recommends"]
+
+
+def _apt(args: list[str]) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    return subprocess.run(["apt-get", *args], env=env, capture_output=True, text=True)
+
+
+def _apt_reason(stderr: str) -> str:
+    """apt's own reason: its `E:` lines (the last few lines if it printed none)."""
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith("E:")] or lines[-3:]
+    return " ".join(errors)[-400:] or "apt-get failed without a message"
+
+
+def not_installed(failed: dict[str, str], tried: int) -> str:
+    """Which packages apt could not install, apt's reason and what needs each (pure)."""
+    parts = []
+    for pkg, reason in failed.items():
+        users = [f"{t.name}: {t.purpose}" for t in tools.TOOLS.values() if t.package == pkg]
+        needed = f" (needed for {'; '.join(users)})" if users else ""
+        parts.append(f"{pkg}{needed}: {reason}")
+    return (
+        f"apt-get could not install {len(failed)} of {tried} packages (the others are"
+        " installed; campaigns that need these fail naming the package): " + " | ".join(parts)
+    )
 
 
 def run_steps(log: Callable[[str], None], only: set[str] | None = None) -> None:

@@ -81,6 +81,20 @@ def require(names: list[str] | tuple[str, ...], needed_by: str = "") -> None:
             raise MissingToolError(name, tool.package if tool else name, needed_by)
 
 
+def missing_hint(name: str) -> str:
+    """Where `name` comes from, for a command that was not found where a workload ran it
+    (exit 127): the host needs its Debian package; containers and VMs run the shared image,
+    whose package list has every workload tool (images/rootfs.py PACKAGES)."""
+    tool = TOOLS.get(name.rsplit("/", 1)[-1])
+    if tool is None:
+        return f"'{name}' is not installed in that environment"
+    return (
+        f"'{tool.name}' comes with Debian's {tool.package}: on the host `apt-get install"
+        f" {tool.package}` (or `virtbench setup`); containers and VMs need the shared image"
+        " built with it (`virtbench images build`)"
+    )
+
+
 _VERSION_RE = re.compile(r"\d+(?:\.\d+)+(?:[-+~][\w.+~-]+)?")
 
 

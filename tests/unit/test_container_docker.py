@@ -171,16 +171,22 @@ def test_dockerd_that_fails_to_start_shows_its_log(monkeypatch, tmp_path):
         ("MODE_FILE", tmp_path / "run/mode"),
         ("SOCKET", tmp_path / "run/docker.sock"),
         ("CHAINS_MARK", tmp_path / "run/iptables-chains"),
+        ("PID_FILE", tmp_path / "run/dockerd.pid"),
+        ("EXEC_ROOT", tmp_path / "run/exec"),
     ):
         monkeypatch.setattr(dockerd, attr, path)
+    monkeypatch.setattr(dockerd, "_user_dockerd", lambda: None)
     monkeypatch.setattr(dockerd, "docker_chains", lambda: {"nat": NAT_S})  # a daemon's, before
     with pytest.raises(PlatformError, match=r"(?s)dockerd exited 1.*failed to start daemon: boom"):
         dockerd._start(True)
     assert not dockerd.CHAINS_MARK.exists()  # the chains were there before ours: not ours
     monkeypatch.setattr(dockerd, "docker_chains", dict)  # none: what dockerd makes is ours
+    marks = []
+    monkeypatch.setattr(dockerd, "leftovers", lambda: marks.append(dockerd.CHAINS_MARK.exists()))
     with pytest.raises(PlatformError):
         dockerd._start(True)
-    assert dockerd.CHAINS_MARK.exists()
+    # the mark was made, and the failed daemon's leftovers (chains, mounts) were cleaned
+    assert marks == [True] and not dockerd.MODE_FILE.exists()
 
 
 # `iptables -S` of the filter and nat tables on a host a virtbench dockerd had run on, with a

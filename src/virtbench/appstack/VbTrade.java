@@ -63,6 +63,9 @@ public final class VbTrade extends HttpServlet {
             default -> "jdbc:hsqldb:file:" + dir + "/db/vbtrade";
         };
         VbTrade app = new VbTrade(url, users, quotes);
+        // what a server that is not ready in time was doing (quoted in virtbench's error)
+        System.out.printf("vb-trade: populating %d accounts and %d quotes (db %s)%n", users, quotes, db);
+        System.out.flush();
         long t0 = System.nanoTime();
         app.populate();
         long populated = System.nanoTime();

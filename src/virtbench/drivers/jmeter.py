@@ -230,7 +230,7 @@ def invalid_reason(measured: Stats, client_util: float, max_error_pct: float) ->
     """The rule of drivers/validity.py (closed loop: the client's CPU), no request completed, or
     more failed requests than `max_error_pct` % (the figure is then not the application's
     throughput but its failure rate)."""
-    done = None if measured.completed > measured.errors else "no request succeeded"
+    done = None if measured.completed > measured.errors else _none_succeeded(measured)
     errs = (
         f"{measured.errors} of {measured.completed} requests failed ({measured.error_pct:.1f} %"
         f" > {max_error_pct:g} %; codes {measured.codes})"
@@ -240,11 +240,27 @@ def invalid_reason(measured: Stats, client_util: float, max_error_pct: float) ->
     return first(client_limit(client_util), done, errs)
 
 
+def _none_succeeded(measured: Stats) -> str:
+    """Why a measured period has no successful request, with JMeter's error codes (e.g.
+    `Non HTTP response code: java.net.ConnectException`: the target does not answer)."""
+    if not measured.completed:
+        return "no request completed in the measured period"
+    return f"no request succeeded ({measured.errors} failed; codes {measured.codes})"
+
+
 def check_run(rc: int, stdout: str, stderr: str) -> None:
     """Raise with JMeter's own words if it did not run the plan (2.13 exits 0 on some)."""
     if ERROR_MARKER in stderr or ERROR_MARKER in stdout or rc != 0 or JTL_HEADER not in stdout:
-        tail = " | ".join((stderr or stdout).strip().splitlines()[-4:])
-        raise WorkloadError(f"jmeter failed (exit {rc}): {tail}")
+        raise WorkloadError(f"jmeter failed (exit {rc}): {_jmeter_words(stderr or stdout)}")
+
+
+def _jmeter_words(text: str) -> str:
+    """JMeter's own error line (`Error in NonGUIDriver ...`: a plan it cannot load) before its
+    last lines that are not stack frames (its log's tail follows a failed run)."""
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    said = [ln[:300] for ln in lines if ERROR_MARKER in ln][:1]
+    rest = [ln for ln in lines if not ln.startswith(("at ", "... ")) and ln[:300] not in said]
+    return " | ".join(said + rest[-3:])
 
 
 STALE_S = 3600  # a JMeter directory untouched this long belongs to no live run

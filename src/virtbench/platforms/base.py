@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from ..errors import WorkloadError
 from ..naming import NAME_PREFIX
+from ..tools import missing_hint
 from .options import PlatformOptions
 
 if TYPE_CHECKING:
@@ -57,8 +58,24 @@ def check(result: ExecResult, what: str) -> None:
     if result.returncode != 0:
         tail = (result.stderr or result.stdout).strip().splitlines()[-5:]
         raise WorkloadError(
-            f"{what}: {result.argv[0]} exited {result.returncode}: " + " | ".join(tail)
+            f"{what}: {result.argv[0]} exited {result.returncode}: "
+            + " | ".join(tail)
+            + not_found(result.argv[0], result.returncode, result.stderr)
         )
+
+
+NOT_FOUND = 127  # a command not found: sh, env, docker and podman exec, run_host
+# how crun and runc say it (their exec exits 255): "executable file `java` not found in $PATH"
+NOT_FOUND_WORDS = ("not found in $PATH",)
+
+
+def not_found(command: str, returncode: int | None, stderr: str = "") -> str:
+    """'; <where `command` comes from>' when the exit status or the runtime's words say it was
+    not found, else ''."""
+    said = returncode not in (0, None) and any(w in stderr for w in NOT_FOUND_WORDS)
+    if returncode != NOT_FOUND and not said:
+        return ""
+    return f"; command not found: {missing_hint(command)}"
 
 
 @dataclass

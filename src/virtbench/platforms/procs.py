@@ -10,7 +10,13 @@ import tempfile
 import threading
 import time
 
-from .base import ExecResult, Process
+from ..errors import WorkloadError
+from .base import NOT_FOUND, ExecResult, Process, not_found
+
+
+def _path(env: dict[str, str] | None) -> str:
+    """The PATH a command was looked up in."""
+    return (os.environ if env is None else env).get("PATH", os.defpath)
 
 
 def _preexec(cpus: list[int] | None, cgroup_procs: list[str] | None = None):
@@ -42,17 +48,27 @@ def run_host(
     """Run argv on the host; reap it with wait4 so its CPU time (and its children's) is known."""
     full_env = None if env is None else {**os.environ, **env}
     start = time.monotonic()
-    proc = subprocess.Popen(
-        argv,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        env=full_env,
-        start_new_session=True,  # its own process group, so a timeout kills all of it
-        preexec_fn=_preexec(cpus, cgroup_procs),
-        text=True,
-        errors="replace",
-    )
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            env=full_env,
+            start_new_session=True,  # its own process group, so a timeout kills all of it
+            preexec_fn=_preexec(cpus, cgroup_procs),
+            text=True,
+            errors="replace",
+        )
+    except FileNotFoundError as exc:
+        # what a shell or a container runtime's exec says: exit 127, so check() words it
+        return ExecResult(
+            argv=list(argv),
+            returncode=NOT_FOUND,
+            stdout="",
+            stderr=f"{argv[0]}: {exc.strerror} (PATH={_path(full_env)})",
+            elapsed_s=time.monotonic() - start,
+        )
     if on_start is not None:
         on_start(proc.pid)
     out: list[str] = []
@@ -118,15 +134,24 @@ class HostProcess(Process):
         # closed in stop(); they outlive this method by design
         self._out = tempfile.TemporaryFile(mode="w+", errors="replace")  # noqa: SIM115
         self._err = tempfile.TemporaryFile(mode="w+", errors="replace")  # noqa: SIM115
-        self._popen = subprocess.Popen(
-            argv,
-            stdout=self._out,
-            stderr=self._err,
-            stdin=subprocess.DEVNULL,
-            env=None if env is None else {**os.environ, **env},
-            start_new_session=True,
-            preexec_fn=_preexec(cpus, cgroup_procs),
-        )
+        full_env = None if env is None else {**os.environ, **env}
+        try:
+            self._popen = subprocess.Popen(
+                argv,
+                stdout=self._out,
+                stderr=self._err,
+                stdin=subprocess.DEVNULL,
+                env=full_env,
+                start_new_session=True,
+                preexec_fn=_preexec(cpus, cgroup_procs),
+            )
+        except FileNotFoundError as exc:
+            self._out.close()
+            self._err.close()
+            raise WorkloadError(
+                f"{argv[0]}: {exc.strerror} (PATH={_path(full_env)})"
+                + not_found(argv[0], NOT_FOUND)
+            ) from exc
 
     @property
     def pid(self) -> int | None:

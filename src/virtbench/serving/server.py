@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import VirtbenchError, WorkloadError
-from ..platforms.base import Platform, Process
+from ..platforms.base import ExecResult, Platform, Process, not_found
 from . import netpath, readiness
 from .ports import candidate_ports, ephemeral, is_loopback, port_free_on_host
 from .readiness import Probe, choose_probe
@@ -30,6 +30,7 @@ class Served:
     ready_s: float = 0.0  # from spawn until the readiness probe succeeded
     ready_attempts: int = 0  # probes it took (> 1: refused or lost at first)
     path: str = ""  # the kind of path the client takes to it (netpath.kind: label net_path)
+    command: str = ""  # argv[0] (named if it was not found inside the environment)
 
 
 @contextmanager
@@ -45,6 +46,7 @@ def serve(
     probe: Probe | None = None,
     listen: str | None = None,
     ready_timeout: float | None = None,  # None: readiness.READY_TIMEOUT_S
+    ready_key: str | None = None,  # the setting that gave ready_timeout, named when it expires
     settle_s: float = 0.3,
 ) -> Iterator[Served]:
     """Start a server inside `platform` on a free port, wait until it is ready, stop it on
@@ -61,7 +63,9 @@ def serve(
         if not _endpoint_usable(platform, port, ctx, what, port_key, requested_port):
             continue
         check = choose_probe(platform, port, probe, listen, tcp_probe)
-        served = _start(platform, make_argv(port), port, ctx, what, check, ready_timeout, settle_s)
+        served = _start(
+            platform, make_argv(port), port, ctx, what, check, ready_timeout, settle_s, ready_key
+        )
         if _lost_port(served, platform, what, port_key, requested_port):
             continue
         served.path = netpath.kind(served.host, ctx)
@@ -113,8 +117,10 @@ def _start(
     probe: Probe | None,
     ready_timeout: float | None,
     settle_s: float,
+    ready_key: str | None = None,
 ) -> Served:
-    """Spawn the server and wait until `probe` answers (the server is stopped on failure)."""
+    """Spawn the server and wait until `probe` answers (the server is stopped on failure,
+    and what it printed is in the error)."""
     proc = platform.spawn(argv, cpus=ctx.cpus)
     t_spawn = time.monotonic()
     host, outer = platform.endpoint(port)
@@ -130,10 +136,13 @@ def _start(
         if attempts > 1:
             ctx.log(f"{what}: ready at {host}:{outer} after {attempts} probes, {ready_s:.2f}s")
         time.sleep(settle_s)  # a server that failed to bind exits within this
+    except WorkloadError as exc:
+        out = proc.stop(timeout=2)
+        raise WorkloadError(not_ready(str(exc), ready_key, out)) from exc
     except BaseException:
         proc.stop(timeout=2)
         raise
-    return Served(proc, host, outer, port, ready_s, attempts)
+    return Served(proc, host, outer, port, ready_s, attempts, command=argv[0])
 
 
 def _wait_or_recover(
@@ -179,4 +188,19 @@ def _lost_port(
             )
         return True
     tail = " | ".join(text.splitlines()[-4:])
-    raise WorkloadError(f"{what}: server exited {out.returncode} at start: {tail}")
+    raise WorkloadError(
+        f"{what}: server exited {out.returncode} at start: {tail}"
+        + not_found(served.command, out.returncode, out.stderr)
+    )
+
+
+LOG_LINES = 8  # the server's last lines of output in a readiness error
+
+
+def not_ready(error: str, ready_key: str | None, out: ExecResult) -> str:
+    """A readiness error with the setting that bounds the wait and the server's last words
+    (stopped: it was still starting, or hung): why it did not come up is usually there."""
+    lines = [ln for ln in f"{out.stdout}\n{out.stderr}".splitlines() if ln.strip()]
+    said = " | ".join(lines[-LOG_LINES:]) if lines else "nothing"
+    key = f" ({ready_key} bounds the wait: raise it for a slow start)" if ready_key else ""
+    return f"{error}{key}; the server printed: {said}"

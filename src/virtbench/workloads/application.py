@@ -178,6 +178,7 @@ class DayTraderJMeter(Workload):
                 requested_port=int(p.get("port", 0)),
                 probe=http_probe("/ping"),
                 ready_timeout=min(float(p["ready_timeout"]), deadline.left() or math.inf),
+                ready_key="suites.application.ready_timeout",
             ) as served:
                 self.label_all(**{NET_PATH_LABEL: served.path})  # no ratio across paths
                 text, run = self._client(served, ctx, built)

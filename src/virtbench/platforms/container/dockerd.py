@@ -296,13 +296,32 @@ def _start(userland_proxy: bool) -> None:
         if answers(str(SOCKET), timeout=2):
             return
         time.sleep(0.2)
-    with contextlib.suppress(ProcessLookupError):
-        proc.kill()
-    proc.wait()
-    why = f"exited {proc.returncode}" if proc.returncode not in (None, -9) else "did not answer"
-    raise PlatformError(
-        f"dockerd {why} within {START_TIMEOUT_S:.0f}s of `{' '.join(argv)}`; its log "
-        f"({LOG_FILE}):\n{log_tail()}"
+    code = proc.poll()
+    _abandon(proc)
+    raise PlatformError(start_failure(argv, code, log_tail()))
+
+
+def _abandon(proc: subprocess.Popen) -> None:
+    """A dockerd that failed to start: stopped (SIGTERM, so it takes its containerd down with
+    it; SIGKILL if it hangs) and what it left behind removed."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.terminate()
+        try:
+            proc.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    MODE_FILE.unlink(missing_ok=True)
+    leftovers()
+
+
+def start_failure(argv: list[str], code: int | None, log: str) -> str:
+    """Why our dockerd did not come up, with its log (pure: unit-tested)."""
+    why = f"exited {code}" if code is not None else f"did not answer within {START_TIMEOUT_S:.0f}s"
+    return (
+        f'dockerd {why} (started by virtbench for runtime = "docker": `{" ".join(argv)}`);'
+        f" its log ({LOG_FILE}):\n{log}"
     )
 
 
