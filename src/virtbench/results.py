@@ -35,6 +35,20 @@ SOLO_PEAK_SCENARIO = "solo-peak"
 # the CPU limit a solo peak was measured under (two limits, two results): a run-wide dimension
 PEAK_LIMIT_LABEL = "peak_cpu_limit"
 
+
+def is_solo_peak(scenario: str) -> bool:
+    return scenario.split(" ", 1)[0] == SOLO_PEAK_SCENARIO
+
+
+def shown_scenario(scenario: str, labels: dict[str, Any]) -> str:
+    """The scenario as figures name it: a solo peak measured inside a shared CPU budget is
+    "solo-peak (cpu quota Q P)", apart from the same platform's unlimited one."""
+    limit = labels.get(PEAK_LIMIT_LABEL)
+    if scenario == SOLO_PEAK_SCENARIO and limit and limit != "none":
+        return f"{scenario} ({limit})"
+    return scenario
+
+
 # The label saying which network path a client-server sample's load generator took to its
 # server (serving/netpath.py: loopback, host-bridge, bridge, remote). Analysis gives no ratio
 # between samples taken over different paths: the ratio would measure the path.

@@ -126,3 +126,24 @@ def test_a_peak_inside_a_shared_budget_is_not_the_unlimited_peak(store):
     again = StoredPeaks(store, RUN, lambda *a: None)  # --resume reads both back
     assert again.get(inside, Rated(), {"rate": 0}, ctx) == a
     assert again.get(free, Rated(), {"rate": 0}, ctx) == b and Rated.runs == 2
+
+
+def test_figures_keep_a_platforms_peaks_under_two_limits_apart():
+    from virtbench.analysis.colocation_steps import sweep_points
+
+    def row(limit, value):
+        labels = {"step": 0, "file_size_kb": 1, "offered_rate": 100.0, "peak_cpu_limit": limit}
+        return {
+            "metric": "reply_rate",
+            "role": "target",
+            "platform": "vm",
+            "test_case": "httperf-sweep",
+            "scenario": SCENARIO,
+            "labels": labels,
+            "value": value,
+            "valid": 1,
+        }
+
+    keys = sweep_points([row("cpu quota 50000 100000", 800.0), row("none", 1600.0)], x="offered")
+    assert {k[2] for k in keys} == {"solo-peak", "solo-peak (cpu quota 50000 100000)"}
+    assert sorted(pts[0].mean for pts in keys.values()) == [800.0, 1600.0]  # not pooled

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..results import SOLO_PEAK_SCENARIO
+from ..results import is_solo_peak, shown_scenario
 from .colocation import labels_of
 
 SOLO = "solo"
@@ -79,7 +79,8 @@ def sweep_points(
         lab = labels_of(r)
         if lab.get("step") is None:
             continue
-        key = (r["platform"], r["test_case"], r["scenario"], r["role"], lab.get("file_size_kb"))
+        scenario = shown_scenario(r["scenario"], lab)
+        key = (r["platform"], r["test_case"], scenario, r["role"], lab.get("file_size_kb"))
         reason = r.get("invalid_reason") or str(lab.get("invalid") or "") or "invalid"
         acc[key][int(lab["step"])].append(
             (float(r["value"]), bool(r["valid"]), reason, lab.get("offered_rate"), intensity(lab))
@@ -223,8 +224,9 @@ def degradation_rows(
         idx = sorted({0, len(valid) // 2, len(valid) - 1})[:steps_per_size]
         others = sorted(
             {k[2] for k in pts["reply_rate"] if k[:2] == (platform, tc) and k[3] == "target"}
-            - {SOLO, SOLO_PEAK_SCENARIO}  # the lockstep reference is not a scenario
+            - {SOLO}
         )
+        others = [sc for sc in others if not is_solo_peak(sc)]  # the lockstep reference
         for solo_pt in (valid[i] for i in idx):
             for sc in others:
                 other = (platform, tc, sc, "target", size)

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...analysis.colocation_steps import sweep_points
+from ...results import PEAK_LIMIT_LABEL, shown_scenario
 from .. import fmt, html, svg
 from ..core.curves import split_curves
 from ..sections import Section, register_section
@@ -103,7 +104,8 @@ def _group_table(
         if g.key.metric not in dict(metrics):
             continue
         value = g.key.dim(dim) if dim else None
-        row = (g.key.platform, g.key.scenario, fallback if value is None else value)
+        scenario = shown_scenario(g.key.scenario, {PEAK_LIMIT_LABEL: g.key.dim(PEAK_LIMIT_LABEL)})
+        row = (g.key.platform, scenario, fallback if value is None else value)
         cell = fmt.mean_ci(g.summary.mean, g.summary.ci_half, g.unit)
         cell += f" (n={g.summary.n}" + (f", {g.n_invalid} invalid)" if g.n_invalid else ")")
         table[row][g.key.metric] = cell

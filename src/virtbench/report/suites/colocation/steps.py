@@ -18,7 +18,7 @@ from collections import defaultdict
 from typing import Any
 
 from ....analysis import colocation_steps as cs
-from ....results import SOLO_PEAK_SCENARIO
+from ....results import is_solo_peak
 from ... import html, svg
 from ...core.curves import split_curves
 
@@ -166,7 +166,7 @@ def env_rate_charts(data) -> list[str]:
     per: dict[tuple[str, Any, str, str], list[tuple[str, str, list[cs.StepPoint]]]]
     per = defaultdict(list)
     for ((platform, _tc, scenario, role, size), metric), pts in steps.items():
-        if len(pts) < 2 or scenario == SOLO_PEAK_SCENARIO:
+        if len(pts) < 2 or is_solo_peak(scenario):
             continue
         for fam, _what in FAMILIES:
             if _family(scenario) == fam or scenario == "solo":
