@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import subprocess
-import tempfile
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
-from . import setup_host, tools
+from . import cachedir, setup_host, tools
 from .errors import VirtbenchError
 
 PROBES = ("tick", "switch", "load")  # vb-<name> from probes/<name>.c
@@ -57,12 +55,9 @@ def build(log: Callable[[str], None] = lambda m: None) -> Path:
     """Build all probes if not cached; return the directory holding vb-<name> binaries."""
     tools.require(["cc"], needed_by="the latency probes")
     final = cache_root() / build_hash()
-    if all((final / f"vb-{p}").exists() for p in PROBES):
+    if _complete(final):
         return final
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=final.parent))
-    tmp.chmod(0o755)  # mkdtemp makes it 0700; the cache is readable like any tool dir
-    try:
+    with cachedir.building(final, _complete) as tmp:
         for name, data in _sources().items():
             (tmp / name).write_bytes(data)
         for probe in PROBES:
@@ -78,14 +73,11 @@ def build(log: Callable[[str], None] = lambda m: None) -> Path:
                 raise VirtbenchError(
                     f"building probe vb-{probe} failed{hint}: {r.stderr.strip()[-800:]}"
                 )
-        try:
-            tmp.rename(final)
-        except OSError:  # another process finished the same build first
-            if not all((final / f"vb-{p}").exists() for p in PROBES):
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return final
+
+
+def _complete(d: Path) -> bool:
+    return all((d / f"vb-{p}").exists() for p in PROBES)
 
 
 def probe_path(name: str) -> str:

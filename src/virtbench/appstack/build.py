@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import shutil
 import subprocess
-import tempfile
 import zipfile
 from collections.abc import Callable
 from importlib import resources
@@ -99,12 +98,9 @@ def build(log: Callable[[str], None] = lambda m: None) -> Path:
     if not Path(JMETER_JAR).exists():
         raise MissingToolError("jmeter", "jmeter", "the application suite's client")
     final = cache_root() / build_hash()
-    if (final / APP_JAR).exists() and (final / LAUNCHER_JAR).exists():
+    if _complete(final):
         return final
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=final.parent))
-    tmp.chmod(0o755)
-    try:
+    with cachedir.building(final, _complete) as tmp:
         for cls, jar, cp, manifest in (
             (APP, APP_JAR, jars, "Manifest-Version: 1.0\r\n\r\n"),
             (
@@ -123,14 +119,11 @@ def build(log: Callable[[str], None] = lambda m: None) -> Path:
             _jar(classes, tmp / jar, manifest)
             shutil.rmtree(classes)
             src.unlink()
-        try:
-            tmp.rename(final)
-        except OSError:  # another process finished the same build first
-            if not (final / APP_JAR).exists():
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return final
+
+
+def _complete(d: Path) -> bool:
+    return (d / APP_JAR).exists() and (d / LAUNCHER_JAR).exists()
 
 
 @setup_host.register("appstack")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable
@@ -165,23 +164,15 @@ def harness_class(log: Callable[[str], None] = lambda m: None) -> Path:
     h = hashlib.sha256(_harness_source())
     h.update((tools.version("java") or "none").encode())
     final = cache_root() / f"harness-{h.hexdigest()[:16]}"
-    if (final / f"{HARNESS}.class").exists():
-        return final / f"{HARNESS}.class"
-    tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=cache_root()))
-    tmp.chmod(0o755)
-    try:
+    done = final / f"{HARNESS}.class"
+    if done.exists():
+        return done
+    with cachedir.building(final, lambda d: (d / done.name).exists()) as tmp:
         src = tmp / f"{HARNESS}.java"
         src.write_bytes(_harness_source())
         javac(src, [jar], tmp, log)
         src.unlink()
-        try:
-            tmp.rename(final)
-        except OSError:  # another process finished the same build first
-            if not (final / f"{HARNESS}.class").exists():
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return final / f"{HARNESS}.class"
+    return done
 
 
 @setup_host.register("java")

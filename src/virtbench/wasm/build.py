@@ -10,9 +10,7 @@ VIRTBENCH_WASM_DIR); the hash covers the source, the compiler version and the fl
 from __future__ import annotations
 
 import hashlib
-import shutil
 import subprocess
-import tempfile
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -59,12 +57,9 @@ def build(log: Callable[[str], None] = lambda m: None) -> Path:
     """Build both if not cached; return the directory holding vb-scimark and its .wasm."""
     tools.require(["clang", "wasm-ld"], needed_by="the Wasm kernels")
     final = cache_root() / build_hash()
-    if all((final / name).exists() for name in TARGETS):
+    if _complete(final):
         return final
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=final.parent))
-    tmp.chmod(0o755)
-    try:
+    with cachedir.building(final, _complete) as tmp:
         (tmp / SOURCE).write_bytes(_source())
         for out, target_flags in TARGETS.items():
             argv = [tools.which("clang") or "clang", *CFLAGS, *target_flags, "-o", out, SOURCE]
@@ -75,14 +70,11 @@ def build(log: Callable[[str], None] = lambda m: None) -> Path:
                 raise VirtbenchError(
                     f"building {out} failed{_hint(r.stderr)}: {r.stderr.strip()[-800:]}"
                 )
-        try:
-            tmp.rename(final)
-        except OSError:  # another process finished the same build first
-            if not all((final / name).exists() for name in TARGETS):
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return final
+
+
+def _complete(d: Path) -> bool:
+    return all((d / name).exists() for name in TARGETS)
 
 
 @setup_host.register("wasm")
