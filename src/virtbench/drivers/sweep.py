@@ -138,10 +138,14 @@ class Lockstep:
         self._begin.abort()
         self._end.abort()
 
-    def mark(self, n: int, name: str, at: int, t: float | None = None) -> None:
+    def mark(
+        self, n: int, name: str, at: int, t: float | None = None, served: bool | None = None
+    ) -> None:
         with self._lock:
             w = self.windows.setdefault(n, {}).setdefault(name, [0.0, 0.0])
             w[at] = time.monotonic() if t is None else t
+            if served is not None:
+                self.served.setdefault(n, {})[name] = served
 
     def verdict(self, n: int, name: str) -> str | None:
         """Why the party's n-th step was not shared by every other party (None: it was)."""
@@ -188,10 +192,7 @@ class LockstepParty:
         """Wait for every party to end this step (its window ended `at`, default now; it
         `served` anything, None: not known); why it was not shared (None: it was)."""
         n, self.n = self.n, self.n + 1
-        self.lockstep.mark(n, self.name, 1, at)
-        if served is not None:
-            with self.lockstep._lock:
-                self.lockstep.served.setdefault(n, {})[self.name] = served
+        self.lockstep.mark(n, self.name, 1, at, served)
         # broken: a party stopped (or a released party's abort came first); the windows
         # recorded so far decide, a missing one counts as not there
         with contextlib.suppress(threading.BrokenBarrierError):
