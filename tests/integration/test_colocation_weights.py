@@ -63,9 +63,9 @@ def test_heavier_container_serves_more_on_a_shared_cpu(tmp_path: Path, monkeypat
         labels = row["labels"]
         assert labels["placement"] == "shared-cpu"
         assert labels["env_cpus"] and labels["env_cpus"][0] not in labels["client_cpus"]
-        # the campaign's half CPU is the pair's one shared budget (docs/colocation.md), which
-        # a weights cell lifts: the shared CPU is then what the weights divide
-        assert labels["cpu_budget"] == "lifted:50000/100000"
+        # the campaign's half CPU is the pair's one shared budget (docs/colocation.md): the
+        # weights divide it, as an identical pair divides it equally
+        assert labels["cpu_budget"] == "shared:50000/100000"
         assert len(labels["cpu_budget_members"]) == 2
         assert row["valid"], row.get("invalid_reason")
     heavy_target = rps["weights:1:1:0.25", "target"]["value"]

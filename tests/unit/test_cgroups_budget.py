@@ -53,17 +53,6 @@ def test_v1_weights_count_environments_not_groups(tmp_path):
     assert (tmp_path / "cpu/virtbench/cpu.shares").read_text() == "3072"
 
 
-def test_v1_lifted_then_restored(tmp_path):
-    layout = _fake_v1(tmp_path)
-    b = CpuBudget.create(30_000, 60_000, layout=layout)
-    q = tmp_path / "cpu/virtbench" / b.name / "cpu.cfs_quota_us"
-    with b.lifted() as what:
-        assert q.read_text() == "-1"
-        assert what == "lifted:30000/60000"
-    assert q.read_text() == "30000"
-    assert b.quota_in_effect() == "30000 60000"
-
-
 def test_v2_budget_delegates_to_its_children(tmp_path):
     layout = _fake_v2(tmp_path)
     b = CpuBudget.create(50_000, layout=layout)
@@ -77,9 +66,6 @@ def test_v2_budget_delegates_to_its_children(tmp_path):
     assert child.paths() == {"unified": str(bdir / "vb-dddddd")}
     assert b.holds(child.paths())
     assert (bdir / "cpu.weight").read_text() == "100"  # one environment inside
-    with b.lifted():
-        assert (bdir / "cpu.max").read_text() == "max 100000"
-    assert (bdir / "cpu.max").read_text() == "50000 100000"
 
 
 def test_no_child_without_its_budget_and_names_checked(tmp_path):

@@ -177,7 +177,6 @@ class FakeBudget:
 
     def __init__(self):
         self.inside: list[str] = ["vb-target"]
-        self.lifts = 0
         self.periods = 0
 
     def label(self):
@@ -189,14 +188,6 @@ class FakeBudget:
     def throttled(self):
         self.periods += 10
         return {"nr_periods": self.periods, "nr_throttled": self.periods // 2}
-
-    @contextlib.contextmanager
-    def lifted(self):
-        self.lifts += 1
-        try:
-            yield "lifted:50000/100000"
-        finally:
-            self.lifts -= 1
 
 
 def _budget_env(log, budget, note=None):
@@ -237,21 +228,12 @@ def test_without_a_budget_neighbours_are_provisioned_as_before_and_labelled():
     assert {s.labels["cpu_budget"] for s in registry.parse("identical").run(env)} == {"none"}
 
 
-def test_a_weights_cell_lifts_the_budget_for_the_cell_only(monkeypatch):
+def test_a_weights_cell_keeps_the_shared_budget_its_weights_divide(monkeypatch):
     from virtbench.scenarios import weights as weights_mod
 
     monkeypatch.setattr(weights_mod, "apply", lambda *a, **k: {})  # fakes have no cgroups
     budget = FakeBudget()
-    env, _ = _budget_env([], budget)
-    seen = []
-    orig = engine._run_workload
-
-    def spy(*a, **k):
-        seen.append(budget.lifts)
-        return orig(*a, **k)
-
-    monkeypatch.setattr(engine, "_run_workload", spy)
+    env, calls = _budget_env([], budget)
     samples = registry.parse("weights:1:4:1:cpu=0").run(env)
-    assert seen == [1, 1]  # lifted while both ran
-    assert budget.lifts == 0  # and back afterwards
-    assert {s.labels["cpu_budget"] for s in samples} == {"lifted:50000/100000"}
+    assert calls and all(b is budget for _role, b in calls)
+    assert {s.labels["cpu_budget"] for s in samples} == {"shared:50000/100000"}

@@ -10,7 +10,6 @@ budget, the pair divides what one environment had alone (docs/colocation.md).
     budget = CpuBudget.create(50_000, 100_000)       # vb-xxxxxx-cpu, claimed by this process
     Cgroup.create(budget.child("vb-abcdef"))         # an environment's group inside it
     budget.label()                                   # "shared:50000/100000" (sample labels)
-    with budget.lifted(): ...                        # the quota off meanwhile (weights cells)
     budget.destroy()                                 # also after a crash: the cgroups cleaner
 
 An environment inside a budget has no quota of its own (the budget is its quota) and no
@@ -21,9 +20,7 @@ everything inside) after a crash; it is claimed while its run lives.
 
 from __future__ import annotations
 
-import contextlib
 import secrets
-from collections.abc import Iterator
 from pathlib import Path
 
 from .. import cleanup
@@ -88,17 +85,6 @@ class CpuBudget:
     def throttled(self) -> dict[str, int]:
         """The budget's cpu.stat (nr_periods, nr_throttled, throttled time)."""
         return self.group.cpu_stat()
-
-    @contextlib.contextmanager
-    def lifted(self) -> Iterator[str]:
-        """No quota while the block runs (a weights cell: its shared CPU is the budget), then
-        the quota back; yields what was done, for the cell's labels."""
-        self.group.set_cpu_quota(None, self.period_us)
-        try:
-            yield f"lifted:{self.quota_us}/{self.period_us}"
-        finally:
-            with contextlib.suppress(Exception):  # the group may be gone after a crash
-                self.group.set_cpu_quota(self.quota_us, self.period_us)
 
     def quota_in_effect(self) -> str:
         """The quota the kernel holds now (tests, messages)."""

@@ -193,8 +193,9 @@ def run(
 
     `host_weight` (cpu.shares scale) goes to the host-side back-end work that can be grouped
     (see scenarios/weights.py). `placement` pins every environment to one shared CPU and the
-    load generators to the others (colocation_placement.py); it lifts their CFS quotas for
-    the cell and is recorded on every sample."""
+    load generators to the others (colocation_placement.py); it lifts each environment's own
+    CFS quota for the cell (a shared budget stays: the weights divide it) and is recorded on
+    every sample."""
     if placement is not None:
         labels = labels | placement.labels()
     budget = env.budget
@@ -208,7 +209,7 @@ def run(
                 commands_on_enter=False,
             )
         )
-        labels = labels | _budget_labels(env, stack, lift=placement is not None)
+        labels = labels | _budget_labels(env)
         envs = [_Env(p, env.target if p.spec is None else _started(group, p.role)) for p in plans]
         weight_notes = weights_mod.apply(
             [(e.platform, e.plan.cpu_weight, e.plan.role) for e in envs if e.platform],
@@ -282,17 +283,14 @@ def _neighbour_plans(
     ]
 
 
-def _budget_labels(env: ScenarioEnv, stack: ExitStack, lift: bool) -> dict[str, Any]:
+def _budget_labels(env: ScenarioEnv) -> dict[str, Any]:
     """`cpu_budget` of the cell: the shared budget ("shared:Q/P"), "own" (each environment
-    its own quota), "none" (the target has no host-side quota), or "lifted:Q/P" in a weights
-    cell (its one shared CPU is the budget then, docs/colocation.md), with its members."""
+    its own quota) or "none" (the target has no host-side quota), with its members. A
+    weights cell keeps the shared budget: the pair's weights split it (docs/colocation.md)."""
     budget = env.budget
     if budget is None:
         return {"cpu_budget": env.budget_note or NO_BUDGET}
-    out: dict[str, Any] = {"cpu_budget": budget.label(), "cpu_budget_members": budget.members()}
-    if lift:
-        out["cpu_budget"] = stack.enter_context(budget.lifted())
-    return out
+    return {"cpu_budget": budget.label(), "cpu_budget_members": budget.members()}
 
 
 class _Throttled:
