@@ -256,7 +256,7 @@ def test_role_and_cov_bars_one_chart_per_file_size_never_pooled():
     per_exe = [c for c in roles.role_bars(data) if "CPU time per execution" in c]
     assert len(per_exe) == 2  # one per size, not one mean of 1 and 70 KB (220 µs/exe)
     small, big = per_exe
-    assert "wrk-max · 1 KB · 32 connections" in small and "70 KB" in big
+    assert "container · wrk-max · 1 KB: CPU time" in small and "wrk-max · 70 KB:" in big
     assert f"target · identical: {svg.num(40.0)} µs/exe" in small
     assert f"neighbour-1 · identical: {svg.num(400.0)} µs/exe" in big
     assert f"{svg.num(220.0)} µs/exe" not in small + big

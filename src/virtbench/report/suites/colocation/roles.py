@@ -185,8 +185,12 @@ def _charted(summ: dict[Key, list[dict]], platform: str, metric: str) -> dict[tu
     return dict(sorted(out.items(), key=lambda kv: (kv[0][0], [num_key(v) for _k, v in kv[0][1]])))
 
 
-def _title(platform: str, tc: str, point: Point, what: str) -> str:
-    where = " · ".join(x for x in (platform, tc, point_text(point)) if x)
+def _title(platform: str, tc: str, point: Point, what: str, points: list[Point]) -> str:
+    """The chart's title: its point by the labels that tell the test case's points apart
+    (the file size always; a constant connection count would only crowd it)."""
+    varying = {k for k, _v in point if len({dict(p).get(k) for p in points}) > 1}
+    shown = tuple((k, v) for k, v in point if k in varying or k == "file_size_kb")
+    where = " · ".join(x for x in (platform, tc, point_text(shown)) if x)
     return f"{where}: {what}"
 
 
@@ -197,7 +201,8 @@ def role_bars(data) -> list[str]:
     out = []
     for platform in data.platforms:
         for metric, what, unit in ROLE_METRICS:
-            for (tc, point), keys in _charted(summ, platform, metric).items():
+            charted = _charted(summ, platform, metric)
+            for (tc, point), keys in charted.items():
                 scen, series = _groups(keys)
                 bars = {}
                 for k in keys:
@@ -205,7 +210,13 @@ def role_bars(data) -> list[str]:
                     m = statistics.fmean(r["value"] for r in rs)
                     sd = statistics.fmean(float(r["labels"]["stdev"]) for r in rs)
                     bars[(k[3], k[4])] = svg.Bar(m, m - sd, m + sd, f"±{sd:.3g} sd, n={len(rs)}")
-                title = _title(platform, tc, point, f"{what} per environment ({unit})")
+                title = _title(
+                    platform,
+                    tc,
+                    point,
+                    f"{what} per environment ({unit})",
+                    [p for t, p in charted if t == tc],
+                )
                 out.append(svg.bar_chart(title, scen, series, bars, unit))
     return out
 
@@ -219,7 +230,8 @@ def cov_bars(data) -> list[str]:
     out = []
     for platform in data.platforms:
         for metric, what in COV_METRICS:
-            for (tc, point), keys in _charted(summ, platform, metric).items():
+            charted = _charted(summ, platform, metric)
+            for (tc, point), keys in charted.items():
                 scen, series = _groups(keys)
                 bars = {}
                 for k in keys:
@@ -227,7 +239,13 @@ def cov_bars(data) -> list[str]:
                     m = statistics.fmean(covs)
                     spread = (min(covs), max(covs)) if len(covs) > 1 else (None, None)
                     bars[(k[3], k[4])] = svg.Bar(m, *spread, f"n={len(covs)} repetitions")
-                title = _title(platform, tc, point, f"coefficient of variation of {what}")
+                title = _title(
+                    platform,
+                    tc,
+                    point,
+                    f"coefficient of variation of {what}",
+                    [p for t, p in charted if t == tc],
+                )
                 out.append(svg.bar_chart(title, scen, series, bars, "CoV"))
     return out
 
