@@ -287,3 +287,26 @@ def test_per_point_summaries_group_by_size_not_by_their_spread():
     cpu = [g for g in built if g.key.metric == "cpu_util" and g.key.scenario == "solo"]
     assert sorted(g.key.dims for g in cpu) == [(("file_size_kb", 1),), (("file_size_kb", 70),)]
     assert all(len(g.values) == 2 for g in cpu)
+
+
+def test_series_fallback_takes_the_cells_one_point_and_never_pools_two():
+    """An old solo cell with no summaries: its series stand in when it served one size (under
+    that size's chart); a cell that served 1 and 70 KB cannot be split, so it draws no bar."""
+    rows = _wrk_rows()
+    one = _wrk_summary("solo", "target", "requests_per_s", 1, 5000.0, 0.0) | {"cell_id": "old/1"}
+    one["labels"] = {"file_size_kb": 1, "connections": 32}
+    rows += [one]
+    two = [dict(one, cell_id="old2/1", scenario="solo-two")]
+    two += [
+        dict(
+            one, cell_id="old2/1", scenario="solo-two", labels=one["labels"] | {"file_size_kb": 70}
+        )
+    ]
+    rows += two
+    series = _series("old/1", "target", "cpu_util", [(1, 10), (2, 30)], scenario="solo-old")
+    series += _series("old2/1", "target", "cpu_util", [(1, 10), (2, 90)], scenario="solo-two")
+    for p in series:
+        p["test_case"] = "wrk-max"
+    small, big = [c for c in roles.role_bars(_data(rows, series)) if "CPU utilization" in c]
+    assert f"target · solo-old: {svg.num(20.0)} CPU %" in small and "solo-old" not in big
+    assert "solo-two" not in small + big

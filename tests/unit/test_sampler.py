@@ -119,3 +119,38 @@ def test_without_points_one_summary_over_the_whole_window_as_before():
     w, _spans = _two_size_window()
     (target,) = [s for s in summary_samples(w, [], {}) if s.role == "target"]
     assert target.labels["n"] == 19 and "file_size_kb" not in target.labels
+
+
+def test_web_solo_stores_the_targets_summaries_per_point(tmp_path):
+    """A web solo cell reads the target in detail (as co-location does) and stores its
+    summaries per point the workload reported: 1 KB light, 70 KB heavy, never their mean."""
+    from virtbench.scenarios.base import ScenarioEnv
+    from virtbench.scenarios.solo import Solo
+    from virtbench.workloads.base import Metric, RunContext, Workload
+
+    target = CgroupPlatform("target", tmp_path / "t")
+    s = Sampler()
+    s.add("target", target)
+
+    class Web(Workload):
+        suite, name, description = "web", "fake-web", "two sizes, one tick each"
+        metrics = (Metric("requests_per_s", "req/s", True, primary=True),)
+
+        def run(self, platform, ctx):
+            used = 0
+            for size, usec in ((1, 20_000), (70, 200_000)):
+                start = time.monotonic()
+                used += usec
+                target.use(used)
+                time.sleep(0.4)  # apart by more than EDGE_S
+                s.tick()
+                ctx.point({"file_size_kb": size}, start, time.monotonic())
+                time.sleep(0.3)  # a gap between sizes: its reading belongs to no point
+                s.tick()
+            return [self.sample("requests_per_s", 1.0)]
+
+    env = ScenarioEnv(target, Web(), RunContext({}), new_platform=None, sampler=s)
+    out = Solo([]).run(env)
+    cpu = {x.labels["file_size_kb"]: x for x in out if x.metric == "cpu_util"}
+    assert set(cpu) == {1, 70} and cpu[1].labels["n"] == cpu[70].labels["n"] == 1
+    assert cpu[70].value > 5 * cpu[1].value  # 200 ms vs 20 ms of CPU in ~0.4 s
