@@ -54,3 +54,8 @@ def shown_scenario(scenario: str, labels: dict[str, Any]) -> str:
 # between samples taken over different paths: the ratio would measure the path.
 NET_PATH_LABEL = "net_path"
 PATH_LABELS = (NET_PATH_LABEL,)
+
+# The labels of a per-environment summary sample (metrics/sampler.py `summary_samples`): its
+# statistic and the spread of its 1 s readings. Facts of one sample, never a result's identity:
+# a cell stores one summary per served point, whose spreads differ.
+SUMMARY_LABELS = ("stat", "stdev", "cov", "n")

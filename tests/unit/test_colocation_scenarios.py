@@ -237,3 +237,21 @@ def test_a_weights_cell_keeps_the_shared_budget_its_weights_divide(monkeypatch):
     samples = registry.parse("weights:1:4:1:cpu=0").run(env)
     assert calls and all(b is budget for _role, b in calls)
     assert {s.labels["cpu_budget"] for s in samples} == {"shared:50000/100000"}
+
+
+def test_engine_stores_each_summary_per_point_the_target_served():
+    """The target's points (monotonic times) become the summaries' windows on the cell's axis,
+    every role's readings cut by them and labelled with the point."""
+    from virtbench.metrics.sampler import Window
+
+    t0 = 1000.0  # the sampler's start (monotonic)
+    target = engine._Env(engine.EnvPlan("target"), FakePlatform("target", []))
+    target.points = [({"file_size_kb": 1}, t0 + 1, t0 + 5), ({"file_size_kb": 70}, t0 + 6, t0 + 10)]
+    w = Window()
+    for t in range(1, 11):
+        w.keep("target", "cpu_util", 10.0 if t <= 5 else 50.0, "%", (t - 1.0, float(t)))
+    out = engine._collect([target], target, w, {"cpu_budget": "none"}, {}, t0)
+    cpu = {s.labels["file_size_kb"]: s for s in out if s.metric == "cpu_util"}
+    assert set(cpu) == {1, 70}
+    assert (cpu[1].value, cpu[1].labels["n"]) == (10.0, 4)  # (1, 5]: t = 2..5
+    assert (cpu[70].value, cpu[70].labels["n"]) == (50.0, 4)  # (6, 10]: t = 7..10

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 from virtbench.analysis import colocation_steps as cs
 from virtbench.report import svg
 from virtbench.report.suites.colocation import figures, roles, steps
+from virtbench.runner.describe import describe
 
 PARAMS = {"mode": "capacity", "start_fraction": 0.1, "step_fraction": 0.1}
 
@@ -134,6 +135,7 @@ def _data(samples, series=(), platforms=("container",)):
         platforms=list(platforms),
         colour=lambda p: "#000",
         cells=[],
+        description=describe(["httperf-sweep", "wrk-max"]),
     )
 
 
@@ -217,3 +219,94 @@ def test_a_single_fixed_rate_point_does_not_split_the_axes():
         ["native · solo"],
         ["vm · solo", "native · many:2"],
     ]
+
+
+def _wrk_summary(scenario, role, metric, size, value, cov, rep=1):
+    """A per-point summary row of a wrk-max cell serving 1 and 70 KB (one cell per scenario)."""
+    labels = {"file_size_kb": size, "connections": 32, "stat": "mean of 1 s samples"}
+    return {
+        "platform": "container",
+        "test_case": "wrk-max",
+        "scenario": scenario,
+        "role": role,
+        "metric": metric,
+        "value": value,
+        "valid": True,
+        "repetition": rep,
+        "cell_id": f"{scenario}/{rep}",
+        "labels": labels | {"stdev": value * cov, "cov": cov, "n": 7},
+        "unit": "µs/exe",
+    }
+
+
+def _wrk_rows():
+    rows = []
+    for scenario in ("solo", "identical"):
+        roles_ = ("target",) if scenario == "solo" else ("target", "neighbour-1")
+        for role in roles_:
+            rows += [_wrk_summary(scenario, role, "cpu_us_per_exe", 1, 40.0, 0.05)]
+            rows += [_wrk_summary(scenario, role, "cpu_us_per_exe", 70, 400.0, 0.02)]
+            rows += [_wrk_summary(scenario, role, "cpu_util", 1, 45.0, 0.1)]
+            rows += [_wrk_summary(scenario, role, "cpu_util", 70, 25.0, 0.3)]
+    return rows
+
+
+def test_role_and_cov_bars_one_chart_per_file_size_never_pooled():
+    data = _data(_wrk_rows())
+    per_exe = [c for c in roles.role_bars(data) if "CPU time per execution" in c]
+    assert len(per_exe) == 2  # one per size, not one mean of 1 and 70 KB (220 µs/exe)
+    small, big = per_exe
+    assert "container · wrk-max · 1 KB: CPU time" in small and "wrk-max · 70 KB:" in big
+    assert f"target · identical: {svg.num(40.0)} µs/exe" in small
+    assert f"neighbour-1 · identical: {svg.num(400.0)} µs/exe" in big
+    assert f"{svg.num(220.0)} µs/exe" not in small + big
+    covs = [c for c in roles.cov_bars(data) if "of CPU" in c]
+    assert len(covs) == 2
+    assert f"target · solo: {svg.num(0.1)} CoV" in covs[0]
+    assert f"target · solo: {svg.num(0.3)} CoV" in covs[1]
+
+
+def test_env_metrics_table_rows_per_file_size():
+    html_ = figures.env_metrics_table(_data(_wrk_rows()))
+    assert "wrk-max · 1 KB · 32 connections" in html_ and "wrk-max · 70 KB" in html_
+    assert f"µs/exe {figures._fmt([40.0])}" in html_ and f"µs/exe {figures._fmt([400.0])}" in html_
+
+
+def test_per_point_summaries_group_by_size_not_by_their_spread():
+    from virtbench.analysis import groups
+
+    rows = [r | {"suite": "web", "unit": "%", "higher_is_better": False} for r in _wrk_rows()]
+    rows += [
+        r | {"suite": "web", "unit": "%", "higher_is_better": False, "repetition": 2}
+        for r in _wrk_rows()
+    ]
+    for r in rows[len(rows) // 2 :]:
+        r["cell_id"] += "b"
+        r["labels"] = r["labels"] | {"stdev": 1.5, "n": 6}  # another repetition's spread
+    built = groups.build(rows, describe(["wrk-max"]))
+    cpu = [g for g in built if g.key.metric == "cpu_util" and g.key.scenario == "solo"]
+    assert sorted(g.key.dims for g in cpu) == [(("file_size_kb", 1),), (("file_size_kb", 70),)]
+    assert all(len(g.values) == 2 for g in cpu)
+
+
+def test_series_fallback_takes_the_cells_one_point_and_never_pools_two():
+    """An old solo cell with no summaries: its series stand in when it served one size (under
+    that size's chart); a cell that served 1 and 70 KB cannot be split, so it draws no bar."""
+    rows = _wrk_rows()
+    one = _wrk_summary("solo", "target", "requests_per_s", 1, 5000.0, 0.0) | {"cell_id": "old/1"}
+    one["labels"] = {"file_size_kb": 1, "connections": 32}
+    rows += [one]
+    two = [dict(one, cell_id="old2/1", scenario="solo-two")]
+    two += [
+        dict(
+            one, cell_id="old2/1", scenario="solo-two", labels=one["labels"] | {"file_size_kb": 70}
+        )
+    ]
+    rows += two
+    series = _series("old/1", "target", "cpu_util", [(1, 10), (2, 30)], scenario="solo-old")
+    series += _series("old2/1", "target", "cpu_util", [(1, 10), (2, 90)], scenario="solo-two")
+    for p in series:
+        p["test_case"] = "wrk-max"
+    small, big = [c for c in roles.role_bars(_data(rows, series)) if "CPU utilization" in c]
+    assert f"target · solo-old: {svg.num(20.0)} CPU %" in small and "solo-old" not in big
+    assert "solo-two" not in small + big

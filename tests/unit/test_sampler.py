@@ -77,3 +77,80 @@ def test_a_role_added_during_a_window_joins_it(tmp_path):
     points.clear()
     s.tick()
     assert points == []  # both roles came with the window and left with it
+
+
+def _two_size_window():
+    """A cell serving 1 KB over (1, 9] and 70 KB over (10, 18] (cell-axis seconds), with a
+    set-up second before each; CPU 20 % at 1 KB, 60 % at 70 KB, 95 % while setting up."""
+    from virtbench.metrics.sampler import Window
+
+    w = Window()
+    for t in range(1, 20):
+        value = 95.0 if t in (1, 10, 19) else (20.0 + t % 2 if t < 10 else 60.0 + t % 2)
+        w.keep("target", "cpu_util", value, "%", (t - 1.0, float(t)))
+        w.keep("neighbour-1", "cpu_util", value / 2, "%", (t - 1.0, float(t)))
+    spans = [
+        ({"file_size_kb": 1, "connections": 32}, 1.0, 9.0),
+        ({"file_size_kb": 70, "connections": 32}, 10.0, 18.05),
+    ]
+    return w, spans
+
+
+def test_summaries_are_per_served_point_and_leave_out_the_gaps():
+    from virtbench.metrics.sampler import summary_samples
+
+    w, spans = _two_size_window()
+    out = summary_samples(w, spans, {"cpu_budget": "none"})
+    by = {(s.role, s.labels["file_size_kb"]): s for s in out}
+    assert len(out) == 4 and set(by) == {(r, k) for r in ("target", "neighbour-1") for k in (1, 70)}
+    one, seventy = by[("target", 1)], by[("target", 70)]
+    # readings of (1, 9]: t = 2..9, the set-up readings at t = 1, 10, 19 are in no point
+    assert one.value == 20.5 and one.labels["n"] == 8
+    assert seventy.value == 60.5 and seventy.labels["n"] == 8
+    assert by[("neighbour-1", 70)].value == 30.25
+    assert one.labels["connections"] == 32 and one.labels["cpu_budget"] == "none"
+    assert one.labels["stat"] == "mean of 1 s samples" and one.labels["cov"] < 0.05
+    assert "scope" not in one.labels  # no cell-wide figure beside them
+
+
+def test_without_points_one_summary_over_the_whole_window_as_before():
+    from virtbench.metrics.sampler import summary_samples
+
+    w, _spans = _two_size_window()
+    (target,) = [s for s in summary_samples(w, [], {}) if s.role == "target"]
+    assert target.labels["n"] == 19 and "file_size_kb" not in target.labels
+
+
+def test_web_solo_stores_the_targets_summaries_per_point(tmp_path):
+    """A web solo cell reads the target in detail (as co-location does) and stores its
+    summaries per point the workload reported: 1 KB light, 70 KB heavy, never their mean."""
+    from virtbench.scenarios.base import ScenarioEnv
+    from virtbench.scenarios.solo import Solo
+    from virtbench.workloads.base import Metric, RunContext, Workload
+
+    target = CgroupPlatform("target", tmp_path / "t")
+    s = Sampler()
+    s.add("target", target)
+
+    class Web(Workload):
+        suite, name, description = "web", "fake-web", "two sizes, one tick each"
+        metrics = (Metric("requests_per_s", "req/s", True, primary=True),)
+
+        def run(self, platform, ctx):
+            used = 0
+            for size, usec in ((1, 20_000), (70, 200_000)):
+                start = time.monotonic()
+                used += usec
+                target.use(used)
+                time.sleep(0.4)  # apart by more than EDGE_S
+                s.tick()
+                ctx.point({"file_size_kb": size}, start, time.monotonic())
+                time.sleep(0.3)  # a gap between sizes: its reading belongs to no point
+                s.tick()
+            return [self.sample("requests_per_s", 1.0)]
+
+    env = ScenarioEnv(target, Web(), RunContext({}), new_platform=None, sampler=s)
+    out = Solo([]).run(env)
+    cpu = {x.labels["file_size_kb"]: x for x in out if x.metric == "cpu_util"}
+    assert set(cpu) == {1, 70} and cpu[1].labels["n"] == cpu[70].labels["n"] == 1
+    assert cpu[70].value > 5 * cpu[1].value  # 200 ms vs 20 ms of CPU in ~0.4 s

@@ -5,8 +5,9 @@ it watches gets `cpu_util` at a few file reads a second (metrics.cputime). A sce
 a scene (co-location) opens a `window` over its roles: while it is open they are also read in
 detail (scheduler counters, network/disk/memory, a VM's vCPU and back-end threads:
 metrics.schedstat, metrics.resources), plus role `host` for the softirq work Linux does on
-behalf of all of them (metrics.hostwork), and the window keeps every point so the scenario can
-store each figure with its spread (`Window.summary()`).
+behalf of all of them (metrics.hostwork), and the window keeps every point with the time it
+covers, so the scenario can store each figure with its spread per point the workload served
+(`summary_samples`: one file size, one sweep step; never averaged across them).
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..platforms.base import Accounting, Platform
+from ..results import Sample
 from . import hostwork, resources, schedstat
 from .cputime import cpu_seconds
 
@@ -27,6 +30,12 @@ HOST_ROLE = "host"
 # a series point: (metric, t_seconds_on_the_cell_axis, value, unit, role)
 Record = Callable[[str, float, float, str, str], None]
 Reading = tuple[str, float, str]  # (metric, value, unit)
+# a point the workload served: its dimension labels, and its start and end on the cell's axis
+Span = tuple[dict[str, Any], float, float]
+# a reading counts for a point when the second it covers lies inside the point's window, give
+# or take this much (the tick and the workload's start are not in step)
+EDGE_S = 0.1
+SUMMARY_STAT = "mean of 1 s samples"
 
 
 @dataclass
@@ -55,29 +64,76 @@ class _Role:
 
 @dataclass
 class Window:
-    """The roles of one scene, read in detail while open; every point is kept."""
+    """The roles of one scene, read in detail while open; every point is kept with the
+    (start, end] on the cell's axis its rate covers."""
 
     roles: set[str] = field(default_factory=set)
     added: set[str] = field(default_factory=set)  # roles it brought in; dropped when it closes
-    points: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+    points: dict[tuple[str, str], list[tuple[float, float, float]]] = field(default_factory=dict)
     units: dict[str, str] = field(default_factory=dict)
     ksoftirqd: list[int] = field(default_factory=list)
     host_prev: hostwork.HostSnapshot | None = None
+    last_t: float = 0.0  # cell-axis time of its previous reading (its rates start there)
 
-    def keep(self, role: str, metric: str, value: float, unit: str) -> None:
-        self.points.setdefault((role, metric), []).append(value)
+    def keep(
+        self, role: str, metric: str, value: float, unit: str, span: tuple[float, float]
+    ) -> None:
+        self.points.setdefault((role, metric), []).append((span[0], span[1], value))
         self.units[metric] = unit
 
     def summary(self) -> dict[tuple[str, str], Stat]:
-        """Mean, stdev, CoV and count per (role, metric) over the window."""
-        out = {}
-        for (role, metric), values in self.points.items():
-            mean = statistics.fmean(values)
-            sd = statistics.stdev(values) if len(values) > 1 else 0.0
-            out[(role, metric)] = Stat(
-                mean, sd, sd / mean if mean else None, len(values), self.units[metric]
-            )
+        """Mean, stdev, CoV and count per (role, metric) over the whole window."""
+        return {
+            key: _stat([v for _a, _b, v in pts], self.units[key[1]])
+            for key, pts in self.points.items()
+        }
+
+    def per_point(self, spans: list[Span]) -> list[tuple[str, str, dict[str, Any], Stat]]:
+        """(role, metric, the point's labels, stat) per point the workload served: only the
+        readings whose second lies inside the point's window, so nothing is averaged across
+        points (file sizes, steps) and the gaps between them (set-up, a server restart) are
+        in none. Points with the same labels are one point. No spans: the whole window."""
+        if not spans:
+            return [(r, m, {}, st) for (r, m), st in self.summary().items()]
+        by_labels: dict[str, tuple[dict[str, Any], list[tuple[float, float]]]] = {}
+        for labels, a, b in spans:
+            key = repr(sorted(labels.items()))
+            by_labels.setdefault(key, (labels, []))[1].append((a, b))
+        out = []
+        for (role, metric), pts in self.points.items():
+            for labels, windows in by_labels.values():
+                values = [
+                    v
+                    for t0, t1, v in pts
+                    if any(t0 >= a - EDGE_S and t1 <= b + EDGE_S for a, b in windows)
+                ]
+                if values:
+                    out.append((role, metric, dict(labels), _stat(values, self.units[metric])))
         return out
+
+
+def _stat(values: list[float], unit: str) -> Stat:
+    mean = statistics.fmean(values)
+    sd = statistics.stdev(values) if len(values) > 1 else 0.0
+    return Stat(mean, sd, sd / mean if mean else None, len(values), unit)
+
+
+def summary_samples(window: Window, spans: list[Span], labels: dict[str, Any]) -> list[Sample]:
+    """One sample per role, metric and served point: the mean of its 1 s readings, with their
+    stdev, CoV and count, and the point's dimension labels (file_size_kb, step, ...)."""
+    return [
+        Sample(
+            metric,
+            st.mean,
+            st.unit,
+            False,
+            role,
+            labels | point | {"stat": SUMMARY_STAT, "stdev": st.stdev, "cov": st.cov, "n": st.n},
+        )
+        for role, metric, point, st in sorted(
+            window.per_point(spans), key=lambda x: (x[0], x[1], repr(sorted(x[2].items())))
+        )
+    ]
 
 
 class Sampler:
@@ -122,6 +178,7 @@ class Sampler:
                 win.roles.add(role)
                 self._prime(self._roles[role], now, detailed=True)  # rates from the first tick
             win.host_prev = hostwork.snapshot(now, win.ksoftirqd)
+            win.last_t = now - self.t0
             self._window = win
         try:
             yield win
@@ -166,6 +223,7 @@ class Sampler:
                     self._emit(win, role, metric, t, value, unit)
             if win is not None:
                 self._host(win, now, t)
+                win.last_t = t
         self.ticks += 1
         self.own_cpu_s += time.thread_time() - c0
 
@@ -174,7 +232,7 @@ class Sampler:
     ) -> None:
         self.record(metric, t, value, unit, role)
         if win is not None and (role in win.roles or role == HOST_ROLE):
-            win.keep(role, metric, value, unit)
+            win.keep(role, metric, value, unit, (win.last_t, t))
 
     @staticmethod
     def _prime(r: _Role, now: float, detailed: bool) -> None:

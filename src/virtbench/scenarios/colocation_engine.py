@@ -23,7 +23,7 @@ from ..cgroups import CpuBudget
 from ..cgroups.budget import NONE as NO_BUDGET
 from ..drivers.sweep import Lockstep
 from ..errors import VirtbenchError, WorkloadError
-from ..metrics.sampler import Sampler, Window
+from ..metrics.sampler import Sampler, Span, Window, summary_samples
 from ..platforms.base import Platform, PlatformSpec
 from ..workloads.base import RunContext, Sample
 from . import weights as weights_mod
@@ -61,6 +61,7 @@ class _Env:
     error: str | None = None
     window: tuple[float, float] | None = None  # the workload's run() call
     marks: list[float] = field(default_factory=list)  # times it recorded series points
+    points: list[Span] = field(default_factory=list)  # points it served (monotonic times)
     startup_s: float | None = None
     overlap: float | None = None  # share of the target's run this busy neighbour overlapped
     peak: Peak | None = None  # the solo peak its load=PCT rate was worked out from
@@ -73,13 +74,18 @@ def _ctx_for(
     tag: str,
     marks: list[float] | None = None,
     placement: SharedCpu | None = None,
+    points: list[Span] | None = None,
 ) -> RunContext:
     def record(metric: str, t: float, value: float, unit: str, role: str = "target") -> None:
         if marks is not None:
             marks.append(time.monotonic())  # when the workload reported a measured step
         env.ctx.series(metric, t, value, unit, tag if role == "target" else f"{role}:{tag}")
 
-    ctx = replace(env.ctx, params=params, series=record)
+    def point(labels: dict[str, Any], start: float, end: float) -> None:
+        if points is not None:
+            points.append((dict(labels), start, end))
+
+    ctx = replace(env.ctx, params=params, series=record, point=point)
     if placement is not None:  # every environment on the shared CPU, clients on the others
         ctx = replace(ctx, cpus=placement.env_cpus, client_cpus=placement.client_cpus)
     return ctx
@@ -121,7 +127,7 @@ def _run_workload(
     lockstep: Lockstep | None,
     placement: SharedCpu | None = None,
 ) -> None:
-    ctx = _ctx_for(env, params, e.plan.role, e.marks, placement)
+    ctx = _ctx_for(env, params, e.plan.role, e.marks, placement, e.points)
     if lockstep is not None:
         ctx = replace(ctx, lockstep=lockstep.party(e.plan.role))
     with contextlib.suppress(threading.BrokenBarrierError):
@@ -401,15 +407,7 @@ def _collect(
         reason = "; ".join(problems)
         for s in out:
             s.labels.setdefault("invalid", f"neighbours not as planned: {reason}")
-    for (role, metric), st in sorted(window.summary().items()):
-        out.append(
-            Sample(
-                metric,
-                st.mean,
-                st.unit,
-                False,
-                role,
-                base | {"stat": "mean of 1 s samples", "stdev": st.stdev, "cov": st.cov, "n": st.n},
-            )
-        )
-    return out
+    # every role's readings per point the target served, labelled with that point (a
+    # neighbour's figures are "while the target served 1 KB"); never across points
+    spans = [(lab, a - t0, b - t0) for lab, a, b in target.points]
+    return out + summary_samples(window, spans, base)

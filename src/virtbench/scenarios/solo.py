@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from ..metrics.sampler import Span, summary_samples
 from .base import Scenario, ScenarioEnv
 from .registry import register
 
@@ -22,6 +25,11 @@ class Solo(Scenario):
             return env.workload.run(env.target, env.ctx)
         # read the target in detail while it runs (scheduler counters, exe/s, µs/exe), as
         # co-location scenarios do, so the report can set 0 neighbours beside 1..3 (seed 003
-        # Figs. 1-2, 5-10) and the sampling overhead is the same in both
-        with env.sampler.window({"target": env.target}):
-            return env.workload.run(env.target, env.ctx)
+        # Figs. 1-2, 5-10) and the sampling overhead is the same in both; its summaries are
+        # per served point like theirs (metrics/sampler.py summary_samples)
+        points: list[Span] = []
+        t0 = env.sampler.t0
+        ctx = replace(env.ctx, point=lambda lab, a, b: points.append((dict(lab), a - t0, b - t0)))
+        with env.sampler.window({"target": env.target}) as window:
+            samples = env.workload.run(env.target, ctx)
+        return samples + summary_samples(window, points, {})

@@ -42,6 +42,10 @@ class RunContext:
     # record a time series point: (metric, t_seconds_since_cell_start, value, unit, role)
     series: Callable[[str, float, float, str, str], None] = lambda *a: None
     log: Callable[[str], None] = lambda msg: None
+    # a point the workload served: its dimension labels (file_size_kb, step...) and when it
+    # measured it (time.monotonic() start, end); the cell's 1 s readings are summarized per
+    # point (metrics/sampler.py), so a workload serving several points in one run reports each
+    point: Callable[[dict[str, Any], float, float], None] = lambda *a: None
     # co-located environments stepping together (scenarios/colocation_engine.py): a workload
     # with steps calls begin(k) / end(k) around step k; None when it runs alone
     lockstep: LockstepParty | None = None

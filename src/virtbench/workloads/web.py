@@ -350,6 +350,7 @@ class HttperfSweep(_NginxWorkload):
         gate = st.ctx.lockstep
         if gate:  # every co-located environment starts this step now
             gate.begin()
+        t_start = time.monotonic()
         try:
             par = self.offer(st, rate, load, slots[: len(load.shares)], duration)
         except BaseException:
@@ -357,6 +358,8 @@ class HttperfSweep(_NginxWorkload):
                 gate.end(served=False)
             raise
         t_end = time.monotonic()
+        point = {"file_size_kb": st.size, "step": index} | ({"phase": phase} if phase else {})
+        st.ctx.point(point, t_start, t_end)
         parts = [httperf.parse(run.result.stdout) for run in par.runs]
         r = httperf.combine(parts)
         # a partner that served nothing (a dead server, a stalled NIC) leaves this step alone
@@ -559,6 +562,7 @@ class WrkMax(_NginxWorkload):
         samples: list[Sample] = []
         with self.nginx(platform, ctx, sizes) as served:
             for size in sizes:
+                t_start = time.monotonic()
                 res, run = self.wrk_run(
                     served,
                     size,
@@ -567,9 +571,10 @@ class WrkMax(_NginxWorkload):
                     int(p["connections"]),
                     float(p["duration"]),
                 )
+                point = {"file_size_kb": size, "connections": int(p["connections"])}
+                ctx.point(point, t_start, time.monotonic())
                 labels: dict[str, Any] = {
-                    "file_size_kb": size,
-                    "connections": int(p["connections"]),
+                    **point,
                     "calls_per_conn": int(p.get("calls_per_conn", 1)),
                     "client_nofile": nofile,
                 }

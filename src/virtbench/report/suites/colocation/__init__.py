@@ -132,7 +132,14 @@ def colocation_section(data) -> Section | None:
     per_role = roles.role_bars(data)
     if per_role:
         parts.append("<h3>Per environment: µs/exe, exe/s and CPU (seed 000 Figs. 2-3)</h3>")
-        parts.append(_charts(per_role, "Whiskers: ±1 sd of the cell's 1 s samples."))
+        parts.append(
+            _charts(
+                per_role,
+                "One chart per test case and served point (file size): each cell's 1 s "
+                "samples while that point was served, nothing averaged across sizes; "
+                "whiskers ±1 sd of those samples. A sweep's steps are in the per-step charts.",
+            )
+        )
     covs = roles.cov_bars(data)
     if covs:
         parts.append(
@@ -141,8 +148,8 @@ def colocation_section(data) -> Section | None:
         parts.append(
             _charts(
                 covs,
-                "CoV of each cell's 1 s samples (a sweep's changing load is part of it); "
-                "whiskers: min–max over repetitions.",
+                "CoV of the 1 s samples of one served point (one file size) in each cell, "
+                "not the change between sizes; whiskers: min–max over repetitions.",
             )
         )
     starts = figures.startup_charts(data)

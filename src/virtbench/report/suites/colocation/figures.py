@@ -4,7 +4,8 @@
   mean before the first newcomer started, with each newcomer's ready time as a vertical line
   named in the legend with its start and start-up time;
 - per-environment scheduler metrics (Xenmon/Xentop columns; seed 000 Fig. 2-4, seed 003 Fig.
-  1-4, 25-29): one row per cell and role, means over repetitions with their spread.
+  1-4, 25-29): one row per cell group, served point (file size...) and role, means over
+  repetitions with their spread.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
+from ....store.description import DIMENSION
 from ... import html, svg
+from . import roles
 
 # workload series that are a throughput (first match wins), then the environment's own bytes
 THROUGHPUT_SERIES = ("reply_rate", "requests_per_s", "throughput", "events_per_s")
@@ -153,22 +156,35 @@ def _fmt(values: list[float]) -> str:
 
 
 def env_metrics_table(data) -> str:
-    """Per-environment scheduler/resource means (the cell summaries), per cell group."""
-    # (platform, scenario, role) -> metric -> [per-repetition mean]
-    acc: dict[tuple[str, str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    """Per-environment scheduler/resource means (the cell summaries), per cell group and
+    served point (test case, file size...): never a mean across points."""
+    # (platform, test case, point, scenario, role) -> metric -> [per-repetition mean]
+    acc: dict[tuple[str, str, Any, str, str], dict[str, list[float]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
     names = dict(ENV_METRICS + HOST_METRICS)
     for s in data.samples:
         if s["metric"] in names and "stdev" in s["labels"] and _kind(s["scenario"]) != "solo":
-            acc[(s["platform"], s["scenario"], s["role"])][s["metric"]].append(s["value"])
+            dims = data.description.labels_of(DIMENSION, s["test_case"])
+            point = roles.point_of(s["labels"], dims)
+            key = (s["platform"], s["test_case"], point, s["scenario"], s["role"])
+            acc[key][s["metric"]].append(s["value"])
     if not acc:
         return ""
     rows = []
-    for (platform, scenario, role), metrics in sorted(acc.items()):
+    for (platform, tc, point, scenario, role), metrics in sorted(acc.items(), key=_table_order):
         cols = HOST_METRICS if role == "host" else ENV_METRICS
         cells = [f"{names[m]} {_fmt(metrics[m])}" for m, _ in cols if metrics.get(m)]
-        rows.append([platform, scenario, role, "; ".join(cells)])
+        where = " · ".join(x for x in (tc, roles.point_text(point)) if x)
+        rows.append([platform, where, scenario, role, "; ".join(cells)])
+    headers = ["target platform", "test case · point", "scenario", "role", "means"]
     return (
         "<h3>Per-environment scheduler metrics (Xenmon/Xentop analogue; mean ± sd over "
-        "repetitions of each cell's 1 s samples)</h3>"
-        + str(html.scroll(str(html.table(["target platform", "scenario", "role", "means"], rows))))
+        "repetitions of the 1 s samples of each served point)</h3>"
+        + str(html.scroll(str(html.table(headers, rows))))
     )
+
+
+def _table_order(kv: tuple) -> tuple:
+    platform, tc, point, scenario, role = kv[0]
+    return (platform, tc, [roles.num_key(v) for _k, v in point], scenario, role)

@@ -3,9 +3,12 @@
 - `idle_neighbours`: normalized peak throughput with 0-3 idle neighbours, per file size
   (seed 003 Table 2, seed 000 Fig. 3), a figure and the table of peaks;
 - `role_bars`: µs/exe and exe/s (and CPU %) of every environment per scenario (seed 000
-  Figs. 2-3, seed 003 Figs. 1-4), whiskers ±1 sd of the cell's 1 s samples;
+  Figs. 2-3, seed 003 Figs. 1-4), whiskers ±1 sd of the 1 s samples;
 - `cov_bars`: coefficient of variation of CPU, waiting and blocked time for every role
   (seed 003 Figs. 11-12), not the target alone.
+
+Both read the cells' summaries, one per served point (file size, connections...): a chart per
+test case and point, never a mean across file sizes or test cases.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections import defaultdict
 from typing import Any
 
 from ....analysis.colocation_steps import labels_of
+from ....store.description import DIMENSION
 from ... import html, svg
 
 IDLE = "idle-neighbours"
@@ -95,93 +99,159 @@ def idle_neighbours(data, primary: dict[str, str]) -> tuple[list[str], str]:
     )
 
 
-def _summaries(data, metrics: set[str]) -> dict[tuple[str, str, str, str], list[dict]]:
-    """(platform, scenario, role, metric) -> the cells' summary rows (mean, stdev, cov of the
-    1 s samples in labels), one per repetition. A cell that stored no summaries (a solo
-    cell) gets them from its series, the same 1 s points."""
-    out: dict[tuple[str, str, str, str], list[dict]] = defaultdict(list)
+Point = tuple[tuple[str, Any], ...]  # a served point's dimension labels, sorted
+# platform, test case, served point, scenario, role, metric
+Key = tuple[str, str, Point, str, str, str]
+# labels that split a test case's samples but never its served points (an error class)
+NOT_POINT = frozenset({"error_class"})
+
+
+def point_of(labels: dict[str, Any], dims: set[str]) -> Point:
+    """The served point a sample belongs to: its dimension labels (file size, step...)."""
+    return tuple(
+        sorted(
+            (k, v)
+            for k, v in labels.items()
+            if k in dims and k not in NOT_POINT and v is not None and not isinstance(v, dict | list)
+        )
+    )
+
+
+def point_text(point: Point) -> str:
+    """'1 KB', '70 KB · step 3', '' for a cell-wide figure."""
+    words = {"file_size_kb": "{} KB", "connections": "{} connections", "phase": "{}"}
+    words["step"] = "step {}"
+    first = list(words)
+    ordered = sorted(point, key=lambda kv: (first.index(kv[0]) if kv[0] in first else 9, kv[0]))
+    return " · ".join(words.get(k, f"{k}={{}}").format(v) for k, v in ordered)
+
+
+def _dims(data, test_case: str) -> set[str]:
+    return data.description.labels_of(DIMENSION, test_case)
+
+
+def _summaries(data, metrics: set[str]) -> dict[Key, list[dict]]:
+    """(platform, test case, served point, scenario, role, metric) -> the cells' summary
+    rows (mean, stdev, cov of the point's 1 s samples in labels), one per repetition: nothing
+    pooled across file sizes, steps or test cases. A cell that stored no summaries (a solo cell
+    of a run before solo stored them) gets them from its series, the same 1 s points, when it
+    served one point only (several cannot be told apart in its series)."""
+    out: dict[Key, list[dict]] = defaultdict(list)
     summarized = set()
     for r in data.samples:
         if r["metric"] in metrics and r["role"] != "host" and "stdev" in r["labels"]:
-            out[(r["platform"], r["scenario"], r["role"], r["metric"])].append(r)
+            pt = point_of(r["labels"], _dims(data, r["test_case"]))
+            out[(r["platform"], r["test_case"], pt, r["scenario"], r["role"], r["metric"])].append(
+                r
+            )
             summarized.add(r["cell_id"])
-    points: dict[tuple[str, str, str, str, str], list[float]] = defaultdict(list)
+    served: dict[str, set[Point]] = defaultdict(set)  # cell -> the points its target served
+    for r in data.samples:
+        if r["role"] == "target" and r["cell_id"] not in summarized:
+            served[r["cell_id"]].add(point_of(r["labels"], _dims(data, r["test_case"])))
+    points: dict[tuple[str, ...], list[float]] = defaultdict(list)
     for p in data.series:
         if p["metric"] in metrics and p["cell_id"] not in summarized and p["role"] == "target":
-            points[(p["cell_id"], p["platform"], p["scenario"], p["role"], p["metric"])].append(
-                p["value"]
-            )
-    for (_cell, *key), values in points.items():
-        if len(values) < 2:
+            key = (p["cell_id"], p["platform"], p["test_case"], p["scenario"], p["metric"])
+            points[key].append(p["value"])
+    for (cell, platform, tc, scenario, metric), values in points.items():
+        if len(values) < 2 or len(served.get(cell, set())) > 1:
             continue
+        (pt,) = served.get(cell) or {()}
         m, sd = statistics.fmean(values), statistics.stdev(values)
         labels = {"stdev": sd, "cov": sd / m if m else None, "from": "series"}
-        out[tuple(key)].append({"value": m, "labels": labels})  # type: ignore[index]
+        out[(platform, tc, pt, scenario, "target", metric)].append({"value": m, "labels": labels})
     return out
 
 
-def _groups(keys) -> tuple[list[str], list[tuple[str, str]]]:
+def _groups(keys: list[Key]) -> tuple[list[str], list[tuple[str, str]]]:
     """Scenarios in order (solo first) and one coloured series per role (target first)."""
-    scen = list(dict.fromkeys(k[1] for k in sorted(keys, key=lambda k: _order(k[1]))))
-    roles = sorted({k[2] for k in keys}, key=lambda r: (r != "target", r))
+    scen = list(dict.fromkeys(k[3] for k in sorted(keys, key=lambda k: _order(k[3]))))
+    roles = sorted({k[4] for k in keys}, key=lambda r: (r != "target", r))
     return scen, [(r, svg.PALETTE[(i + 1) % len(svg.PALETTE)]) for i, r in enumerate(roles)]
 
 
+def _charted(summ: dict[Key, list[dict]], platform: str, metric: str) -> dict[tuple, list[Key]]:
+    """(test case, point) -> its keys, in size order. A sweep's many steps are left to the
+    per-step charts (steps.env_rate_charts): one bar group per step would not read."""
+    steps: dict[str, set[Any]] = defaultdict(set)
+    for k in summ:
+        if k[0] == platform:
+            steps[k[1]].add(dict(k[2]).get("step"))
+    out: dict[tuple, list[Key]] = defaultdict(list)
+    for k in summ:
+        if k[0] == platform and k[5] == metric and len(steps[k[1]]) < 2:
+            out[(k[1], k[2])].append(k)
+    return dict(sorted(out.items(), key=lambda kv: (kv[0][0], [num_key(v) for _k, v in kv[0][1]])))
+
+
+def _title(platform: str, tc: str, point: Point, what: str, points: list[Point]) -> str:
+    """The chart's title: its point by the labels that tell the test case's points apart
+    (the file size always; a constant connection count would only crowd it)."""
+    varying = {k for k, _v in point if len({dict(p).get(k) for p in points}) > 1}
+    shown = tuple((k, v) for k, v in point if k in varying or k == "file_size_kb")
+    where = " · ".join(x for x in (platform, tc, point_text(shown)) if x)
+    return f"{where}: {what}"
+
+
 def role_bars(data) -> list[str]:
-    """Per platform and metric: groups = scenarios, one bar per role."""
+    """Per platform, metric, test case and served point (file size): groups = scenarios, one
+    bar per role."""
     summ = _summaries(data, {m for m, _t, _u in ROLE_METRICS})
     out = []
     for platform in data.platforms:
         for metric, what, unit in ROLE_METRICS:
-            keys = [k for k in summ if k[0] == platform and k[3] == metric]
-            if not keys:
-                continue
-            scen, series = _groups(keys)
-            bars = {}
-            for _p, scenario, role, _m in keys:
-                rs = summ[(platform, scenario, role, metric)]
-                m = statistics.fmean(r["value"] for r in rs)
-                sd = statistics.fmean(float(r["labels"]["stdev"]) for r in rs)
-                bars[(scenario, role)] = svg.Bar(m, m - sd, m + sd, f"±{sd:.3g} sd, n={len(rs)}")
-            out.append(
-                svg.bar_chart(
-                    f"{platform}: {what} per environment ({unit})", scen, series, bars, unit
+            charted = _charted(summ, platform, metric)
+            for (tc, point), keys in charted.items():
+                scen, series = _groups(keys)
+                bars = {}
+                for k in keys:
+                    rs = summ[k]
+                    m = statistics.fmean(r["value"] for r in rs)
+                    sd = statistics.fmean(float(r["labels"]["stdev"]) for r in rs)
+                    bars[(k[3], k[4])] = svg.Bar(m, m - sd, m + sd, f"±{sd:.3g} sd, n={len(rs)}")
+                title = _title(
+                    platform,
+                    tc,
+                    point,
+                    f"{what} per environment ({unit})",
+                    [p for t, p in charted if t == tc],
                 )
-            )
+                out.append(svg.bar_chart(title, scen, series, bars, unit))
     return out
 
 
 def cov_bars(data) -> list[str]:
-    """Per platform and metric: CoV of the cell's 1 s samples, every role, per scenario."""
+    """Per platform, metric, test case and served point: CoV of the point's 1 s samples,
+    every role, per scenario."""
     summ = _summaries(data, {m for m, _t in COV_METRICS})
+    summ = {k: [r for r in rs if r["labels"].get("cov") is not None] for k, rs in summ.items()}
+    summ = {k: rs for k, rs in summ.items() if rs}
     out = []
     for platform in data.platforms:
         for metric, what in COV_METRICS:
-            keys = [
-                k
-                for k in summ
-                if k[0] == platform and k[3] == metric
-                and any(r["labels"].get("cov") is not None for r in summ[k])
-            ]  # fmt: skip
-            if not keys:
-                continue
-            scen, series = _groups(keys)
-            bars = {}
-            for _p, scenario, role, _m in keys:
-                covs = [
-                    float(r["labels"]["cov"])
-                    for r in summ[(platform, scenario, role, metric)]
-                    if r["labels"].get("cov") is not None
-                ]
-                m = statistics.fmean(covs)
-                spread = (min(covs), max(covs)) if len(covs) > 1 else (None, None)
-                bars[(scenario, role)] = svg.Bar(m, *spread, f"n={len(covs)} repetitions")
-            out.append(
-                svg.bar_chart(
-                    f"{platform}: coefficient of variation of {what}", scen, series, bars, "CoV"
+            charted = _charted(summ, platform, metric)
+            for (tc, point), keys in charted.items():
+                scen, series = _groups(keys)
+                bars = {}
+                for k in keys:
+                    covs = [float(r["labels"]["cov"]) for r in summ[k]]
+                    m = statistics.fmean(covs)
+                    spread = (min(covs), max(covs)) if len(covs) > 1 else (None, None)
+                    bars[(k[3], k[4])] = svg.Bar(m, *spread, f"n={len(covs)} repetitions")
+                title = _title(
+                    platform,
+                    tc,
+                    point,
+                    f"coefficient of variation of {what}",
+                    [p for t, p in charted if t == tc],
                 )
-            )
+                out.append(svg.bar_chart(title, scen, series, bars, "CoV"))
     return out
+
+
+def num_key(value: Any) -> tuple[int, Any]:
+    return (0, value) if isinstance(value, int | float) else (1, str(value))
 
 
 def _order(scenario: str) -> tuple:
