@@ -6,7 +6,8 @@
 - the interference matrix: victim platform x aggressor (test case | scenario)
 - normalized peak with 0-3 idle neighbours per file size, µs/exe, exe/s and CoV of every
   role (roles.py); per-step curves: throughput of every environment, CPU/blocked/waiting vs
-  rate, reply/transfer time degradation (steps.py); start-up storms (figures.py)
+  rate, reply/transfer time degradation (steps.py); start-up storms (figures.py); CPU
+  weights per configuration with the CPU split they produced (weights.py)
 Reads only the store's rows, through analysis/colocation.py and analysis/colocation_steps.py.
 """
 
@@ -17,7 +18,7 @@ from ....analysis import colocation_steps as coloc_steps
 from ....store.description import DIMENSION
 from ... import html, svg
 from ...sections import Section, register_section
-from . import figures, roles, steps
+from . import figures, roles, steps, weights
 
 # every sample of a co-location cell carries the scenario's kind under this label
 KIND_LABEL = "scenario_kind"
@@ -102,6 +103,20 @@ def colocation_section(data) -> Section | None:
     if idle_charts:
         parts.append("<h3>Idle neighbours: peak throughput per file size (seed 003 Table 2)</h3>")
         parts.append(_charts(idle_charts) + idle_table)
+    weight_charts, weight_table = weights.weight_views(data, primary)
+    if weight_charts:
+        parts.append("<h3>CPU weights: what each configuration gave every environment</h3>")
+        parts.append(
+            _charts(
+                weight_charts,
+                "Seed 003 §6 (Figs. 24-25) per served point: each environment's throughput "
+                "(whiskers min–max over repetitions) and, in the table, the CPU split measured "
+                "in the same cells. A weight divides CPU only between environments runnable "
+                "at once: an about even CPU split under unequal weights means the pair did not "
+                "contend (docs/colocation.md, 'Weights need contention').",
+            )
+            + weight_table
+        )
     points = coloc_steps.sweep_points(data.samples, "reply_rate", x="offered")
     per_platform = steps.platform_charts(data, points)
     if per_platform:
