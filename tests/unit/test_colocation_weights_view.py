@@ -33,7 +33,8 @@ def _cell(scenario, w, size, rep, rps, cpu):
     """One weights cell at one size: throughput and cpu_util summaries of both roles."""
     out = []
     for role, r, c in zip(("target", "neighbour-1"), rps, cpu, strict=True):
-        out.append(_row(scenario, role, "requests_per_s", r, size, rep, w))
+        # the throughput names its network path, the CPU summary does not: still one point
+        out.append(_row(scenario, role, "requests_per_s", r, size, rep, w, net_path="bridge"))
         out.append(_row(scenario, role, "cpu_util", c, size, rep, w, stdev=1.0, cov=0.1))
     return out
 

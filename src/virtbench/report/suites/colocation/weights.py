@@ -27,23 +27,27 @@ MORE = 1.1
 
 def _cells(data, primary: dict[str, str]) -> dict[tuple[str, str, Point], dict[str, dict]]:
     """(platform, test case, point) -> cell id -> {scenario, weights, rps: role -> value,
-    cpu: role -> %}; a sweep's steps are left out (their per-step charts show them)."""
+    cpu: role -> %}; a sweep's steps are left out (their per-step charts show them). A CPU
+    summary names fewer labels than the throughput (no network path), so it joins the
+    point of its cell whose labels include all of its own."""
     out: dict[tuple[str, str, Point], dict[str, dict]] = defaultdict(dict)
+    cpu: dict[str, list[tuple[set, str, float]]] = defaultdict(list)
     for r in data.samples:
         lab = r["labels"]
         if lab.get("scenario_kind") != KIND or r["role"] not in ROLES or "step" in lab:
             continue
-        metric = r["metric"]
-        is_rps = metric == primary.get(r["test_case"])
-        is_cpu = metric == "cpu_util" and "stdev" in lab
-        if not (is_rps or is_cpu) or (is_rps and not r["valid"]):
-            continue
         pt = point_of(lab, _dims(data, r["test_case"]))
-        cell = out[(r["platform"], r["test_case"], pt)].setdefault(
-            r["cell_id"],
-            {"scenario": r["scenario"], "weights": lab.get("weights") or {}, "rps": {}, "cpu": {}},
-        )
-        cell["rps" if is_rps else "cpu"][r["role"]] = float(r["value"])
+        if r["metric"] == "cpu_util" and "stdev" in lab:
+            cpu[r["cell_id"]].append((set(pt), r["role"], float(r["value"])))
+        elif r["metric"] == primary.get(r["test_case"]) and r["valid"]:
+            cell = out[(r["platform"], r["test_case"], pt)].setdefault(
+                r["cell_id"],
+                {"scenario": r["scenario"], "weights": lab.get("weights") or {}, "rps": {}},
+            )
+            cell["rps"][r["role"]] = float(r["value"])
+    for (_p, _tc, pt), cells in out.items():
+        for cell_id, cell in cells.items():
+            cell["cpu"] = {role: v for at, role, v in cpu.get(cell_id, []) if at <= set(pt)}
     return out
 
 
