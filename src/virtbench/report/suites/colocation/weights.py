@@ -45,6 +45,7 @@ def _cells(data, primary: dict[str, str]) -> dict[tuple[str, str, Point], dict[s
                 {"scenario": r["scenario"], "weights": lab.get("weights") or {}, "rps": {}},
             )
             cell["rps"][r["role"]] = float(r["value"])
+            cell["unit"] = r.get("unit") or ""
     for (_p, _tc, pt), cells in out.items():
         for cell_id, cell in cells.items():
             cell["cpu"] = {role: v for at, role, v in cpu.get(cell_id, []) if at <= set(pt)}
@@ -102,7 +103,7 @@ def weight_views(data, primary: dict[str, str]) -> tuple[list[str], str]:
                 bars[(s, role)] = svg.Bar(statistics.fmean(vals), lo, hi, f"n={len(vals)}")
             rows.append(_row(where, s, by_scen[s]))
         series = [(r, svg.PALETTE[(i + 1) % len(svg.PALETTE)]) for i, r in enumerate(ROLES)]
-        unit = primary.get(tc, "")
+        unit = next(c.get("unit", "") for c in cells.values() if "unit" in c)
         charts.append(svg.bar_chart(f"{where}: throughput per weights", scen, series, bars, unit))
     if not rows:
         return [], ""
