@@ -380,6 +380,9 @@ class StackedContainer(Platform):
     def recover_network(self) -> tuple[str, bool]:
         return self.host.recover_network()  # its packets leave through the VM's NIC
 
+    def network_stall(self) -> str | None:
+        return self.host.network_stall()  # the VM's NIC carries its packets
+
     def server_ports(self) -> list[int] | None:
         return self.docker.server_ports(self.instance) if self.docker is not None else None
 
