@@ -220,3 +220,27 @@ def test_an_httperf_step_during_a_stall_is_invalid(monkeypatch):
         reply = next(s for s in st.samples if s.metric == "reply_rate")
         assert (step.invalid or "").startswith("guest NIC stalled") is invalid
         assert ("invalid" in reply.labels) is invalid
+
+
+def test_a_vm_kicks_a_ring_that_stalled_mid_run_and_its_containers_say_so(monkeypatch):
+    from types import SimpleNamespace
+
+    from virtbench.platforms.base import PlatformSpec
+    from virtbench.platforms.vm.platform import VmPlatform
+    from virtbench.platforms.vm.stacked import StackedContainer
+
+    vm = VmPlatform(PlatformSpec("vm-virtio", "vm", {}), "vb-abc123")
+    assert vm.network_stall() is None  # not provisioned: nothing to ask
+    vm.machine = SimpleNamespace(qmp=_Qmp(), agent=object(), alive=lambda: True)
+    kicks = []
+    monkeypatch.setattr(nicstall, "kick_tx", lambda agent: (kicks.append(1) or True, "queue 1"))
+    monkeypatch.setattr(nicstall, "stalled_tx", lambda qmp: nicstall.rings(qmp)[1])
+    spec = PlatformSpec("crun-in-vm", "container", {"runtime": "crun", "network": "host"})
+    crun = StackedContainer(spec, "vb-def456", vm)
+    assert "guest_nic_kicks" not in crun.labels()
+    why = crun.network_stall()  # asks its VM
+    assert why.startswith("guest NIC stalled (tx: guest avail 56627") and "kicked: queue 1" in why
+    assert kicks == [1] and vm.labels()["guest_nic_kicks"] == 1
+    assert crun.labels()["guest_nic_kicks"] == 1  # its later cells carry the kick too
+    monkeypatch.setattr(nicstall, "stalled_tx", lambda qmp: None)  # a healthy ring
+    assert vm.network_stall() is None and kicks == [1]

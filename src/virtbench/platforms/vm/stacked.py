@@ -453,6 +453,12 @@ class StackedContainer(Platform):
                 for k in ("accel_used", "boot_s", "network_used")
                 if k in host_labels
             },
+            # the VM's NIC carries the container's packets: its kicks are this target's too
+            **{
+                k: host_labels[k]
+                for k in ("guest_nic_kicks", "guest_nic_stall")
+                if k in host_labels
+            },
         }
 
     # --- capabilities (platforms/capabilities.py), through its VM ---------------------------
