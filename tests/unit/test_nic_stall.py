@@ -244,3 +244,34 @@ def test_a_vm_kicks_a_ring_that_stalled_mid_run_and_its_containers_say_so(monkey
     assert crun.labels()["guest_nic_kicks"] == 1  # its later cells carry the kick too
     monkeypatch.setattr(nicstall, "stalled_tx", lambda qmp: None)  # a healthy ring
     assert vm.network_stall() is None and kicks == [1]
+
+
+def test_a_capacity_probe_during_a_stall_is_flagged_and_run_again(monkeypatch):
+    from virtbench.drivers import wrk
+    from virtbench.serving.loadgen import ClientRun
+    from virtbench.workloads.web import HttperfSweep, SweepState
+
+    w = HttperfSweep()
+    reads = iter([746.0, 880.0, 700.0, 860.0])
+
+    def wrk_run(served, size, ctx, threads, conns, secs):
+        lat = {"min": 1.0, "max": 9.0, "mean": 5.0, "stdev": 1.0}
+        res = wrk.WrkResult(1.0, int(next(reads)), 1, {}, lat, {})
+        return res, ClientRun(ExecResult([], 0, "", "", secs), 0.1)
+
+    monkeypatch.setattr(w, "wrk_run", wrk_run)
+    monkeypatch.setattr(w, "check_alive", lambda *a: None)
+    params = {k: p.default for k, p in w.params.items()}
+    platform = _Stalling(stall_on=[50])
+    st = SweepState(None, 50, RunContext(params=params), [], 0.0, 1024, platform)
+    platform.network_stall = lambda: (  # stalls during the first probe only
+        None if platform.kicks else (setattr(platform, "kicks", 1) or "guest NIC stalled (tx)")
+    )
+    assert w.capacity(st) == 880.0  # the sweep follows the probe on the kicked NIC
+    probes = [s for s in st.samples if s.metric == "capacity_probe"]
+    assert [p.value for p in probes] == [746.0, 880.0]
+    assert probes[0].labels["invalid"].startswith("guest NIC stalled")
+    assert "invalid" not in probes[1].labels
+    st.samples.clear()
+    platform.network_stall = lambda: "guest NIC stalled again"  # at most one second probe
+    assert w.capacity(st) == 860.0 and len(st.samples) == 4

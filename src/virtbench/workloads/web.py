@@ -328,26 +328,32 @@ class HttperfSweep(_NginxWorkload):
         st.samples += self.headline(steps, st.size, stopped)
 
     def capacity(self, st: SweepState) -> float:
-        """Capacity mode: the wrk-measured req/s the sweep's rates are fractions of."""
+        """Capacity mode: the wrk-measured req/s the sweep's rates are fractions of. A probe
+        during which the guest NIC stalled is kept (flagged) and run once more on the kicked
+        NIC: the sweep's rates follow from it, so a stalled probe would cap the whole sweep
+        (measured: a 746 req/s probe made a 746 req/s "peak" where the others read ~880)."""
         p, ctx = st.ctx.params, st.ctx
         threads = len(ctx.client_cpus) if ctx.client_cpus else 1  # as many as the sweep
-        res, run = self.wrk_run(
-            st.served,
-            st.size,
-            ctx,
-            threads,
-            int(p["probe_connections"]),
-            float(p["probe_duration"]),
-        )
-        probe = self.sample("capacity_probe", res.req_per_s, file_size_kb=st.size)
-        if run.saturated:
-            probe.labels["client_saturated"] = f"{run.cpu_util:.0%}"
-        why = wrk.invalid_reason(res, run.cpu_util)
-        stall = self.stall(st.platform, ctx, f"{self.what(st)} probe")
-        if why := "; ".join(w for w in (why, stall) if w):  # the rates still follow from it
-            probe.labels["invalid"] = why
-        st.samples += [probe, self.client_sample(run, file_size_kb=st.size, phase="probe")]
-        self.check_alive(st.served, self.what(st), st.samples)
+        for attempt in (1, 2):
+            res, run = self.wrk_run(
+                st.served,
+                st.size,
+                ctx,
+                threads,
+                int(p["probe_connections"]),
+                float(p["probe_duration"]),
+            )
+            probe = self.sample("capacity_probe", res.req_per_s, file_size_kb=st.size)
+            if run.saturated:
+                probe.labels["client_saturated"] = f"{run.cpu_util:.0%}"
+            why = wrk.invalid_reason(res, run.cpu_util)
+            stall = self.stall(st.platform, ctx, f"{self.what(st)} probe")
+            if why := "; ".join(w for w in (why, stall) if w):  # the rates still follow from it
+                probe.labels["invalid"] = why
+            st.samples += [probe, self.client_sample(run, file_size_kb=st.size, phase="probe")]
+            self.check_alive(st.served, self.what(st), st.samples)
+            if stall is None or attempt == 2:
+                break
         return res.req_per_s
 
     def step(
