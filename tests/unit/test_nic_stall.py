@@ -5,6 +5,7 @@ import pytest
 
 from tests.unit.fakes import FakePlatform, FakeProcess
 from virtbench.errors import WorkloadError
+from virtbench.platforms.base import ExecResult
 from virtbench.platforms.vm import nicstall
 from virtbench.serving import readiness, server
 from virtbench.workloads.base import RunContext
@@ -135,3 +136,142 @@ def test_a_platform_that_knows_nothing_keeps_the_plain_error(monkeypatch):
     with pytest.raises(WorkloadError) as err:
         server._wait_or_recover(FakePlatform("native", []), *args)
     assert "platform:" not in str(err.value)
+
+
+# --- a stall during a measurement (the server answered its readiness probe, then went silent)
+
+
+class _Stalling(FakePlatform):
+    """A VM whose transmit ring stalls during the run of the sizes in `stall_on`."""
+
+    def __init__(self, stall_on):
+        super().__init__("vm", [])
+        self.stall_on, self.size, self.kicks = set(stall_on), None, 0
+
+    def network_stall(self):
+        if self.size not in self.stall_on:
+            return None
+        self.kicks += 1
+        return "guest NIC stalled (tx: guest avail 9, QEMU took 1); kicked: queue 1"
+
+
+def _wrk_max(monkeypatch, platform, fail=False):
+    """wrk-max over sizes 1 and 50 with wrk and nginx faked: each size serves 1000 req/s."""
+    from contextlib import contextmanager
+
+    from virtbench.drivers import wrk
+    from virtbench.serving.loadgen import ClientRun
+    from virtbench.serving.server import Served
+    from virtbench.workloads.web import WrkMax
+
+    w = WrkMax()
+
+    @contextmanager
+    def nginx(platform, ctx, sizes):
+        yield Served(FakeProcess(), "10.0.0.2", 80, 80)
+
+    def wrk_run(served, size, ctx, threads, conns, secs):
+        platform.size = size
+        if fail:
+            raise WorkloadError("wrk-max: wrk failed (killed after 38 s): ")
+        lat = {"min": 1.0, "max": 9.0, "mean": 5.0, "stdev": 1.0}
+        res = wrk.WrkResult(secs, int(1000 * secs), 1, {}, lat, {"99": 8.0})
+        return res, ClientRun(ExecResult([], 0, "", "", secs), 0.1)
+
+    monkeypatch.setattr(w, "nginx", nginx)
+    monkeypatch.setattr(w, "wrk_run", wrk_run)
+    params = {k: p.default for k, p in w.params.items()} | {"file_sizes": [1, 50]}
+    logged: list[str] = []
+    return w.run(platform, RunContext(params=params, log=logged.append)), logged
+
+
+def test_a_wrk_run_during_which_the_guest_nic_stalled_is_flagged_invalid(monkeypatch):
+    platform = _Stalling(stall_on=[50])
+    samples, logged = _wrk_max(monkeypatch, platform)
+    rps = {s.labels["file_size_kb"]: s for s in samples if s.metric == "requests_per_s"}
+    assert "invalid" not in rps[1].labels  # asked after 1 KB too: healthy
+    assert rps[50].labels["invalid"].startswith("guest NIC stalled")
+    assert platform.kicks == 1 and "50KB: guest NIC stalled" in logged[0]
+
+
+def test_a_wrk_that_hung_on_a_stalled_nic_fails_with_the_stall(monkeypatch):
+    with pytest.raises(WorkloadError, match=r"killed after 38 s.*guest NIC stalled"):
+        _wrk_max(monkeypatch, _Stalling(stall_on=[1]), fail=True)
+    with pytest.raises(WorkloadError) as err:  # no stall found: the plain error
+        _wrk_max(monkeypatch, _Stalling(stall_on=[]), fail=True)
+    assert "stalled" not in str(err.value)
+
+
+def test_an_httperf_step_during_a_stall_is_invalid(monkeypatch):
+    from pathlib import Path
+
+    from virtbench.serving.loadgen import ClientRun, ParallelRun
+    from virtbench.workloads.web import HttperfSweep, SweepState
+
+    out = (Path(__file__).parent.parent / "data" / "httperf" / "rate2000_ok.txt").read_text()
+    w = HttperfSweep()
+    run = ClientRun(ExecResult([], 0, out, "", 2.0), 0.1)
+    monkeypatch.setattr(w, "offer", lambda *a: ParallelRun([run], 0.1))
+    params = {k: p.default for k, p in w.params.items()}
+    for stall_on, invalid in (([50], True), ([], False)):
+        st = SweepState(None, 50, RunContext(params=params), [], 0.0, 1024, _Stalling(stall_on))
+        st.platform.size = 50
+        step = w.step(st, 0, 2000.0)
+        reply = next(s for s in st.samples if s.metric == "reply_rate")
+        assert (step.invalid or "").startswith("guest NIC stalled") is invalid
+        assert ("invalid" in reply.labels) is invalid
+
+
+def test_a_vm_kicks_a_ring_that_stalled_mid_run_and_its_containers_say_so(monkeypatch):
+    from types import SimpleNamespace
+
+    from virtbench.platforms.base import PlatformSpec
+    from virtbench.platforms.vm.platform import VmPlatform
+    from virtbench.platforms.vm.stacked import StackedContainer
+
+    vm = VmPlatform(PlatformSpec("vm-virtio", "vm", {}), "vb-abc123")
+    assert vm.network_stall() is None  # not provisioned: nothing to ask
+    vm.machine = SimpleNamespace(qmp=_Qmp(), agent=object(), alive=lambda: True)
+    kicks = []
+    monkeypatch.setattr(nicstall, "kick_tx", lambda agent: (kicks.append(1) or True, "queue 1"))
+    monkeypatch.setattr(nicstall, "stalled_tx", lambda qmp: nicstall.rings(qmp)[1])
+    spec = PlatformSpec("crun-in-vm", "container", {"runtime": "crun", "network": "host"})
+    crun = StackedContainer(spec, "vb-def456", vm)
+    assert "guest_nic_kicks" not in crun.labels()
+    why = crun.network_stall()  # asks its VM
+    assert why.startswith("guest NIC stalled (tx: guest avail 56627") and "kicked: queue 1" in why
+    assert kicks == [1] and vm.labels()["guest_nic_kicks"] == 1
+    assert crun.labels()["guest_nic_kicks"] == 1  # its later cells carry the kick too
+    monkeypatch.setattr(nicstall, "stalled_tx", lambda qmp: None)  # a healthy ring
+    assert vm.network_stall() is None and kicks == [1]
+
+
+def test_a_capacity_probe_during_a_stall_is_flagged_and_run_again(monkeypatch):
+    from virtbench.drivers import wrk
+    from virtbench.serving.loadgen import ClientRun
+    from virtbench.workloads.web import HttperfSweep, SweepState
+
+    w = HttperfSweep()
+    reads = iter([746.0, 880.0, 700.0, 860.0])
+
+    def wrk_run(served, size, ctx, threads, conns, secs):
+        lat = {"min": 1.0, "max": 9.0, "mean": 5.0, "stdev": 1.0}
+        res = wrk.WrkResult(1.0, int(next(reads)), 1, {}, lat, {})
+        return res, ClientRun(ExecResult([], 0, "", "", secs), 0.1)
+
+    monkeypatch.setattr(w, "wrk_run", wrk_run)
+    monkeypatch.setattr(w, "check_alive", lambda *a: None)
+    params = {k: p.default for k, p in w.params.items()}
+    platform = _Stalling(stall_on=[50])
+    st = SweepState(None, 50, RunContext(params=params), [], 0.0, 1024, platform)
+    platform.network_stall = lambda: (  # stalls during the first probe only
+        None if platform.kicks else (setattr(platform, "kicks", 1) or "guest NIC stalled (tx)")
+    )
+    assert w.capacity(st) == 880.0  # the sweep follows the probe on the kicked NIC
+    probes = [s for s in st.samples if s.metric == "capacity_probe"]
+    assert [p.value for p in probes] == [746.0, 880.0]
+    assert probes[0].labels["invalid"].startswith("guest NIC stalled")
+    assert "invalid" not in probes[1].labels
+    st.samples.clear()
+    platform.network_stall = lambda: "guest NIC stalled again"  # at most one second probe
+    assert w.capacity(st) == 860.0 and len(st.samples) == 4

@@ -213,6 +213,14 @@ class Platform(abc.ABC):
         look (the caller probes again). The default knows nothing and resets nothing."""
         return "", False
 
+    def network_stall(self) -> str | None:
+        """Called after every measured client run: if the platform's network stalled during
+        it (a VM guest's transmit ring QEMU stopped reading: vm/nicstall.py), reset it and say
+        what was found, so the caller flags that measurement invalid and the next one runs
+        on a working NIC; None while it is healthy. Must cost next to nothing then (it runs
+        between measurements). The default has no such stall."""
+        return None
+
     def listen_address(self) -> str | None:
         """The address a server inside binds to so that only its client reaches it (the one
         `endpoint` leads to, as seen inside); None: every address (the environment's own

@@ -255,13 +255,33 @@ class VmPlatform(Platform):
         ring = nicstall.stalled_tx(m.qmp) if m.qmp is not None else None
         if ring is None:
             return facts, False  # not the known stall: nothing to do
-        done, what = nicstall.kick_tx(m.agent)
+        done, what = self._kick(ring)
         if not done:
             return f"{facts} | kick of the transmit ring failed: {what}", False
-        # every later cell of this target says so (labels.platform.guest_nic_kicks)
-        self.facts["guest_nic_kicks"] = self.facts.get("guest_nic_kicks", 0) + 1
-        self.facts["guest_nic_stall"] = ring.text()  # the last one, as QEMU and the guest saw it
         return f"{facts} | {ring.waiting} buffers were waiting: {what}", True
+
+    def network_stall(self) -> str | None:
+        """A transmit ring that stalled during a measurement (the server answered the
+        readiness probe, then went silent for the rest of the run): kicked. Healthy and idle,
+        the ring has no waiting buffer, and the check is a few QMP reads."""
+        m = self.machine
+        if m is None or m.qmp is None or not m.alive() or self.opts.net == "none":
+            return None
+        ring = nicstall.stalled_tx(m.qmp)
+        if ring is None:
+            return None
+        done, what = self._kick(ring)
+        return f"guest NIC stalled ({ring.text()}); " + (
+            f"kicked: {what}" if done else f"kick failed: {what}"
+        )
+
+    def _kick(self, ring: nicstall.Ring) -> tuple[bool, str]:
+        done, what = nicstall.kick_tx(self.machine.agent) if self.machine else (False, "")
+        if done:
+            # every later cell of this target says so (labels.platform.guest_nic_kicks)
+            self.facts["guest_nic_kicks"] = self.facts.get("guest_nic_kicks", 0) + 1
+            self.facts["guest_nic_stall"] = ring.text()  # the last one, as QEMU saw it
+        return done, what
 
     def listen_address(self) -> str | None:
         # the guest's address in every mode: the bridge, nat's DNAT and user mode's forward

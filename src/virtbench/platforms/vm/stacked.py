@@ -380,6 +380,9 @@ class StackedContainer(Platform):
     def recover_network(self) -> tuple[str, bool]:
         return self.host.recover_network()  # its packets leave through the VM's NIC
 
+    def network_stall(self) -> str | None:
+        return self.host.network_stall()  # the VM's NIC carries its packets
+
     def server_ports(self) -> list[int] | None:
         return self.docker.server_ports(self.instance) if self.docker is not None else None
 
@@ -448,6 +451,12 @@ class StackedContainer(Platform):
             **{
                 f"host_{k}": host_labels[k]
                 for k in ("accel_used", "boot_s", "network_used")
+                if k in host_labels
+            },
+            # the VM's NIC carries the container's packets: its kicks are this target's too
+            **{
+                k: host_labels[k]
+                for k in ("guest_nic_kicks", "guest_nic_stall")
                 if k in host_labels
             },
         }
