@@ -216,6 +216,11 @@ def path_note(data: ReportData, gs: list[Group]) -> Raw:
     )
 
 
+def _per_step_summary(g: Group) -> bool:
+    """A mean of one sweep step's 1 s samples (scheduler, network... per environment)."""
+    return "stat" in g.labels and any(k == "step" for k, _v in g.key.dims)
+
+
 @register_section(30, "suites")
 def suite_sections(data: ReportData) -> list[Section]:
     notes = data.description.suites
@@ -223,6 +228,11 @@ def suite_sections(data: ReportData) -> list[Section]:
     for suite in data.suites:
         primary = data.select(suite=suite, primary=True)
         others = [g for g in data.select(suite=suite, role=None) if g not in primary]
+        # a sweep's per-step 1 s summaries of every environment (thousands of rows in a
+        # co-location run) are drawn per step in the co-location section; listed, they
+        # buried the table (7 MB of HTML for an 18-cell run)
+        per_step = [g for g in others if _per_step_summary(g)]
+        others = [g for g in others if not _per_step_summary(g)]
         if not primary and not others:
             out.append(
                 Section(
@@ -246,6 +256,12 @@ def suite_sections(data: ReportData) -> list[Section]:
             body += details(
                 f"Other metrics and roles ({len(others)} rows)",
                 scroll(table(HEADERS, [group_row(data, g) for g in others])),
+            )
+        if per_step:
+            body += Raw(
+                f'<p class="note">{len(per_step)} per-step summaries of each environment\'s 1 s '
+                "samples are not listed: the co-location section draws them against the rate, "
+                "and <code>virtbench results</code> exports them.</p>"
             )
         out.append(Section(f"Suite: {suite}", body, md_summary(data, suite, primary or others)))
     return out
