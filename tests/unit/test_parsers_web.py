@@ -134,6 +134,22 @@ def test_peak_ignores_invalid_steps():
     assert sweep.peak([_step(0, 1, 1, invalid="x")]) is None
 
 
+def test_a_peak_before_a_collapse_is_a_lower_bound_not_a_peak():
+    # measured: an idle-neighbours:3 VM served 164..658 req/s in full, then 9 of 822
+    steps = [_step(i, r, r) for i, r in enumerate((164, 329, 493, 658))]
+    steps.append(_step(4, 822, 9, invalid="load generator ran out of sockets"))
+    why = sweep.broke_before_saturation(steps, sweep.peak(steps))
+    assert why and "lower bound" in why and "9 of 822" in why
+    # a saturated server still serves near its peak when httperf runs out of sockets
+    steps[-1] = _step(4, 822, 610, invalid="load generator ran out of sockets")
+    assert sweep.broke_before_saturation(steps, sweep.peak(steps)) is None
+    # a peak that was not served in full had saturated: the fall after it is the curve
+    fell = [_step(0, 500, 500), _step(1, 1000, 700), _step(2, 1500, 10, invalid="errors")]
+    assert sweep.broke_before_saturation(fell, sweep.peak(fell)) is None
+    # the last step of a sweep that ended in full (max_fraction reached) is the peak
+    assert sweep.broke_before_saturation(steps[:4], steps[3]) is None
+
+
 @pytest.mark.parametrize("bad", [[0], [1, -4], [10**9], ["1"], [], [True]])
 def test_bad_file_sizes(bad):
     with pytest.raises(VirtbenchError, match="file_size|file sizes"):
@@ -162,3 +178,15 @@ def test_httperf_a_few_fd_errors_within_tolerance_stay_valid():
     assert httperf.invalid_reason(r, 2000, 0.3) is None
     r.errors["fd-unavail"] = 300  # ~5%
     assert "ran out of sockets" in httperf.invalid_reason(r, 2000, 0.3)
+
+
+def test_the_headline_flags_a_lower_bound_peak_instead_of_reporting_it():
+    from virtbench.workloads.web import HttperfSweep
+
+    steps = [_step(i, r, r) for i, r in enumerate((164, 329, 493, 658))]
+    steps.append(_step(4, 822, 9, invalid="load generator ran out of sockets"))
+    out = {s.metric: s for s in HttperfSweep().headline(steps, 1, "errors")}
+    assert out["peak_throughput"].value == 658
+    assert "lower bound" in out["peak_throughput"].labels["invalid"]
+    whole = HttperfSweep().headline(steps[:4], 1, "max rate")
+    assert "invalid" not in {s.metric: s for s in whole}["peak_throughput"].labels

@@ -100,6 +100,33 @@ def peak(steps: list[StepResult]) -> StepResult | None:
     return max(valid, key=lambda s: s.throughput) if valid else None
 
 
+# a peak step that served this share of its offered rate had not saturated the server
+SERVED_IN_FULL = 0.95
+# ... and a next step serving less than this share of it is a server that stopped, not one
+# that fell behind (a saturated server still serves near its peak while httperf runs out
+# of sockets)
+COLLAPSED = 0.5
+
+
+def broke_before_saturation(steps: list[StepResult], best: StepResult) -> str | None:
+    """Why `best` is only a lower bound of the server's peak: it served everything offered,
+    and the next step (invalid) served almost nothing, so the sweep ended on a server that
+    stopped answering (a stalled guest, a crash), not on one that was saturated."""
+    after = [s for s in steps if s.index == best.index + 1]
+    if not after or not after[0].invalid or best.offered_rate <= 0:
+        return None
+    nxt = after[0]
+    if best.throughput < SERVED_IN_FULL * best.offered_rate:
+        return None
+    if nxt.throughput >= COLLAPSED * best.throughput:
+        return None
+    return (
+        f"lower bound, not a peak: step {best.index} served all {best.offered_rate:.0f} req/s "
+        f"offered, then step {nxt.index} served {nxt.throughput:.0f} of {nxt.offered_rate:.0f} "
+        f"({nxt.invalid}): the server stopped answering before it saturated"
+    )
+
+
 def schedule(
     peak: float, start_fraction: float, step_fraction: float, max_fraction: float
 ) -> list[float]:

@@ -548,6 +548,8 @@ class HttperfSweep(_NginxWorkload):
             raw = max(steps, key=lambda s: s.throughput)
             labels |= {"invalid": "no valid step: " + (raw.invalid or "unknown")}
             best = raw
+        elif why := sweep.broke_before_saturation(steps, best):
+            labels |= {"invalid": why}
         labels |= {"offered_rate": round(best.offered_rate, 1), "peak_step": best.index}
         out.append(self.sample("peak_throughput", best.throughput, **labels))
         out.append(self.sample("peak_offered_rate", best.offered_rate, **labels))
