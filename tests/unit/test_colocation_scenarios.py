@@ -255,3 +255,16 @@ def test_engine_stores_each_summary_per_point_the_target_served():
     assert set(cpu) == {1, 70}
     assert (cpu[1].value, cpu[1].labels["n"]) == (10.0, 4)  # (1, 5]: t = 2..5
     assert (cpu[70].value, cpu[70].labels["n"]) == (50.0, 4)  # (6, 10]: t = 7..10
+
+
+def test_wrk_max_pairs_run_each_size_in_lockstep_without_a_rate_schedule():
+    from types import SimpleNamespace
+
+    from virtbench.workloads.web import HttperfSweep, WrkMax
+
+    busy = [SimpleNamespace(plan=engine.EnvPlan(r)) for r in ("target", "neighbour-1")]
+    for workload in (WrkMax(), HttperfSweep()):
+        lockstep = engine._lockstep(SimpleNamespace(workload=workload), busy)
+        assert lockstep is not None and lockstep.names == ["target", "neighbour-1"]
+    assert engine._lockstep(SimpleNamespace(workload=WrkMax()), busy[:1]) is None  # alone
+    assert WrkMax.schedule_param is None  # its pairs get no schedule of rates (no solo peak)

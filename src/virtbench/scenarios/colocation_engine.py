@@ -101,8 +101,10 @@ def _params(env: ScenarioEnv, e: _Env, lockstep: bool) -> dict[str, Any]:
 
 
 def _lockstep(env: ScenarioEnv, busy: list[_Env]) -> Lockstep | None:
-    """Busy environments of a workload that has steps go through them together."""
-    if len(busy) < 2 or schedule_param(type(env.workload)) is None:
+    """Busy environments of a workload that has steps (a sweep's rates, or one run per file
+    size) go through them together."""
+    w = type(env.workload)
+    if len(busy) < 2 or (schedule_param(w) is None and not w.points_together):
         return None
     roles = [e.plan.role for e in busy]
     return Lockstep(roles, MIN_COVERAGE, COVERAGE_SLACK_S, LOCKSTEP_TIMEOUT_S)
@@ -228,7 +230,8 @@ def run(
         target = next(e for e in envs if e.plan.role == "target")
         busy = [e for e in active if e.plan.activity == "workload"]
         lockstep = _lockstep(env, busy)
-        params = {e.plan.role: _params(env, e, lockstep is not None) for e in active}
+        scheduled = lockstep is not None and schedule_param(type(env.workload)) is not None
+        params = {e.plan.role: _params(env, e, scheduled) for e in active}
         # idle neighbours start their sleeping process (they are part of the scene), then
         # every busy environment at once behind a barrier so all measure the same window
         # with the same duration; with steps, each step starts and ends together as well

@@ -73,6 +73,9 @@ class Workload(abc.ABC):
     # the parameter holding a lockstep schedule (offered rates per step, per served size) that
     # the pair scenarios set from each environment's solo peak; None: it cannot step together
     schedule_param: ClassVar[str | None] = None
+    # runs one measurement per served point (file size) that co-located environments start
+    # together (ctx.lockstep, one step per point) without a schedule of rates
+    points_together: ClassVar[bool] = False
 
     @classmethod
     def metric(cls, name: str) -> Metric:
