@@ -14,7 +14,6 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
-from ....store.description import DIMENSION
 from ... import html, svg
 from . import roles
 
@@ -165,8 +164,7 @@ def env_metrics_table(data) -> str:
     names = dict(ENV_METRICS + HOST_METRICS)
     for s in data.samples:
         if s["metric"] in names and "stdev" in s["labels"] and _kind(s["scenario"]) != "solo":
-            dims = data.description.labels_of(DIMENSION, s["test_case"])
-            point = roles.point_of(s["labels"], dims)
+            point = roles.sample_point(data, s)
             key = (s["platform"], s["test_case"], point, s["scenario"], s["role"])
             acc[key][s["metric"]].append(s["value"])
     if not acc:

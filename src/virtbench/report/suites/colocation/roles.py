@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from ....analysis.colocation_steps import labels_of
@@ -126,8 +127,9 @@ def point_text(point: Point) -> str:
     return " · ".join(words.get(k, f"{k}={{}}").format(v) for k, v in ordered)
 
 
-def _dims(data, test_case: str) -> set[str]:
-    return data.description.labels_of(DIMENSION, test_case)
+def sample_point(data, row: dict[str, Any]) -> Point:
+    """The served point of a stored sample, by its test case's dimension labels."""
+    return point_of(row["labels"], data.description.labels_of(DIMENSION, row["test_case"]))
 
 
 def _summaries(data, metrics: set[str]) -> dict[Key, list[dict]]:
@@ -140,7 +142,7 @@ def _summaries(data, metrics: set[str]) -> dict[Key, list[dict]]:
     summarized = set()
     for r in data.samples:
         if r["metric"] in metrics and r["role"] != "host" and "stdev" in r["labels"]:
-            pt = point_of(r["labels"], _dims(data, r["test_case"]))
+            pt = sample_point(data, r)
             out[(r["platform"], r["test_case"], pt, r["scenario"], r["role"], r["metric"])].append(
                 r
             )
@@ -148,7 +150,7 @@ def _summaries(data, metrics: set[str]) -> dict[Key, list[dict]]:
     served: dict[str, set[Point]] = defaultdict(set)  # cell -> the points its target served
     for r in data.samples:
         if r["role"] == "target" and r["cell_id"] not in summarized:
-            served[r["cell_id"]].add(point_of(r["labels"], _dims(data, r["test_case"])))
+            served[r["cell_id"]].add(sample_point(data, r))
     points: dict[tuple[str, ...], list[float]] = defaultdict(list)
     for p in data.series:
         if p["metric"] in metrics and p["cell_id"] not in summarized and p["role"] == "target":
@@ -166,7 +168,7 @@ def _summaries(data, metrics: set[str]) -> dict[Key, list[dict]]:
 
 def _groups(keys: list[Key]) -> tuple[list[str], list[tuple[str, str]]]:
     """Scenarios in order (solo first) and one coloured series per role (target first)."""
-    scen = list(dict.fromkeys(k[3] for k in sorted(keys, key=lambda k: _order(k[3]))))
+    scen = list(dict.fromkeys(k[3] for k in sorted(keys, key=lambda k: scenario_order(k[3]))))
     roles = sorted({k[4] for k in keys}, key=lambda r: (r != "target", r))
     return scen, [(r, svg.PALETTE[(i + 1) % len(svg.PALETTE)]) for i, r in enumerate(roles)]
 
@@ -194,6 +196,38 @@ def _title(platform: str, tc: str, point: Point, what: str, points: list[Point])
     return f"{where}: {what}"
 
 
+def _point_charts(
+    summ: dict[Key, list[dict]],
+    platform: str,
+    metric: str,
+    what: str,
+    unit: str,
+    bar: Callable[[list[dict]], svg.Bar],
+) -> list[str]:
+    """One chart per test case and served point of `metric` on `platform`: groups =
+    scenarios, one bar per role, each bar made by `bar` from that key's summary rows."""
+    charted = _charted(summ, platform, metric)
+    out = []
+    for (tc, point), keys in charted.items():
+        scen, series = _groups(keys)
+        bars = {(k[3], k[4]): bar(summ[k]) for k in keys}
+        title = _title(platform, tc, point, what, [p for t, p in charted if t == tc])
+        out.append(svg.bar_chart(title, scen, series, bars, unit))
+    return out
+
+
+def _mean_sd_bar(rs: list[dict]) -> svg.Bar:
+    m = statistics.fmean(r["value"] for r in rs)
+    sd = statistics.fmean(float(r["labels"]["stdev"]) for r in rs)
+    return svg.Bar(m, m - sd, m + sd, f"±{sd:.3g} sd, n={len(rs)}")
+
+
+def _cov_bar(rs: list[dict]) -> svg.Bar:
+    covs = [float(r["labels"]["cov"]) for r in rs]
+    spread = (min(covs), max(covs)) if len(covs) > 1 else (None, None)
+    return svg.Bar(statistics.fmean(covs), *spread, f"n={len(covs)} repetitions")
+
+
 def role_bars(data) -> list[str]:
     """Per platform, metric, test case and served point (file size): groups = scenarios, one
     bar per role."""
@@ -201,23 +235,9 @@ def role_bars(data) -> list[str]:
     out = []
     for platform in data.platforms:
         for metric, what, unit in ROLE_METRICS:
-            charted = _charted(summ, platform, metric)
-            for (tc, point), keys in charted.items():
-                scen, series = _groups(keys)
-                bars = {}
-                for k in keys:
-                    rs = summ[k]
-                    m = statistics.fmean(r["value"] for r in rs)
-                    sd = statistics.fmean(float(r["labels"]["stdev"]) for r in rs)
-                    bars[(k[3], k[4])] = svg.Bar(m, m - sd, m + sd, f"±{sd:.3g} sd, n={len(rs)}")
-                title = _title(
-                    platform,
-                    tc,
-                    point,
-                    f"{what} per environment ({unit})",
-                    [p for t, p in charted if t == tc],
-                )
-                out.append(svg.bar_chart(title, scen, series, bars, unit))
+            out += _point_charts(
+                summ, platform, metric, f"{what} per environment ({unit})", unit, _mean_sd_bar
+            )
     return out
 
 
@@ -230,23 +250,9 @@ def cov_bars(data) -> list[str]:
     out = []
     for platform in data.platforms:
         for metric, what in COV_METRICS:
-            charted = _charted(summ, platform, metric)
-            for (tc, point), keys in charted.items():
-                scen, series = _groups(keys)
-                bars = {}
-                for k in keys:
-                    covs = [float(r["labels"]["cov"]) for r in summ[k]]
-                    m = statistics.fmean(covs)
-                    spread = (min(covs), max(covs)) if len(covs) > 1 else (None, None)
-                    bars[(k[3], k[4])] = svg.Bar(m, *spread, f"n={len(covs)} repetitions")
-                title = _title(
-                    platform,
-                    tc,
-                    point,
-                    f"coefficient of variation of {what}",
-                    [p for t, p in charted if t == tc],
-                )
-                out.append(svg.bar_chart(title, scen, series, bars, "CoV"))
+            out += _point_charts(
+                summ, platform, metric, f"coefficient of variation of {what}", "CoV", _cov_bar
+            )
     return out
 
 
@@ -254,6 +260,6 @@ def num_key(value: Any) -> tuple[int, Any]:
     return (0, value) if isinstance(value, int | float) else (1, str(value))
 
 
-def _order(scenario: str) -> tuple:
+def scenario_order(scenario: str) -> tuple:
     kind, _, arg = scenario.partition(":")
     return (kind != "solo", kind, arg.zfill(4))

@@ -15,7 +15,7 @@ from collections import defaultdict
 from typing import Any
 
 from ... import html, svg
-from .roles import Point, _dims, _order, point_of, point_text
+from .roles import Point, point_text, sample_point, scenario_order
 
 KIND = "weights"
 ROLES = ("target", "neighbour-1")
@@ -36,7 +36,7 @@ def _cells(data, primary: dict[str, str]) -> dict[tuple[str, str, Point], dict[s
         lab = r["labels"]
         if lab.get("scenario_kind") != KIND or r["role"] not in ROLES or "step" in lab:
             continue
-        pt = point_of(lab, _dims(data, r["test_case"]))
+        pt = sample_point(data, r)
         if r["metric"] == "cpu_util" and "stdev" in lab:
             cpu[r["cell_id"]].append((set(pt), r["role"], float(r["value"])))
         elif r["metric"] == primary.get(r["test_case"]) and r["valid"]:
@@ -93,7 +93,7 @@ def weight_views(data, primary: dict[str, str]) -> tuple[list[str], str]:
                 by_scen[cell["scenario"]].append(cell)
         if not by_scen:
             continue
-        scen = sorted(by_scen, key=_order)
+        scen = sorted(by_scen, key=scenario_order)
         where = " · ".join(x for x in (platform, tc, point_text(pt)) if x)
         bars = {}
         for s in scen:
