@@ -6,12 +6,13 @@ import pytest
 
 from tests.unit.fakes import FakePlatform
 from tests.unit.test_colocation_scenarios import FakeWorkload
+from virtbench.cgroups.budget import CpuBudget
 from virtbench.errors import VirtbenchError
 from virtbench.platforms.base import PlatformSpec
 from virtbench.scenarios import registry
 from virtbench.scenarios.base import ScenarioEnv
-from virtbench.scenarios.colocation_placement import shared_cpu
-from virtbench.workloads.base import RunContext
+from virtbench.scenarios.colocation_placement import backlog_connections, shared_cpu
+from virtbench.workloads.base import Param, RunContext
 
 NATIVE = PlatformSpec("native", "native")
 VM = PlatformSpec("vm", "vm", {"vcpu_pin": [0]})
@@ -113,3 +114,38 @@ def test_clients_anywhere_keeps_the_campaigns_client_cpus():
     assert registry.parse("weights:1:1:4:clients=all").clients == "all"
     with pytest.raises(ValueError, match=r"clients=some: allowed: other, all"):
         registry.parse("weights:1:1:4:clients=some")
+
+
+class ConnsWorkload(FakeWorkload):
+    params = {"connections": Param(32)}
+    rate_param = None
+
+
+def _budget(quota_us: int, period_us: int = 100_000) -> CpuBudget:
+    return CpuBudget(None, quota_us, period_us)  # type: ignore[arg-type]  # no cgroup needed
+
+
+def test_a_bursting_budget_needs_a_backlog_that_fills_a_burst():
+    assert backlog_connections(_budget(50_000), 32) == 1000
+    assert backlog_connections(_budget(50_000), 4096) is None  # deep enough already
+    assert backlog_connections(_budget(100_000), 32) is None  # a whole CPU: no bursts
+    assert backlog_connections(None, 32) is None
+    assert backlog_connections(_budget(50_000), None) is None  # open loop: no connections
+    assert backlog_connections(_budget(990_000, 1_000_000), 32) == 10_000  # capped
+
+
+def test_weights_cell_in_a_bursting_budget_raises_both_clients_connections_and_says_so():
+    env = ScenarioEnv(
+        FakePlatform("native", []),
+        ConnsWorkload(),
+        RunContext(params={"connections": 32}),
+        None,  # type: ignore[arg-type]
+        platforms={"native": NATIVE},
+        budget=_budget(50_000),
+    )
+    scen = registry.parse("weights:1:4:1")
+    assert [p.params for p in scen.plans(env)] == [{"connections": 1000}] * 2
+    assert scen.labels(env)["backlog_connections"].startswith("32 -> 1000 per client")
+    env.budget = _budget(100_000)
+    assert [p.params for p in scen.plans(env)] == [{}, {}]
+    assert "backlog_connections" not in scen.labels(env)

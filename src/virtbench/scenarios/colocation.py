@@ -28,7 +28,7 @@ from ..workloads.base import Sample
 from . import colocation_engine as engine
 from . import rates
 from .base import Scenario, ScenarioEnv
-from .colocation_placement import CLIENTS, SharedCpu, shared_cpu
+from .colocation_placement import CLIENTS, SharedCpu, backlog_connections, shared_cpu
 from .placement import parse_cpu
 from .registry import register
 
@@ -291,12 +291,22 @@ class Weights(_Colocation):
             specs, self.text(), self.cpu, env.ctx.cpus, env.ctx.client_cpus, clients=self.clients
         )
 
+    def _backlog(self, env) -> int | None:
+        if self.load is not None:  # fixed-rate (open-loop) clients keep their own backlog
+            return None
+        return backlog_connections(env.budget, env.ctx.params.get("connections"))
+
     def plans(self, env):
+        conns = self._backlog(env)
+        params = {"connections": conns} if conns else {}
         return [
-            engine.EnvPlan("target", load_pct=self.load, cpu_weight=self.target_shares),
+            engine.EnvPlan(
+                "target", params=params, load_pct=self.load, cpu_weight=self.target_shares
+            ),
             engine.EnvPlan(
                 "neighbour-1",
                 self.neighbour_spec(env),
+                params=params,
                 load_pct=self.load,
                 cpu_weight=self.neighbour_shares,
             ),
@@ -304,9 +314,14 @@ class Weights(_Colocation):
 
     def labels(self, env):
         r = self.ratios
-        return super().labels(env) | {
-            "weights": {"host": r[0], "target": r[1], "neighbour-1": r[2]}
-        }
+        out = super().labels(env) | {"weights": {"host": r[0], "target": r[1], "neighbour-1": r[2]}}
+        if conns := self._backlog(env):
+            out["backlog_connections"] = (
+                f"{env.ctx.params['connections']} -> {conns} per client: the shared budget "
+                f"{env.budget.label()} runs the pair in bursts; both servers need requests "
+                "waiting for the whole burst for the weights to divide it"
+            )
+        return out
 
 
 @register

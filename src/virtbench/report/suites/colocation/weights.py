@@ -1,9 +1,10 @@
 """CPU weights (seed 003 §6, Figs. 24-25): per platform, test case and served point, what
 each weights configuration gave every environment, and whether the weights acted at all.
 
-A weight divides CPU only between environments runnable at the same moment; a pair whose
-clients limit it (1 KB, closed loop, docs/colocation.md "Weights need contention") splits
-its CPU about evenly whatever the weights say. So next to each environment's throughput the
+A weight divides CPU only between environments runnable at the same moment; a pair that is
+not (closed-loop clients with too few requests outstanding for the budget's bursts,
+docs/colocation.md "Weights need contention") splits its CPU about evenly whatever the
+weights say. So next to each environment's throughput the
 table puts the CPU split measured in the same cell (cpu_util summaries of that point) and
 says, per configuration, whether the heavier environment served more in every repetition.
 """
