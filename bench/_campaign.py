@@ -8,6 +8,7 @@ sys.path when it runs as `python bench/SCRIPT.py`).
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
@@ -40,20 +41,39 @@ class CliRun:
         print(self.stdout[-chars:], self.stderr[-chars:])
 
 
-def cli(*args: str) -> CliRun:
-    """`virtbench ARGS` with this interpreter (the venv's, and PYTHONPATH's code), captured."""
+def cli(*args: str, stop_after: float | None = None) -> CliRun:
+    """`virtbench ARGS` with this interpreter (the venv's, and PYTHONPATH's code), captured.
+    After `stop_after` seconds it gets SIGINT, as from Ctrl-C (a run tears down, keeps its
+    finished cells and exits 130: continue it with --resume)."""
     e0, t0 = time.time(), time.monotonic()
-    out = subprocess.run(
-        [sys.executable, "-m", "virtbench.cli", *args], capture_output=True, text=True
-    )
-    return CliRun(out.returncode, time.monotonic() - t0, e0, time.time(), out.stdout, out.stderr)
+    with subprocess.Popen(
+        [sys.executable, "-m", "virtbench.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        try:
+            stdout, stderr = proc.communicate(timeout=stop_after)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGINT)
+            stdout, stderr = proc.communicate()
+    return CliRun(proc.returncode, time.monotonic() - t0, e0, time.time(), stdout, stderr)
 
 
-def run_campaign(campaign: str | Path | None, results: Path, *, report: bool = False) -> CliRun:
+def run_campaign(
+    campaign: str | Path | None,
+    results: Path,
+    *,
+    report: bool = False,
+    resume: str | None = None,
+    stop_after: float | None = None,
+) -> CliRun:
     """`virtbench run [CAMPAIGN] --results-dir RESULTS` (a built-in name or a file; None: the
-    default campaign), without the HTML report unless `report`."""
-    args = ["run", *([] if campaign is None else [str(campaign)]), "--results-dir", str(results)]
-    return cli(*args, *([] if report else ["--no-report"]))
+    default campaign), or `--resume RUN_ID` of a run stored there, without the HTML report
+    unless `report`; interrupted after `stop_after` seconds if given."""
+    what = ["--resume", resume] if resume else [] if campaign is None else [str(campaign)]
+    args = ["run", *what, "--results-dir", str(results), *([] if report else ["--no-report"])]
+    return cli(*args, stop_after=stop_after)
 
 
 def run_here(text: str, results: Path, file_name: str) -> tuple[Runner, str, float]:

@@ -8,18 +8,38 @@ temporary one unless --results-dir), then reads the run's cells from the store a
 the wall time, each cell's time (started_at..finished_at, as the runner stored them), and the
 mean time per (platform, scenario) with its spread, which is what a campaign header quotes
 when it estimates a longer variant from measured cells. Run it under the measurement lock.
+
+A campaign longer than one sitting is measured in pieces (the runner's own interrupt and
+resume, as a user would do it):
+
+    flock /tmp/vb-measure.lock python bench/campaign_runtime.py consolidation \
+        --results-dir /work/runs/consolidation-full --stop-after 7200
+    # later, as often as needed:
+    flock /tmp/vb-measure.lock python bench/campaign_runtime.py consolidation \
+        --results-dir /work/runs/consolidation-full --stop-after 7200 --resume
+
+Each piece's wall time goes to RESULTS/runtime-pieces.jsonl; when the run has finished, the
+campaign's run time is their sum (it includes each piece's start-up and the cell that an
+interrupt cut short and the next piece ran again, which is printed too).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
+import subprocess
 import sys
 import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from _campaign import CellTime, cell_times, run_campaign
+from _campaign import CellTime, CliRun, cell_times, run_campaign
+
+from virtbench.runner.states import DONE
+from virtbench.store.db import DB_NAME, Store
+
+PIECES = "runtime-pieces.jsonl"
 
 
 def summary(rows: list[CellTime]) -> list[str]:
@@ -38,24 +58,105 @@ def summary(rows: list[CellTime]) -> list[str]:
     return out
 
 
+def _latest_run(results: Path) -> tuple[str, str] | None:
+    """(run id, status) of the latest run stored in `results`, None without one."""
+    if not (results / DB_NAME).exists():
+        return None
+    store = Store.open_existing(results)
+    try:
+        if not store.runs():
+            return None
+        run = store.run(store.resolve_run("latest"))
+    finally:
+        store.close()
+    return run["run_id"], run["status"]
+
+
+def _code_version() -> str:
+    out = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        cwd=Path(__file__).parent,
+        capture_output=True,
+        text=True,
+    )
+    return out.stdout.strip() or "unknown"
+
+
+def _record_piece(results: Path, run_id: str, out: CliRun, done: tuple[int, int]) -> list[dict]:
+    """Append this piece to RESULTS/runtime-pieces.jsonl; all pieces of `run_id` so far."""
+    path = results / PIECES
+    piece = {
+        "run_id": run_id,
+        "started": out.started,
+        "ended": out.ended,
+        "wall_s": round(out.wall_s, 1),
+        "exit": out.returncode,
+        "cells_done_before": done[0],
+        "cells_done_after": done[1],
+        "code": _code_version(),
+    }
+    with path.open("a") as f:
+        f.write(json.dumps(piece) + "\n")
+    lines = path.read_text().splitlines()
+    return [p for p in map(json.loads, lines) if p["run_id"] == run_id]
+
+
+def _finished(rows: list[CellTime]) -> int:
+    return sum(c.status in DONE for c in rows)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("campaign", help="a built-in campaign name or a .toml file")
     ap.add_argument("--results-dir", type=Path, help="keep the results here")
+    ap.add_argument(
+        "--stop-after", type=float, help="interrupt the run after this many seconds (a piece)"
+    )
+    ap.add_argument(
+        "--resume", action="store_true", help="continue the latest run in --results-dir"
+    )
     args = ap.parse_args()
+    if (args.resume or args.stop_after) and args.results_dir is None:
+        ap.error("--resume and --stop-after need --results-dir (the pieces are kept there)")
     with tempfile.TemporaryDirectory() as tmp:
         results = args.results_dir or Path(tmp)
-        out = run_campaign(args.campaign, results)
+        resume = None
+        if args.resume:
+            latest = _latest_run(results)
+            if latest is None:
+                ap.error(f"--resume: no run stored in {results}")
+            if latest[1] == "finished":
+                ap.error(f"--resume: run {latest[0]} in {results} has finished already")
+            resume = latest[0]
+        before = _finished(cell_times(results)) if resume else 0
+        out = run_campaign(args.campaign, results, resume=resume, stop_after=args.stop_after)
         rows = cell_times(results)
-    if out.returncode != 0:
+        latest = _latest_run(results)
+    if out.returncode not in (0, 130):
         out.print_tail(2000)
-    failed = [c for c in rows if c.status != "ok"]
+    failed = [c for c in rows if c.status in DONE and c.status != "ok"]
     total = sum(c.seconds or 0.0 for c in rows)
     wall = out.wall_s
+    done = _finished(rows)
     print(
-        f"campaign {args.campaign}: {wall:.0f} s wall ({wall / 60:.1f} min), {len(rows)} cells "
-        f"({total:.0f} s in cells), {len(failed)} not ok; exit {out.returncode}"
+        f"campaign {args.campaign}: {wall:.0f} s wall ({wall / 60:.1f} min), {done} of "
+        f"{len(rows)} cells finished ({total:.0f} s in cells), {len(failed)} not ok; "
+        f"exit {out.returncode}"
     )
+    if args.results_dir is not None and latest is not None:
+        pieces = _record_piece(results, latest[0], out, (before, done))
+        if len(pieces) > 1 or out.returncode == 130:
+            summed = sum(p["wall_s"] for p in pieces)
+            state = "finished" if latest[1] == "finished" else f"not finished ({latest[1]})"
+            print(
+                f"run {latest[0]}: {len(pieces)} piece(s), {summed:.0f} s "
+                f"({summed / 3600:.2f} h) wall in all, {state}; pieces: "
+                + ", ".join(
+                    f"{p['wall_s']:.0f} s ({p['cells_done_before']}->{p['cells_done_after']} "
+                    f"cells, code {p['code']})"
+                    for p in pieces
+                )
+            )
     for c in rows:
         when = f"{c.seconds:6.1f} s" if c.seconds is not None else "     - s"
         print(
