@@ -96,3 +96,16 @@ def test_invalid_throughput_is_left_out_and_equal_weights_say_so():
     assert by["weights:2:1:1"][8] == "equal weights"
     assert by["weights:1:4:1"][2] == "5000 (n=1)"  # the invalid repetition is not averaged in
     assert by["weights:1:4:1"][8].endswith("in 1 of 1")
+
+
+def test_a_point_no_solo_served_says_so_in_the_vs_solo_column():
+    from virtbench.analysis.colocation import CellStats
+    from virtbench.report.suites.colocation import _vs_solo
+
+    st = CellStats("container", "wrk-max", "weights:1:4:1", "requests_per_s", "req/s", True,
+                   12000.0, 0.01, 2, 0)  # fmt: skip
+    assert _vs_solo(st) == "– (no solo at this point)"
+    st.solo_mean, st.normalized = 14000.0, 12000.0 / 14000.0
+    assert _vs_solo(st) == "0.857"
+    st.n, st.solo_mean, st.normalized = 0, None, None  # nothing valid: just a dash
+    assert _vs_solo(st) == "–"

@@ -28,6 +28,14 @@ def _fmt(v: float | None, spec: str = ".3g") -> str:
     return "–" if v is None else format(v, spec)
 
 
+def _vs_solo(st: coloc.CellStats) -> str:
+    # a point no solo cell served (a weights cell's deeper backlog is another connection
+    # count): say so rather than leave a bare dash that reads as "not computed"
+    if st.normalized is None and st.n and st.solo_mean is None:
+        return "– (no solo at this point)"
+    return _fmt(st.normalized)
+
+
 @register_section(order=55, name="colocation")
 def colocation_section(data) -> Section | None:
     if not any(KIND_LABEL in s["labels"] for s in data.samples):
@@ -50,7 +58,7 @@ def colocation_section(data) -> Section | None:
             *([st.limit or "–"] if limits else []),
             f"{st.target_mean:.4g} {st.unit}" if st.n else "– (no valid sample)",
             _fmt(st.target_cov, ".1%"),
-            _fmt(st.normalized),
+            _vs_solo(st),
             _fmt(st.degradation_pct, ".1f"),
             str(st.environments),
             _fmt(st.aggregated, ".4g"),
