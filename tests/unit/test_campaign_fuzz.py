@@ -52,6 +52,7 @@ BAD_CAMPAIGN: dict[str, list[Any]] = {
     "description": [1, ["x"], "\x1b[31mred"],
     "repetitions": [0, 1001, -1, 1.5, "3", "Auto", "auto ", True, NAN, INF, [], {}],
     "warmup": [-1, 101, "1", 0.5, False],
+    "warmup_scope": ["cell", "", 1, ["platform"], {}, True, "Platform"],
     "order": ["zigzag", 1, ["random"], {}],
     "seed": [-1, 2**31, "7", 1.0, 2**70],
     "cell_timeout": [0, -1, INF, NAN, -INF, "600", True, 1e300, [], {}],

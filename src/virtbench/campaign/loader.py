@@ -21,7 +21,15 @@ from ..scenarios.base import Scenario
 from ..workloads import registry as workload_registry
 from ..workloads.base import Param
 from . import expand, source
-from .model import ADAPTIVE_KEYS, CLIENT_KEYS, Adaptive, Campaign, Settings, TestSelection
+from .model import (
+    ADAPTIVE_KEYS,
+    CLIENT_KEYS,
+    WARMUP_SCOPES,
+    Adaptive,
+    Campaign,
+    Settings,
+    TestSelection,
+)
 
 DEFAULT_CAMPAIGN = "quick"
 MAX_CELL_TIMEOUT = 7 * 24 * 3600
@@ -31,6 +39,7 @@ CAMPAIGN_KEYS = {
     "description",
     "repetitions",
     "warmup",
+    "warmup_scope",
     "order",
     "seed",
     "cell_timeout",
@@ -289,6 +298,12 @@ def _settings(file: str, meta: dict) -> Settings:
         s.repetitions = _int_range(file, "campaign.repetitions", value, 1, MAX_REPETITIONS)
     if "warmup" in meta:
         s.warmup = _int_range(file, "campaign.warmup", meta["warmup"], 0, 100)
+    if "warmup_scope" in meta:
+        if meta["warmup_scope"] not in WARMUP_SCOPES:
+            raise CampaignError(
+                file, "campaign.warmup_scope", "unknown scope", meta["warmup_scope"], WARMUP_SCOPES
+            )
+        s.warmup_scope = meta["warmup_scope"]
     if "order" in meta:
         if meta["order"] not in expand.ORDERS:
             raise CampaignError(

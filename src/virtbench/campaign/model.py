@@ -22,6 +22,7 @@ class Adaptive:
     budget_s: float = 600.0  # measured cell time per test case, over all its platforms
 
 
+WARMUP_SCOPES = ("scenario", "platform")
 ADAPTIVE_KEYS = ("precision_pct", "min_repetitions", "max_repetitions", "budget_s")
 CLIENT_KEYS = ("client_host", "client_inventory", "client_target_address")
 
@@ -30,6 +31,9 @@ CLIENT_KEYS = ("client_host", "client_inventory", "client_target_address")
 class Settings:
     repetitions: int = 3  # adaptive: the first rounds (min_repetitions)
     warmup: int = 1  # uncounted runs per (platform, test case, scenario) before measuring
+    # "platform": per (platform, test case) instead, once after each provisioning: what a warm-up
+    # warms (a TCG guest's translated code, the page cache) outlives the scenario
+    warmup_scope: str = "scenario"
     order: str = "sequential"  # or "random": shuffled within each platform, seed recorded
     seed: int | None = None
     cell_timeout: float = 600.0

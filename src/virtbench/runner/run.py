@@ -53,6 +53,12 @@ from .cell import Outcome, cell_id, measure, spec_json
 from .peaks import StoredPeaks
 
 
+def warmup_key(cell: Cell, scope: str) -> tuple[str, ...]:
+    """What one warm-up serves, within a platform's provisioning: each scenario of a test case
+    ("scenario"), or the test case whatever the scenario ("platform")."""
+    return (cell.test_case, cell.scenario) if scope == "scenario" else (cell.test_case,)
+
+
 def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
 
@@ -380,7 +386,7 @@ class Runner:
                     )
                     continue
                 try:
-                    warmed: set[tuple[str, str]] = set()
+                    warmed: set[tuple[str, ...]] = set()
                     for cell in cells:
                         progress.update(
                             task,
@@ -389,7 +395,7 @@ class Runner:
                                 f"{cell.scenario} · rep {cell.repetition}"
                             ),
                         )
-                        key = (cell.test_case, cell.scenario)
+                        key = warmup_key(cell, campaign.settings.warmup_scope)
                         if key not in warmed:
                             warmed.add(key)
                             self._warmup(platform, workloads[cell.test_case], cell, campaign)

@@ -28,6 +28,14 @@ def _duration(a: float | None, b: float | None) -> str:
     )
 
 
+def _warmup(st: dict) -> str:
+    """Uncounted runs, and what each serves (older stores have no scope: per scenario)."""
+    n = st.get("warmup")
+    if not n:
+        return str(n)
+    return f"{n} per " + ("platform" if st.get("warmup_scope") == "platform" else "scenario")
+
+
 def _repetitions(st: dict) -> str:
     a = st.get("adaptive")
     if not a:
@@ -56,7 +64,7 @@ def run_section(data: ReportData) -> Section:
         ("started / finished", f"{_when(r['started_at'])} / {_when(r.get('finished_at'))}"),
         ("duration", _duration(r["started_at"], r.get("finished_at"))),
         ("cells", status_badges),
-        ("repetitions / warm-up", f"{_repetitions(st)} / {st.get('warmup')}"),
+        ("repetitions / warm-up", f"{_repetitions(st)} / {_warmup(st)}"),
         (
             "order / seed",
             f"{st.get('order')} / {r.get('seed') if r.get('seed') is not None else '–'}",
