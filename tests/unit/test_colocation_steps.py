@@ -310,3 +310,22 @@ def test_series_fallback_takes_the_cells_one_point_and_never_pools_two():
     small, big = [c for c in roles.role_bars(_data(rows, series)) if "CPU utilization" in c]
     assert f"target · solo-old: {svg.num(20.0)} CPU %" in small and "solo-old" not in big
     assert "solo-two" not in small + big
+
+
+def test_summaries_of_a_point_whose_target_sample_was_invalid_are_left_out():
+    """A cell's 1 s summaries are stored unflagged; the target's own sample at that point says
+    whether the scene was as planned (a size whose window the neighbour did not share, a cell
+    whose neighbour died): its CPU, µs/exe and CoV must not stand for the scenario."""
+    rows = _wrk_rows()
+    head = _wrk_summary("identical", "target", "requests_per_s", 70, 900.0, 0.0)
+    head["labels"] = {"file_size_kb": 70, "connections": 32, "client_nofile": 4096}
+    head |= {"valid": False, "invalid_reason": "step window not shared: neighbour-1 ..."}
+    rows.append(head)
+    data = _data(rows)
+    small, big = [c for c in roles.role_bars(data) if "CPU time per execution" in c]
+    assert "target · identical" in small and "neighbour-1 · identical" in small
+    assert "identical" not in big and "target · solo" in big
+    covs = [c for c in roles.cov_bars(data) if "of CPU" in c]
+    assert "identical" in covs[0] and "identical" not in covs[1]
+    table = figures.env_metrics_table(data)
+    assert "wrk-max · 1 KB" in table and "wrk-max · 70 KB" not in table

@@ -132,6 +132,21 @@ def sample_point(data, row: dict[str, Any]) -> Point:
     return point_of(row["labels"], data.description.labels_of(DIMENSION, row["test_case"]))
 
 
+def unplanned(data) -> Callable[[dict[str, Any]], bool]:
+    """Whether a summary row lies at a point where its cell's target sample was invalid (a
+    window the neighbours did not share, a neighbour that died): summaries are stored
+    unflagged, so the target's own samples at that point say whether the scene was as
+    planned. A summary names fewer labels than a workload sample: it matches every sample
+    whose point includes its own."""
+    bad: dict[str, list[set]] = defaultdict(list)
+    for r in data.samples:
+        if r["role"] == "target" and not r.get("valid", True) and "stdev" not in r["labels"]:
+            bad[r["cell_id"]].append(set(sample_point(data, r)))
+    return lambda row: any(
+        set(sample_point(data, row)) <= at for at in bad.get(row.get("cell_id"), [])
+    )
+
+
 def _summaries(data, metrics: set[str]) -> dict[Key, list[dict]]:
     """(platform, test case, served point, scenario, role, metric) -> the cells' summary
     rows (mean, stdev, cov of the point's 1 s samples in labels), one per repetition: nothing
@@ -140,13 +155,16 @@ def _summaries(data, metrics: set[str]) -> dict[Key, list[dict]]:
     served one point only (several cannot be told apart in its series)."""
     out: dict[Key, list[dict]] = defaultdict(list)
     summarized = set()
+    invalid = unplanned(data)
     for r in data.samples:
         if r["metric"] in metrics and r["role"] != "host" and "stdev" in r["labels"]:
+            summarized.add(r["cell_id"])
+            if invalid(r):
+                continue
             pt = sample_point(data, r)
             out[(r["platform"], r["test_case"], pt, r["scenario"], r["role"], r["metric"])].append(
                 r
             )
-            summarized.add(r["cell_id"])
     served: dict[str, set[Point]] = defaultdict(set)  # cell -> the points its target served
     for r in data.samples:
         if r["role"] == "target" and r["cell_id"] not in summarized:
