@@ -329,3 +329,16 @@ def test_summaries_of_a_point_whose_target_sample_was_invalid_are_left_out():
     assert "identical" in covs[0] and "identical" not in covs[1]
     table = figures.env_metrics_table(data)
     assert "wrk-max · 1 KB" in table and "wrk-max · 70 KB" not in table
+
+
+def test_idle_neighbour_degradation_is_positive_when_a_lower_is_better_figure_rose():
+    # a boot time of 12 s beside idle neighbours against 10 s alone is 20 % worse, not better
+    def boot(scenario, v):
+        r = _row(scenario, "target", "boot_s", 0, v) | {"test_case": "boot", "higher_is_better": 0}
+        r["labels"] = {}
+        return r
+
+    _charts, table = roles.idle_neighbours(
+        _data([boot("solo", 10.0), boot("idle-neighbours:1", 12.0)]), {"boot": "boot_s"}
+    )
+    assert "12 (+20.0 %)" in table

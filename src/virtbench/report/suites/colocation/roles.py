@@ -49,10 +49,13 @@ def idle_neighbours(data, primary: dict[str, str]) -> tuple[list[str], str]:
     acc: dict[tuple[str, str], dict[Any, dict[int, list[float]]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(list))
     )
+    lower: set[tuple[str, str]] = set()  # lower is better (a time): degradation is a rise
     for r in data.samples:
         n = _idle_count(r["scenario"])
         if n is None or r["role"] != "target" or r["metric"] != primary.get(r["test_case"]):
             continue
+        if not r.get("higher_is_better", True):
+            lower.add((r["platform"], r["test_case"]))
         if r["valid"]:
             size = labels_of(r).get("file_size_kb")
             acc[(r["platform"], r["test_case"])][size][n].append(float(r["value"]))
@@ -74,7 +77,10 @@ def idle_neighbours(data, primary: dict[str, str]) -> tuple[list[str], str]:
                     row.append("–")
                     continue
                 m = statistics.fmean(vals)
-                deg = f" ({100 * (1 - m / solo):+.1f} %)" if solo and n else ""
+                deg = ""
+                if solo and n:
+                    worse = m / solo - 1 if (platform, tc) in lower else 1 - m / solo
+                    deg = f" ({100 * worse:+.1f} %)"
                 row.append(f"{m:.4g}{deg} n={len(vals)}")
                 if solo:
                     lo, hi = (min(vals) / solo, max(vals) / solo) if len(vals) > 1 else (None,) * 2
