@@ -151,3 +151,46 @@ def test_limit_says_a_pair_shared_one_budget_and_a_weights_cell_had_none():
     w = _sized("weights:1:4:1", "target", 1, 6000, 1, **lifted) | {"cell_id": "w"}
     (st,) = c.cell_stats([w | {"cell_labels": plat}], {"web": "req_per_s"}, {"web": set()})
     assert st.limit == "server"  # the quota was lifted: the shared CPU was the budget
+
+
+def test_a_neighbour_is_never_summed_at_another_point_than_the_targets():
+    # identical pair at 1 and 50 KB; in rep 1 the neighbour's 1 KB sample is invalid, so its
+    # only VALID point is 50 KB: it must not stand in for its 1 KB figure (2,600 req/s of
+    # 50 KB added to a 1 KB target made aggregated 9,600 and a ratio of 1.0)
+    rows = [
+        _sized("solo", "target", 1, 14000, 1),
+        _sized("solo", "target", 1, 5000, 50),
+        _sized("identical", "target", 1, 7000, 1),
+        _sized("identical", "neighbour-1", 1, 7100, 1) | {"valid": 0},
+        _sized("identical", "target", 1, 2500, 50),
+        _sized("identical", "neighbour-1", 1, 2600, 50),
+    ]
+    dims = {"web": {"file_size_kb"}}
+    stats = {(s.scenario, s.point): s for s in c.cell_stats(rows, {"web": "req_per_s"}, dims)}
+    small = stats[("identical", "file_size_kb=1")]
+    assert small.target_mean == 7000 and small.normalized == pytest.approx(0.5)
+    # no valid pair at 1 KB: no sum, no ratio, no fairness (not the target alone either)
+    assert small.aggregated is None
+    assert small.aggregated_ratio is None
+    assert small.jain is None
+    big = stats[("identical", "file_size_kb=50")]
+    assert big.aggregated == 5100
+
+
+def test_aggregated_is_over_repetitions_where_every_environment_was_valid():
+    # rep 2's neighbour is invalid: the target alone (600) is no sum over the pair; the mean
+    # of 900 and 600 (750) understated the pair's aggregated throughput
+    rows = [
+        _row("native", "solo", "target", 1, 1000),
+        _row("native", "identical", "target", 1, 500),
+        _row("native", "identical", "neighbour-1", 1, 400),
+        _row("native", "identical", "target", 2, 600),
+        _row("native", "identical", "neighbour-1", 2, 10, valid=0),
+    ]
+    stats = {s.scenario: s for s in c.cell_stats(rows, {"web": "req_per_s"})}
+    ident = stats["identical"]
+    assert ident.target_mean == 550  # the target's own figure keeps both valid repetitions
+    assert ident.aggregated == 900
+    assert ident.aggregated_ratio == pytest.approx(0.9)
+    assert ident.jain == pytest.approx(900**2 / (2 * (500**2 + 400**2)))
+    assert ident.environments == 2

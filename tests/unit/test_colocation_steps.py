@@ -310,3 +310,35 @@ def test_series_fallback_takes_the_cells_one_point_and_never_pools_two():
     small, big = [c for c in roles.role_bars(_data(rows, series)) if "CPU utilization" in c]
     assert f"target · solo-old: {svg.num(20.0)} CPU %" in small and "solo-old" not in big
     assert "solo-two" not in small + big
+
+
+def test_summaries_of_a_point_whose_target_sample_was_invalid_are_left_out():
+    """A cell's 1 s summaries are stored unflagged; the target's own sample at that point says
+    whether the scene was as planned (a size whose window the neighbour did not share, a cell
+    whose neighbour died): its CPU, µs/exe and CoV must not stand for the scenario."""
+    rows = _wrk_rows()
+    head = _wrk_summary("identical", "target", "requests_per_s", 70, 900.0, 0.0)
+    head["labels"] = {"file_size_kb": 70, "connections": 32, "client_nofile": 4096}
+    head |= {"valid": False, "invalid_reason": "step window not shared: neighbour-1 ..."}
+    rows.append(head)
+    data = _data(rows)
+    small, big = [c for c in roles.role_bars(data) if "CPU time per execution" in c]
+    assert "target · identical" in small and "neighbour-1 · identical" in small
+    assert "identical" not in big and "target · solo" in big
+    covs = [c for c in roles.cov_bars(data) if "of CPU" in c]
+    assert "identical" in covs[0] and "identical" not in covs[1]
+    table = figures.env_metrics_table(data)
+    assert "wrk-max · 1 KB" in table and "wrk-max · 70 KB" not in table
+
+
+def test_idle_neighbour_degradation_is_positive_when_a_lower_is_better_figure_rose():
+    # a boot time of 12 s beside idle neighbours against 10 s alone is 20 % worse, not better
+    def boot(scenario, v):
+        r = _row(scenario, "target", "boot_s", 0, v) | {"test_case": "boot", "higher_is_better": 0}
+        r["labels"] = {}
+        return r
+
+    _charts, table = roles.idle_neighbours(
+        _data([boot("solo", 10.0), boot("idle-neighbours:1", 12.0)]), {"boot": "boot_s"}
+    )
+    assert "12 (+20.0 %)" in table

@@ -164,6 +164,9 @@ def cell_stats(
         if not r["valid"]:
             if r["role"] == "target":
                 invalid[(*key, dims)] += 1
+            # the point was served (with no valid value): a role's other point must not
+            # stand in for it in the sums below
+            groups[key][r["repetition"]][r["role"]].setdefault(dims, [])
             continue
         groups[key][r["repetition"]][r["role"]][dims].append(float(r["value"]))
         env_platform[(*key, r["role"])] = labels.get("env_platform", r["platform"])
@@ -199,16 +202,20 @@ def cell_stats(
             st.degradation_pct = degradation_pct(st.target_mean, solo_mean, hib)
         sums, ratios, fair = [], [], []
         for rep in reps.values():
-            roles, peaks = {}, []
+            roles, peaks, missing = {}, [], False
             for role, by_dims in rep.items():
                 at, values = _role_values(by_dims, dims)
                 if values:
                     roles[role] = statistics.fmean(values)
                     where = env_platform.get((*key[:3], role), platform)
                     peaks.append(solo_means.get((where, tc, _what(at))))
+                elif at in by_dims:  # it served this point, but no valid value
+                    missing = True
             if "target" not in roles:
                 continue
             st.environments = max(st.environments, len(roles))
+            if missing:  # the target alone is no sum over the cell's environments
+                continue
             sums.append(aggregated(roles.values()))
             if len(roles) > 1:
                 fair.append(jain(list(roles.values())))

@@ -162,8 +162,11 @@ def env_metrics_table(data) -> str:
         lambda: defaultdict(list)
     )
     names = dict(ENV_METRICS + HOST_METRICS)
+    invalid = roles.unplanned(data)
     for s in data.samples:
         if s["metric"] in names and "stdev" in s["labels"] and _kind(s["scenario"]) != "solo":
+            if invalid(s):
+                continue
             point = roles.sample_point(data, s)
             key = (s["platform"], s["test_case"], point, s["scenario"], s["role"])
             acc[key][s["metric"]].append(s["value"])

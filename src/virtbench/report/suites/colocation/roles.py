@@ -49,10 +49,13 @@ def idle_neighbours(data, primary: dict[str, str]) -> tuple[list[str], str]:
     acc: dict[tuple[str, str], dict[Any, dict[int, list[float]]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(list))
     )
+    lower: set[tuple[str, str]] = set()  # lower is better (a time): degradation is a rise
     for r in data.samples:
         n = _idle_count(r["scenario"])
         if n is None or r["role"] != "target" or r["metric"] != primary.get(r["test_case"]):
             continue
+        if not r.get("higher_is_better", True):
+            lower.add((r["platform"], r["test_case"]))
         if r["valid"]:
             size = labels_of(r).get("file_size_kb")
             acc[(r["platform"], r["test_case"])][size][n].append(float(r["value"]))
@@ -74,7 +77,10 @@ def idle_neighbours(data, primary: dict[str, str]) -> tuple[list[str], str]:
                     row.append("–")
                     continue
                 m = statistics.fmean(vals)
-                deg = f" ({100 * (1 - m / solo):+.1f} %)" if solo and n else ""
+                deg = ""
+                if solo and n:
+                    worse = m / solo - 1 if (platform, tc) in lower else 1 - m / solo
+                    deg = f" ({100 * worse:+.1f} %)"
                 row.append(f"{m:.4g}{deg} n={len(vals)}")
                 if solo:
                     lo, hi = (min(vals) / solo, max(vals) / solo) if len(vals) > 1 else (None,) * 2
@@ -132,6 +138,21 @@ def sample_point(data, row: dict[str, Any]) -> Point:
     return point_of(row["labels"], data.description.labels_of(DIMENSION, row["test_case"]))
 
 
+def unplanned(data) -> Callable[[dict[str, Any]], bool]:
+    """Whether a summary row lies at a point where its cell's target sample was invalid (a
+    window the neighbours did not share, a neighbour that died): summaries are stored
+    unflagged, so the target's own samples at that point say whether the scene was as
+    planned. A summary names fewer labels than a workload sample: it matches every sample
+    whose point includes its own."""
+    bad: dict[str, list[set]] = defaultdict(list)
+    for r in data.samples:
+        if r["role"] == "target" and not r.get("valid", True) and "stdev" not in r["labels"]:
+            bad[r["cell_id"]].append(set(sample_point(data, r)))
+    return lambda row: any(
+        set(sample_point(data, row)) <= at for at in bad.get(row.get("cell_id"), [])
+    )
+
+
 def _summaries(data, metrics: set[str]) -> dict[Key, list[dict]]:
     """(platform, test case, served point, scenario, role, metric) -> the cells' summary
     rows (mean, stdev, cov of the point's 1 s samples in labels), one per repetition: nothing
@@ -140,13 +161,16 @@ def _summaries(data, metrics: set[str]) -> dict[Key, list[dict]]:
     served one point only (several cannot be told apart in its series)."""
     out: dict[Key, list[dict]] = defaultdict(list)
     summarized = set()
+    invalid = unplanned(data)
     for r in data.samples:
         if r["metric"] in metrics and r["role"] != "host" and "stdev" in r["labels"]:
+            summarized.add(r["cell_id"])
+            if invalid(r):
+                continue
             pt = sample_point(data, r)
             out[(r["platform"], r["test_case"], pt, r["scenario"], r["role"], r["metric"])].append(
                 r
             )
-            summarized.add(r["cell_id"])
     served: dict[str, set[Point]] = defaultdict(set)  # cell -> the points its target served
     for r in data.samples:
         if r["role"] == "target" and r["cell_id"] not in summarized:
