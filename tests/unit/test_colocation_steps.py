@@ -342,3 +342,16 @@ def test_idle_neighbour_degradation_is_positive_when_a_lower_is_better_figure_ro
         _data([boot("solo", 10.0), boot("idle-neighbours:1", 12.0)]), {"boot": "boot_s"}
     )
     assert "12 (+20.0 %)" in table
+
+
+def test_pair_sum_is_the_mean_of_per_repetition_sums_over_repetitions_valid_in_all():
+    # step 0: the target is valid in both repetitions, the neighbour in repetition 1 only
+    rows = _sweep("identical", rep=1, values=(100, 200), bad=())
+    rows += _sweep("identical", rep=2, values=(120, 220), bad=())
+    rows += _sweep("identical", "neighbour-1", rep=1, values=(10, 20), bad=())
+    rows += _sweep("identical", "neighbour-1", rep=2, values=(12, 22), bad=(0,))
+    (chart,) = steps.pair_charts(_data(rows), cs.sweep_points(rows, x="offered"))
+    sums = [t for t in chart.split("<title>") if t.startswith("sum (steps valid in all)")]
+    # step 0: rep 1 alone, 100 + 10 (not the target's 110 over reps 1-2 plus 10 from rep 1);
+    # step 1: the mean of 220 and 242
+    assert [s.split("→ ")[1].split("<")[0] for s in sums] == [svg.num(110.0), svg.num(231.0)]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..results import is_solo_peak, shown_scenario
@@ -47,6 +47,8 @@ class StepPoint:
     high: float | None
     n: int  # repetitions behind the mean
     invalid: str | None = None  # set when no repetition of the step was valid: the reason
+    # cell (one repetition) -> its valid value: sums across environments pair the same runs
+    valid_by_cell: dict[str, float] = field(default_factory=dict)
 
 
 def intensity(labels: dict[str, Any]) -> float | None:
@@ -71,7 +73,7 @@ def sweep_points(
 ) -> dict[SweepKey, list[StepPoint]]:
     """Steps of `metric` per sweep; x = "intensity" (% of own capacity where recorded, else
     the offered rate) or "offered" (req/s)."""
-    # key -> step -> [(value, valid, reason, offered, intensity)]
+    # key -> step -> [(value, valid, reason, offered, intensity, cell)]
     acc: dict[SweepKey, dict[int, list[tuple]]] = defaultdict(lambda: defaultdict(list))
     for r in rows:
         if r["metric"] != metric or r["role"].startswith("client") or r["role"] == "host":
@@ -83,7 +85,14 @@ def sweep_points(
         key = (r["platform"], r["test_case"], scenario, r["role"], lab.get("file_size_kb"))
         reason = r.get("invalid_reason") or str(lab.get("invalid") or "") or "invalid"
         acc[key][int(lab["step"])].append(
-            (float(r["value"]), bool(r["valid"]), reason, lab.get("offered_rate"), intensity(lab))
+            (
+                float(r["value"]),
+                bool(r["valid"]),
+                reason,
+                lab.get("offered_rate"),
+                intensity(lab),
+                r.get("cell_id"),
+            )
         )
     out: dict[SweepKey, list[StepPoint]] = {}
     for key, steps in acc.items():
@@ -99,7 +108,8 @@ def sweep_points(
             if at is None:
                 continue
             why = None if valid else used[0][2]
-            pts.append(StepPoint(step, at, off, mean, low, high, len(used), why))
+            by_cell = {rep[5]: rep[0] for rep in valid}
+            pts.append(StepPoint(step, at, off, mean, low, high, len(used), why, by_cell))
         out[key] = pts
     return out
 

@@ -14,6 +14,7 @@ part of the curve); platforms whose scales differ tenfold get their own axes.
 
 from __future__ import annotations
 
+import statistics
 from collections import defaultdict
 from typing import Any
 
@@ -134,10 +135,16 @@ def _pair_chart(
         for i, (role, pts) in enumerate(roles.items())
     ]
     lines.append(_line("target", svg.PALETTE[1], target))  # drawn last: on top
-    # the sum only at steps every environment measured validly: a gap is not a zero
+    # the sum only at steps every environment measured validly: a gap is not a zero; at a
+    # step, the mean over the repetitions (cells) valid in all of each one's sum, so two
+    # environments' means over different runs are never added
     steps = [{p.step: p for p in pts if p.invalid is None} for pts in [target, *roles.values()]]
-    common = sorted(set.intersection(*(set(s) for s in steps)))
-    total = [(steps[0][st].x, sum(s[st].mean for s in steps), None, None) for st in common]
+    total = []
+    for st in sorted(set.intersection(*(set(s) for s in steps))):
+        cells = set.intersection(*(set(s[st].valid_by_cell) for s in steps))
+        sums = [sum(s[st].valid_by_cell[c] for s in steps) for c in cells]
+        if sums:
+            total.append((steps[0][st].x, statistics.fmean(sums), None, None))
     if total:
         lines.insert(0, svg.Line("sum (steps valid in all)", "#222", total, dashed=True))
     pct = all(p.x <= 200 for p in target) and len({p.x for p in target}) > 1
