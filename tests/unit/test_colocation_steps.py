@@ -355,3 +355,44 @@ def test_pair_sum_is_the_mean_of_per_repetition_sums_over_repetitions_valid_in_a
     # step 0: rep 1 alone, 100 + 10 (not the target's 110 over reps 1-2 plus 10 from rep 1);
     # step 1: the mean of 220 and 242
     assert [s.split("→ ")[1].split("<")[0] for s in sums] == [svg.num(110.0), svg.num(231.0)]
+
+
+def test_env_step_figures_carry_the_targets_invalid_step_and_never_average_it_in():
+    """A step whose target sample is stored invalid (a window the neighbour did not share, an
+    overload) is no valid CPU figure: averaged with valid repetitions it would pass as one."""
+    shared = "step window not shared: neighbour-1 stopped before it"
+    samples, series = [], []
+    for rep, cpu, bad in (
+        (1, (10, 20, 30, 40), {3: shared}),
+        (2, (12, 50, 32, 44), {1: "x", 3: shared}),
+    ):
+        cell = f"identical/{rep}"
+        for i in range(4):
+            samples.append(
+                _row(
+                    "identical",
+                    "target",
+                    "reply_rate",
+                    i,
+                    100,
+                    rep=rep,
+                    valid=i not in bad,
+                    why=bad.get(i, ""),
+                )
+            )
+        series += _series(cell, "target", "reply_rate.1KB", [(2, 1), (4, 1), (6, 1), (8, 1)])
+        for role, k in (("target", 1), ("neighbour-1", 2)):
+            pts = [(2 * i + 1, k * v) for i, v in enumerate(cpu)]
+            series += _series(cell, role, "cpu_util", pts)
+    for p in series:
+        p["scenario"] = "identical"
+    out = cs.env_by_step(samples, series)
+    sweep = ("container", "httperf-sweep", "identical")
+    cpu = out[((*sweep, "target", 1), "cpu_util")]
+    # step 1: repetition 2's invalid 50 left out; step 3: invalid in both, kept and flagged
+    assert [(p.mean, p.invalid) for p in cpu] == [(11, None), (20, None), (31, None), (42, shared)]
+    assert out[((*sweep, "neighbour-1", 1), "cpu_util")][3].invalid == shared
+    (chart,) = [c for c in steps.env_rate_charts(_data(samples, series)) if "CPU utilization" in c]
+    assert chart.count('data-invalid="identical · target"') == 1
+    assert chart.count('data-invalid="identical · neighbour-1"') == 1
+    assert f"invalid: {shared}" in chart

@@ -68,6 +68,18 @@ def _spread(values: list[float]) -> tuple[float, float | None, float | None]:
     return (m, min(values), max(values)) if len(values) > 1 else (m, None, None)
 
 
+def _reason(r: dict[str, Any], lab: dict[str, Any]) -> str:
+    return r.get("invalid_reason") or str(lab.get("invalid") or "") or "invalid"
+
+
+def _valid_or_flagged(reps: list[tuple]) -> tuple[list[tuple], str | None]:
+    """A step's repetitions (value, valid, reason, ...) to average: the valid ones; with none
+    valid, all of them flagged with the first's reason (the fall after saturation is part of
+    the curve). Invalid ones never join valid ones in one plain point."""
+    valid = [rep for rep in reps if rep[1]]
+    return (valid, None) if valid else (reps, reps[0][2])
+
+
 def sweep_points(
     rows: Iterable[dict[str, Any]], metric: str = "reply_rate", x: str = "intensity"
 ) -> dict[SweepKey, list[StepPoint]]:
@@ -83,7 +95,7 @@ def sweep_points(
             continue
         scenario = shown_scenario(r["scenario"], lab)
         key = (r["platform"], r["test_case"], scenario, r["role"], lab.get("file_size_kb"))
-        reason = r.get("invalid_reason") or str(lab.get("invalid") or "") or "invalid"
+        reason = _reason(r, lab)
         acc[key][int(lab["step"])].append(
             (
                 float(r["value"]),
@@ -98,8 +110,7 @@ def sweep_points(
     for key, steps in acc.items():
         pts = []
         for step, reps in sorted(steps.items()):
-            valid = [rep for rep in reps if rep[1]]
-            used = valid or reps
+            used, why = _valid_or_flagged(reps)
             mean, low, high = _spread([rep[0] for rep in used])
             offered = [float(rep[3]) for rep in used if rep[3] is not None]
             off = statistics.fmean(offered) if offered else None
@@ -107,8 +118,7 @@ def sweep_points(
             at = pct if x == "intensity" and pct is not None else off
             if at is None:
                 continue
-            why = None if valid else used[0][2]
-            by_cell = {rep[5]: rep[0] for rep in valid}
+            by_cell = {rep[5]: rep[0] for rep in used if why is None}
             pts.append(StepPoint(step, at, off, mean, low, high, len(used), why, by_cell))
         out[key] = pts
     return out
@@ -129,22 +139,25 @@ def env_by_step(
 ) -> dict[tuple[SweepKey, str], list[StepPoint]]:
     """(sweep key, metric) -> the metric's mean over each step's window, per role of each
     cell, then mean and min-max over repetitions; x is the target's offered rate. The windows
-    are the target's steps (pair scenarios step in lockstep, so they are every environment's)."""
+    are the target's steps (pair scenarios step in lockstep, so they are every environment's).
+    A step whose target sample is invalid (window not shared, overload) is one for every role
+    of the cell: flagged with its reason as the throughput lines, never averaged with valid ones."""
     wanted = set(metrics)
     x_of: dict[tuple[str, Any, int], tuple[float, float | None]] = {}
+    why_of: dict[tuple[str, Any, int], tuple[bool, str]] = {}  # the target's step sample
     for r in samples:
         lab = labels_of(r)
         if r["metric"] == "reply_rate" and r["role"] == "target" and lab.get("step") is not None:
             off = lab.get("offered_rate")
             if off is not None:  # x: the target's offered rate (the papers' request rate)
-                x_of[(r["cell_id"], lab.get("file_size_kb"), int(lab["step"]))] = (
-                    float(off),
-                    float(off),
-                )
+                at = (r["cell_id"], lab.get("file_size_kb"), int(lab["step"]))
+                x_of[at] = (float(off), float(off))
+                why_of[at] = (bool(r["valid"]), _reason(r, lab))
     by_cell: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for p in series:
         by_cell[p["cell_id"]].append(p)
-    acc: dict[tuple[SweepKey, str], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    # (sweep key, metric) -> step -> [(value, valid, reason)], one per cell
+    acc: dict[tuple[SweepKey, str], dict[int, list[tuple]]] = defaultdict(lambda: defaultdict(list))
     xs: dict[tuple[SweepKey, str], dict[int, tuple[float, float | None]]] = defaultdict(dict)
     for cell_id, pts in by_cell.items():
         # the target's throughput series: metric "reply_rate.<size>KB", one point per step
@@ -166,14 +179,15 @@ def env_by_step(
                     cell = pts[0]
                     sweep = (cell["platform"], cell["test_case"], cell["scenario"], role, size)
                     key = (sweep, metric)
-                    acc[key][step].append(statistics.fmean(vals))
+                    acc[key][step].append((statistics.fmean(vals), *why_of[(cell_id, size, step)]))
                     xs[key][step] = at
     out: dict[tuple[SweepKey, str], list[StepPoint]] = {}
     for key, steps in acc.items():
-        out[key] = [
-            StepPoint(step, xs[key][step][0], xs[key][step][1], *_spread(v), len(v))
-            for step, v in sorted(steps.items())
-        ]
+        out[key] = []
+        for step, reps in sorted(steps.items()):
+            used, why = _valid_or_flagged(reps)
+            x, off = xs[key][step]
+            out[key].append(StepPoint(step, x, off, *_spread([v[0] for v in used]), len(used), why))
     return out
 
 
