@@ -82,7 +82,9 @@ def _code_version() -> str:
     return out.stdout.strip() or "unknown"
 
 
-def _record_piece(results: Path, run_id: str, out: CliRun, done: tuple[int, int]) -> list[dict]:
+def _record_piece(
+    results: Path, run_id: str, out: CliRun, done: tuple[int, int], code: str
+) -> list[dict]:
     """Append this piece to RESULTS/runtime-pieces.jsonl; all pieces of `run_id` so far."""
     path = results / PIECES
     piece = {
@@ -93,7 +95,7 @@ def _record_piece(results: Path, run_id: str, out: CliRun, done: tuple[int, int]
         "exit": out.returncode,
         "cells_done_before": done[0],
         "cells_done_after": done[1],
-        "code": _code_version(),
+        "code": code,  # as the piece started: what its run imported
     }
     with path.open("a") as f:
         f.write(json.dumps(piece) + "\n")
@@ -129,6 +131,7 @@ def main() -> None:
                 ap.error(f"--resume: run {latest[0]} in {results} has finished already")
             resume = latest[0]
         before = _finished(cell_times(results)) if resume else 0
+        code = _code_version()
         out = run_campaign(args.campaign, results, resume=resume, stop_after=args.stop_after)
         rows = cell_times(results)
         latest = _latest_run(results)
@@ -144,7 +147,7 @@ def main() -> None:
         f"exit {out.returncode}"
     )
     if args.results_dir is not None and latest is not None:
-        pieces = _record_piece(results, latest[0], out, (before, done))
+        pieces = _record_piece(results, latest[0], out, (before, done), code)
         if len(pieces) > 1 or out.returncode == 130:
             summed = sum(p["wall_s"] for p in pieces)
             state = "finished" if latest[1] == "finished" else f"not finished ({latest[1]})"

@@ -257,6 +257,39 @@ def test_engine_stores_each_summary_per_point_the_target_served():
     assert (cpu[70].value, cpu[70].labels["n"]) == (50.0, 4)  # (6, 10]: t = 7..10
 
 
+def test_summaries_at_a_point_whose_target_result_is_invalid_are_flagged_too():
+    """A size whose window the neighbour did not share (or a NIC stall) flags the target's
+    result there; every role's readings at that size say so as well, the other size's not."""
+    from virtbench.metrics.sampler import Window
+    from virtbench.workloads.base import Sample
+
+    t0 = 1000.0
+    target = engine._Env(engine.EnvPlan("target"), FakePlatform("target", []))
+    target.points = [({"file_size_kb": 1}, t0 + 1, t0 + 5), ({"file_size_kb": 70}, t0 + 6, t0 + 10)]
+    stall = "step window not shared: neighbour-1 90 %"
+    bad = {"file_size_kb": 70, "invalid": stall}
+    target.samples = [
+        Sample("requests_per_s", 900.0, "req/s", True, "target", {"file_size_kb": 1}),
+        Sample("requests_per_s", 90.0, "req/s", True, "target", bad),
+    ]
+    w = Window()
+    for role in ("target", "neighbour-1"):
+        for t in range(1, 11):
+            w.keep(role, "cpu_util", 10.0, "%", (t - 1.0, float(t)))
+    out = engine._collect([target], target, w, {"cpu_budget": "none"}, {}, t0)
+    flags = {
+        (s.role, s.labels["file_size_kb"]): s.labels.get("invalid")
+        for s in out
+        if s.metric == "cpu_util"
+    }
+    assert flags[("target", 1)] is None and flags[("neighbour-1", 1)] is None
+    assert (
+        flags[("target", 70)]
+        == flags[("neighbour-1", 70)]
+        == (f"the target's result at this point: {stall}")
+    )
+
+
 def test_wrk_max_pairs_run_each_size_in_lockstep_without_a_rate_schedule():
     from types import SimpleNamespace
 

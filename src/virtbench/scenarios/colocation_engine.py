@@ -405,12 +405,43 @@ def _collect(
                 "env_platform": e.platform.name if e.platform else None,
             }
             out.append(Sample("startup_s", e.startup_s, "s", False, e.plan.role, base | when))
-    if problems:
-        # the scene was not what the cell claims: flag every workload result, drop none
-        reason = "; ".join(problems)
-        for s in out:
-            s.labels.setdefault("invalid", f"neighbours not as planned: {reason}")
     # every role's readings per point the target served, labelled with that point (a
     # neighbour's figures are "while the target served 1 KB"); never across points
     spans = [(lab, a - t0, b - t0) for lab, a, b in target.points]
-    return out + summary_samples(window, spans, base)
+    summaries = summary_samples(window, spans, base)
+    _flag_points(summaries, [lab for lab, _a, _b in spans], target.samples)
+    if problems:
+        # the scene was not what the cell claims: flag every result, drop none
+        reason = "; ".join(problems)
+        for s in out + summaries:
+            s.labels.setdefault("invalid", f"neighbours not as planned: {reason}")
+    return out + summaries
+
+
+def _flag_points(
+    summaries: list[Sample], points: list[dict[str, Any]], target: list[Sample]
+) -> None:
+    """A point whose target result is invalid (its window not shared, a NIC stall) is one for
+    every role's readings at it: the summaries say so too, so exports never show them as a
+    valid co-located figure."""
+
+    def at(labels: dict[str, Any], point: dict[str, Any]) -> bool:
+        return all(labels.get(k) == v for k, v in point.items())
+
+    bad = []
+    for point in filter(None, points):
+        why = next(
+            (
+                str(s.labels["invalid"])
+                for s in target
+                if s.role == "target" and "invalid" in s.labels and at(s.labels, point)
+            ),
+            None,
+        )
+        if why is not None:
+            bad.append((point, why))
+    for summary in summaries:
+        for point, why in bad:
+            if at(summary.labels, point):
+                summary.labels.setdefault("invalid", f"the target's result at this point: {why}")
+                break
