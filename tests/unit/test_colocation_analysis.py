@@ -194,3 +194,35 @@ def test_aggregated_is_over_repetitions_where_every_environment_was_valid():
     assert ident.aggregated_ratio == pytest.approx(0.9)
     assert ident.jain == pytest.approx(900**2 / (2 * (500**2 + 400**2)))
     assert ident.environments == 2
+
+
+def _stepped(scenario, role, value, size, step, valid=1):
+    row = _sized(scenario, role, 1, value, size) | {"valid": valid}
+    labels = json.loads(row["labels_json"]) | {"lockstep_step": step}
+    return row | {"labels_json": json.dumps(labels)}
+
+
+def test_a_different_size_neighbour_is_summed_with_its_run_beside_that_target_point():
+    # different:70: the neighbour ran 70 KB once beside the target's 1 KB (step 0) and once
+    # beside its 10 KB (step 1); at the target's 1 KB the pair is 7,000 + its step-0 run
+    # (500), not + the mean of both runs (1,000)
+    rows = [
+        _sized("solo", "target", 1, 14000, 1),
+        _sized("solo", "target", 1, 9000, 10),
+        _sized("solo", "target", 1, 2000, 70),
+        _stepped("different:70", "target", 7000, 1, 0),
+        _stepped("different:70", "neighbour-1", 500, 70, 0),
+        _stepped("different:70", "target", 4000, 10, 1),
+        _stepped("different:70", "neighbour-1", 1500, 70, 1),
+    ]
+    dims = {"web": {"file_size_kb"}}
+    stats = {(s.scenario, s.point): s for s in c.cell_stats(rows, {"web": "req_per_s"}, dims)}
+    small = stats[("different:70", "file_size_kb=1")]
+    assert small.aggregated == 7500
+    assert small.aggregated_ratio == pytest.approx(7000 / 14000 + 500 / 2000)
+    assert stats[("different:70", "file_size_kb=10")].aggregated == 5500
+    # its run beside the 1 KB was invalid: no pair sum there, the other run does not stand in
+    rows[4] = _stepped("different:70", "neighbour-1", 500, 70, 0, valid=0)
+    stats = {(s.scenario, s.point): s for s in c.cell_stats(rows, {"web": "req_per_s"}, dims)}
+    assert stats[("different:70", "file_size_kb=1")].aggregated is None
+    assert stats[("different:70", "file_size_kb=10")].aggregated == 5500

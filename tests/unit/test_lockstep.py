@@ -109,3 +109,23 @@ def test_apply_schedule_takes_one_solo_peak_per_size():
     # each peak is a solo run of one size, without a rate limit or a schedule
     assert [p["file_sizes"] for p in peaks.asked] == [[1], [50]]
     assert all("schedule" not in p and p["rate"] == 0.0 for p in peaks.asked)
+
+
+def test_each_ended_step_labels_its_index_the_same_for_every_party():
+    lock = sweep.Lockstep(["target", "neighbour-1"], 0.95, 0.05, timeout_s=10)
+    seen: dict[str, list[dict]] = {}
+
+    def run(name: str) -> None:
+        party = lock.party(name)
+        for _ in range(3):
+            party.begin()
+            party.end()
+            seen.setdefault(name, []).append(party.labels())
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in lock.names]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    steps = [{"lockstep_step": k} for k in range(3)]
+    assert seen == {"target": steps, "neighbour-1": steps}

@@ -134,6 +134,24 @@ def _role_values(by_dims: dict[Dims, list[float]], dims: Dims) -> tuple[Dims, li
     return dims, []
 
 
+def _beside(
+    own: list[tuple[Any, float | None]],
+    target: list[tuple[Any, float | None]],
+    values: list[float],
+    missing: bool,
+) -> tuple[list[float], bool]:
+    """A neighbour serving one other point (different:SIZE) ran it once beside each of the
+    target's points: its valid values from the lockstep steps the target's point was measured
+    in, and whether it ran there without a valid value. Without step labels (older stores,
+    no lockstep): all of them, as before."""
+    steps = {step for step, _v in target if step is not None}
+    there = [v for step, v in own if step in steps]
+    if not steps or not there and all(step is None for step, _v in own):
+        return values, missing
+    kept = [v for v in there if v is not None]
+    return kept, missing or not kept
+
+
 def cell_stats(
     rows: list[dict[str, Any]],
     primary: dict[str, str],
@@ -151,6 +169,8 @@ def cell_stats(
     env_platform: dict[tuple[str, str, str, str], str] = {}
     meta: dict[tuple[str, str, str], tuple[str, bool]] = {}
     invalid: dict[tuple[str, str, str, Dims], int] = defaultdict(int)
+    # (platform, tc, scenario, repetition, role, point) -> [(lockstep step, value or None)]
+    stepped: dict[tuple[Any, ...], list[tuple[Any, float | None]]] = defaultdict(list)
     limits = _limits(rows, primary, dimensions or {})
     for r in rows:
         if r["metric"] != primary.get(r["test_case"]) or r["role"] == "client":
@@ -161,6 +181,10 @@ def cell_stats(
         labels = labels_of(r)
         dims = _dims(labels, (dimensions or {}).get(r["test_case"], ()))
         meta[key] = (r["unit"], bool(r["higher_is_better"]))
+        step = labels.get("lockstep_step")
+        stepped[(*key, r["repetition"], r["role"], dims)].append(
+            (step, float(r["value"]) if r["valid"] else None)
+        )
         if not r["valid"]:
             if r["role"] == "target":
                 invalid[(*key, dims)] += 1
@@ -201,10 +225,17 @@ def cell_stats(
             st.normalized = normalized(st.target_mean, solo_mean)
             st.degradation_pct = degradation_pct(st.target_mean, solo_mean, hib)
         sums, ratios, fair = [], [], []
-        for rep in reps.values():
+        for rep_no, rep in reps.items():
             roles, peaks, missing = {}, [], False
             for role, by_dims in rep.items():
                 at, values = _role_values(by_dims, dims)
+                if at != dims and values:  # its runs beside this point only, where known
+                    values, missing = _beside(
+                        stepped[(*key[:3], rep_no, role, at)],
+                        stepped[(*key[:3], rep_no, "target", dims)],
+                        values,
+                        missing,
+                    )
                 if values:
                     roles[role] = statistics.fmean(values)
                     where = env_platform.get((*key[:3], role), platform)

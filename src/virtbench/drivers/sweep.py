@@ -225,3 +225,9 @@ class LockstepParty:
         with contextlib.suppress(threading.BrokenBarrierError):
             self.lockstep._end.wait()
         return self.lockstep.verdict(n, self.name)
+
+    def labels(self) -> dict[str, int]:
+        """Of the step just ended: results of co-located environments with the same
+        `lockstep_step` shared one window (a `different:SIZE` neighbour's 70 KB run beside
+        the target's 1 KB, not beside its 50 KB)."""
+        return {"lockstep_step": self.n - 1}

@@ -389,6 +389,7 @@ class HttperfSweep(_NginxWorkload):
         stall = self.stall(st.platform, st.ctx, f"{self.what(st)} step {index}")
         invalid = "; ".join(w for w in (invalid, unshared, stall) if w) or None
         labels = self.step_labels(st, index, rate, len(parts), r, invalid, phase)
+        labels |= gate.labels() if gate else {}
         values = self.step_values(r, rate)
         self.record(st, labels, values, r, par)
         st.ctx.log(
@@ -618,6 +619,7 @@ class WrkMax(_NginxWorkload):
                     **point,
                     "calls_per_conn": int(p.get("calls_per_conn", 1)),
                     "client_nofile": nofile,
+                    **(gate.labels() if gate else {}),
                 }
                 why = wrk.invalid_reason(res, run.cpu_util)
                 stall = self.stall(platform, ctx, what)
