@@ -57,7 +57,7 @@ def measure(
     sampler.add("target", target)
     try:
         with sampler:
-            samples = body(replace(ctx, series=record), sampler)
+            samples = body(replace(ctx, series=record, t0=sampler.t0), sampler)
         status, error = "ok", None
     except WorkloadError as exc:
         samples, error = list(getattr(exc, "samples", [])), str(exc)  # partial results kept

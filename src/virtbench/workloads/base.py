@@ -52,6 +52,10 @@ class RunContext:
     # the campaign's client host (serving/remote.py CellClient): clients run there over SSH;
     # None: on this host
     remote: Any = None
+    # time.monotonic() at the cell's start: `series` t counts from here, the axis of the
+    # cell's sampler, so a workload's points and the 1 s readings line up (None: not known,
+    # count from the workload's own start)
+    t0: float | None = None
 
 
 class Workload(abc.ABC):

@@ -259,7 +259,8 @@ class HttperfSweep(_NginxWorkload):
         sizes = self.sizes(ctx)
         nofile = raise_nofile()
         samples: list[Sample] = []
-        t0 = time.monotonic()
+        # series on the cell's axis: a neighbour VM booting first must not shift them
+        t0 = ctx.t0 if ctx.t0 is not None else time.monotonic()
         rate = float(ctx.params.get("rate", 0) or 0)
         schedule = ctx.params.get("schedule") or {}
         with self.nginx(platform, ctx, sizes) as served:
