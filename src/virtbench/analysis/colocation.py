@@ -138,18 +138,16 @@ def _beside(
     own: list[tuple[Any, float | None]],
     target: list[tuple[Any, float | None]],
     values: list[float],
-    missing: bool,
-) -> tuple[list[float], bool]:
+) -> list[float]:
     """A neighbour serving one other point (different:SIZE) ran it once beside each of the
     target's points: its valid values from the lockstep steps the target's point was measured
-    in, and whether it ran there without a valid value. Without step labels (older stores,
-    no lockstep): all of them, as before."""
+    in (none: it ran there without a valid value). Without step labels (older stores, no
+    lockstep): all of them, as before."""
     steps = {step for step, _v in target if step is not None}
     there = [v for step, v in own if step in steps]
     if not steps or not there and all(step is None for step, _v in own):
-        return values, missing
-    kept = [v for v in there if v is not None]
-    return kept, missing or not kept
+        return values
+    return [v for v in there if v is not None]
 
 
 def cell_stats(
@@ -230,11 +228,10 @@ def cell_stats(
             for role, by_dims in rep.items():
                 at, values = _role_values(by_dims, dims)
                 if at != dims and values:  # its runs beside this point only, where known
-                    values, missing = _beside(
+                    values = _beside(
                         stepped[(*key[:3], rep_no, role, at)],
                         stepped[(*key[:3], rep_no, "target", dims)],
                         values,
-                        missing,
                     )
                 if values:
                     roles[role] = statistics.fmean(values)

@@ -4,9 +4,9 @@ each weights configuration gave every environment, and whether the weights acted
 A weight divides CPU only between environments runnable at the same moment; a pair that is
 not (closed-loop clients with too few requests outstanding for the budget's bursts,
 docs/colocation.md "Weights need contention") splits its CPU about evenly whatever the
-weights say. So next to each environment's throughput the
-table puts the CPU split measured in the same cell (cpu_util summaries of that point) and
-says, per configuration, whether the heavier environment served more in every repetition.
+weights say. So next to each environment's throughput the table puts the CPU split measured
+in the same cell (cpu_util summaries of that point) and says, per configuration, whether the
+heavier environment served more in every repetition.
 """
 
 from __future__ import annotations
