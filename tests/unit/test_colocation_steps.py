@@ -98,6 +98,22 @@ def test_env_metrics_averaged_over_each_steps_window():
     assert [p.x for p in cpu] == [100.0, 200.0, 300.0, 400.0]  # the target's offered rate
 
 
+def test_env_step_x_is_the_mean_offered_rate_over_repetitions():
+    samples, series = [], []
+    for rep, base in ((1, 100.0), (2, 140.0)):
+        cell = f"solo/{rep}"
+        for i in range(2):
+            row = _row("solo", "target", "reply_rate", i, 1, rep=rep, cell=cell)
+            row["labels"]["offered_rate"] = base * (i + 1)
+            samples.append(row)
+        series += _series(cell, "target", "reply_rate.1KB", [(2, 1), (4, 1)])
+        series += _series(cell, "target", "cpu_util", [(1, 10 * rep), (3, 20 * rep)])
+    out = cs.env_by_step(samples, series)
+    cpu = out[(("container", "httperf-sweep", "solo", "target", 1), "cpu_util")]
+    assert [p.x for p in cpu] == [120.0, 240.0]  # not the last repetition's 140 / 280
+    assert [p.mean for p in cpu] == [15, 30]
+
+
 def test_degradation_table_matches_offered_rates_and_flags_invalid_steps():
     rows = []
     cells = (("solo", (100, 200, 300), 1.0), ("idle-neighbours:3", (90, 180, 240), 2.0))

@@ -98,6 +98,16 @@ def test_invalid_throughput_is_left_out_and_equal_weights_say_so():
     assert by["weights:1:4:1"][8].endswith("in 1 of 1")
 
 
+def test_a_lighter_side_that_served_nothing_counts_as_the_heavier_winning():
+    rows = _cell("weights:1:4:1", HEAVY_T, 1, 1, (5000, 1000), (40, 10))
+    rows += _cell("weights:1:4:1", HEAVY_T, 1, 2, (5200, 0), (48, 2))
+    rows += _cell("weights:1:4:1", HEAVY_T, 1, 3, (0, 0), (0, 0))  # nothing to compare
+    _charts, table = weights.weight_views(_data(rows), PRIMARY)
+    row = _table(table)[1]
+    assert row[5] == "×∞ [5.00–∞]"
+    assert row[8].endswith("served ≥ 1.1x more in 2 of 2")
+
+
 def test_a_point_no_solo_served_says_so_in_the_vs_solo_column():
     from virtbench.analysis.colocation import CellStats
     from virtbench.report.suites.colocation import _vs_solo

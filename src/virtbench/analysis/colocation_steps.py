@@ -138,12 +138,13 @@ def env_by_step(
     metrics: Iterable[str] = ENV_STEP_METRICS,
 ) -> dict[tuple[SweepKey, str], list[StepPoint]]:
     """(sweep key, metric) -> the metric's mean over each step's window, per role of each
-    cell, then mean and min-max over repetitions; x is the target's offered rate. The windows
-    are the target's steps (pair scenarios step in lockstep, so they are every environment's).
+    cell, then mean and min-max over repetitions; x is the target's offered rate, averaged over
+    the repetitions (each calibrates its own schedule). The windows are the target's steps
+    (pair scenarios step in lockstep, so they are every environment's).
     A step whose target sample is invalid (window not shared, overload) is one for every role
     of the cell: flagged with its reason as the throughput lines, never averaged with valid ones."""
     wanted = set(metrics)
-    x_of: dict[tuple[str, Any, int], tuple[float, float | None]] = {}
+    x_of: dict[tuple[str, Any, int], float] = {}
     why_of: dict[tuple[str, Any, int], tuple[bool, str]] = {}  # the target's step sample
     for r in samples:
         lab = labels_of(r)
@@ -151,14 +152,14 @@ def env_by_step(
             off = lab.get("offered_rate")
             if off is not None:  # x: the target's offered rate (the papers' request rate)
                 at = (r["cell_id"], lab.get("file_size_kb"), int(lab["step"]))
-                x_of[at] = (float(off), float(off))
+                x_of[at] = float(off)
                 why_of[at] = (bool(r["valid"]), _reason(r, lab))
     by_cell: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for p in series:
         by_cell[p["cell_id"]].append(p)
     # (sweep key, metric) -> step -> [(value, valid, reason)], one per cell
     acc: dict[tuple[SweepKey, str], dict[int, list[tuple]]] = defaultdict(lambda: defaultdict(list))
-    xs: dict[tuple[SweepKey, str], dict[int, tuple[float, float | None]]] = defaultdict(dict)
+    xs: dict[tuple[SweepKey, str], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     for cell_id, pts in by_cell.items():
         # the target's throughput series: metric "reply_rate.<size>KB", one point per step
         sizes: dict[str, list[tuple[float, float]]] = defaultdict(list)
@@ -180,14 +181,14 @@ def env_by_step(
                     sweep = (cell["platform"], cell["test_case"], cell["scenario"], role, size)
                     key = (sweep, metric)
                     acc[key][step].append((statistics.fmean(vals), *why_of[(cell_id, size, step)]))
-                    xs[key][step] = at
+                    xs[key][step].append(at)
     out: dict[tuple[SweepKey, str], list[StepPoint]] = {}
     for key, steps in acc.items():
         out[key] = []
         for step, reps in sorted(steps.items()):
             used, why = _valid_or_flagged(reps)
-            x, off = xs[key][step]
-            out[key].append(StepPoint(step, x, off, *_spread([v[0] for v in used]), len(used), why))
+            x = statistics.fmean(xs[key][step])
+            out[key].append(StepPoint(step, x, x, *_spread([v[0] for v in used]), len(used), why))
     return out
 
 

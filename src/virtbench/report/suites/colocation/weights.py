@@ -11,6 +11,7 @@ heavier environment served more in every repetition.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import defaultdict
 from typing import Any
@@ -61,11 +62,24 @@ def _heavier(weights: dict[str, Any]) -> tuple[str, str] | None:
     return ("target", "neighbour-1") if t > n else ("neighbour-1", "target")
 
 
+def _ratio(hi: float, lo: float) -> float | None:
+    """heavier ÷ lighter; a lighter side that got nothing while the heavier got some is the
+    weights' strongest effect (infinite), not a repetition to leave out."""
+    if lo:
+        return hi / lo
+    return math.inf if hi else None
+
+
+def _num(x: float) -> str:
+    return "∞" if math.isinf(x) else f"{x:.2f}"
+
+
 def _ratio_text(values: list[float]) -> str:
     if not values:
         return "–"
     m = statistics.fmean(values)
-    return f"×{m:.2f}" + (f" [{min(values):.2f}–{max(values):.2f}]" if len(values) > 1 else "")
+    spread = f" [{_num(min(values))}–{_num(max(values))}]" if len(values) > 1 else ""
+    return f"×{_num(m)}{spread}"
 
 
 def _verdict(served: list[float], cpu: list[float], heavy: tuple[str, str] | None) -> str:
@@ -128,8 +142,12 @@ def _row(where: str, scenario: str, cells: list[dict]) -> list[str]:
     cpu: list[float] = []
     if heavy:
         hi, lo = heavy
-        served = [c["rps"][hi] / c["rps"][lo] for c in cells if c["rps"][lo]]
-        cpu = [c["cpu"][hi] / c["cpu"][lo] for c in cells if c["cpu"].get(hi) and c["cpu"].get(lo)]
+        ratios = (_ratio(c["rps"][hi], c["rps"][lo]) for c in cells)
+        served = [r for r in ratios if r is not None]
+        cpu_ratios = (
+            _ratio(c["cpu"][hi], c["cpu"][lo]) for c in cells if {hi, lo} <= c["cpu"].keys()
+        )
+        cpu = [r for r in cpu_ratios if r is not None]
 
     def mean(role: str, what: str = "rps") -> float | None:
         vals = [c[what][role] for c in cells if what == "rps" or c[what].get(role)]
