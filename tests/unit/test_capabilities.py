@@ -137,3 +137,38 @@ def test_stacked_container_runs_on_its_vms_vcpu_threads():
     vm.machine = SimpleNamespace(vcpu_threads=[7, 8])
     assert StackedContainer.vcpu_threads(SimpleNamespace(host=vm)) == [7, 8]
     assert StackedContainer.vcpu_threads(SimpleNamespace(host=object())) == []
+
+
+class _Backed(FakePlatform):
+    def __init__(self, group):
+        super().__init__("target", [])
+        self.group = group
+
+    def backend_threads(self):
+        return self.group
+
+
+def test_the_back_end_group_joins_the_cells_shared_budget(tmp_path, monkeypatch):
+    from tests.unit.test_cgroups import _fake_v1
+    from virtbench import cleanup
+    from virtbench.cgroups import CpuBudget, Layout
+
+    monkeypatch.setattr(cleanup, "OWNERS_DIR", tmp_path / "owners")
+    layout = _fake_v1(tmp_path)
+    monkeypatch.setattr(Layout, "detect", classmethod(lambda cls: layout))
+    # a fake tree's control files are plain files: rmdir cannot take them with the group
+    gone: list[str] = []
+    monkeypatch.setattr(weights.Cgroup, "destroy", lambda self: gone.append(self.name))
+    budget = CpuBudget.create(100_000, layout=layout)
+    home = tmp_path / "cpu/virtbench" / budget.name / "vb-vm"
+    home.mkdir()
+    group = caps.ThreadGroup([10], [11, 12], str(home))
+    notes: dict = {}
+    with weights._backend_group([(_Backed(group), "target")], 2048, notes, budget):
+        (be,) = [d for d in home.parent.iterdir() if d.name.endswith("-be")]
+        assert (be / "cpu.shares").read_text() == "2048"
+        assert "inside the shared budget shared:100000/100000" in notes["host_weight_applied_to"]
+    assert gone == [f"{budget.name}/{be.name}"]  # gone with the cell
+    with weights._backend_group([(_Backed(group), "target")], 512, notes):
+        # no budget: a top-level group, as before
+        assert [d.name for d in (tmp_path / "cpu/virtbench").iterdir() if d.name.endswith("-be")]

@@ -224,6 +224,7 @@ def run(
             host_weight,
             stack,
             lift_quotas=placement is not None,
+            budget=budget,
         )
         active = [e for e in envs if e.plan.start_after_s is None]
         late = [e for e in envs if e.plan.start_after_s is not None]

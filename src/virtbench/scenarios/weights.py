@@ -5,7 +5,9 @@ a `vb-` cgroup its processes join: platforms/cpu_weight.py), undone when the cel
 
 The "driver domain" weight goes to the host-side back-end work that can be grouped: the
 threads a platform names as its BackendThreads (a VM's QEMU main loop and I/O threads doing
-virtio/e1000 and tap work), split into their own cpu cgroup on cgroup v1. Softirq work
+virtio/e1000 and tap work), split into their own cpu cgroup on cgroup v1: inside the cell's
+shared CPU budget when there is one, so the driver domain and the guests divide one budget by
+their weights (seed 003's Dom0:Dom1:Dom2 on one CPU pool), never escaping it. Softirq work
 (bridge, veth, NAT) runs in whatever task the CPU was executing or in ksoftirqd and cannot be
 weighted per environment; the returned notes say what was and was not weighted
 (docs/colocation.md).
@@ -20,7 +22,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from ..cgroups import Cgroup, Layout
+from ..cgroups import Cgroup, CpuBudget, Layout
 from ..naming import NAME_PREFIX
 from ..platforms.base import Platform
 from ..platforms.capabilities import BackendThreads, CpuWeight, require
@@ -32,8 +34,14 @@ def _write(path: Path, value: str) -> None:
 
 
 @contextlib.contextmanager
-def _backend_group(platforms: list[tuple[Platform, str]], shares: int, notes: dict[str, Any]):
-    """Back-end threads of the environments in their own cpu cgroup (cgroup v1 only)."""
+def _backend_group(
+    platforms: list[tuple[Platform, str]],
+    shares: int,
+    notes: dict[str, Any],
+    budget: CpuBudget | None = None,
+):
+    """Back-end threads of the environments in their own cpu cgroup (cgroup v1 only), a child
+    of `budget` when the environments share one."""
     layout = Layout.detect()
     items: list[tuple[int, Path]] = []  # (tid, original cpu cgroup dir)
     home: dict[int, Path] = {}  # owning process (QEMU) -> its own cpu cgroup dir
@@ -58,7 +66,9 @@ def _backend_group(platforms: list[tuple[Platform, str]], shares: int, notes: di
         )
         yield
         return
-    cg = Cgroup.create(f"{NAME_PREFIX}{secrets.token_hex(3)}-be", cpu_weight=shares)
+    name = f"{NAME_PREFIX}{secrets.token_hex(3)}-be"
+    cg = Cgroup.create(name if budget is None else budget.child(name), cpu_weight=shares)
+    inside = "" if budget is None else f" inside the shared budget {budget.label()}"
     tasks = Path(cg.paths()["cpu"], "tasks")
     moved = 0
     for tid, _orig in items:
@@ -66,7 +76,7 @@ def _backend_group(platforms: list[tuple[Platform, str]], shares: int, notes: di
             _write(tasks, str(tid))
             moved += 1
     notes["host_weight_applied_to"] = (
-        f"cpu.shares={shares} on {tasks.parent}: {moved} QEMU non-vCPU threads (main loop, "
+        f"cpu.shares={shares} on {tasks.parent}{inside}: {moved} QEMU non-vCPU threads (main loop, "
         f"I/O threads: the virtio/e1000 back ends and tap I/O) of {', '.join(roles)}; their "
         "vCPU threads keep the environments' own weights; softirq work (bridge, NAT) is not "
         "weighted"
@@ -110,11 +120,13 @@ def apply(
     host_weight: int | None,
     stack: ExitStack,
     lift_quotas: bool = False,
+    budget: CpuBudget | None = None,
 ) -> dict[str, Any]:
     """Apply weights (cpu.shares scale) for the cell; undo them when `stack` closes.
 
     `lift_quotas` (a weights cell on one shared CPU) lifts each weighted environment's CFS
-    quota meanwhile, so the shared CPU and not a per-environment cap is what they divide."""
+    quota meanwhile, so the shared CPU and not a per-environment cap is what they divide.
+    `budget`: the cell's shared CPU budget, which the back-end group joins."""
     notes: dict[str, Any] = {}
     weighted, lifted = {}, {}
     for platform, shares, role in items:
@@ -129,5 +141,6 @@ def apply(
     if lifted:
         notes["quota_lifted"] = lifted
     if host_weight is not None:
-        stack.enter_context(_backend_group([(p, r) for p, _w, r in items], host_weight, notes))
+        backends = [(p, r) for p, _w, r in items]
+        stack.enter_context(_backend_group(backends, host_weight, notes, budget))
     return notes
