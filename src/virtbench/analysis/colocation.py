@@ -89,6 +89,7 @@ class CellStats:
     environments: int = 1
     dims: Dims = ()  # the sweep point (file size, connections...): never pooled across
     limit: str | None = None  # which side limited the target's headline (server / client)
+    target_range: tuple[float, float] | None = None  # min, max of the target's valid samples
 
     @property
     def point(self) -> str:
@@ -206,7 +207,7 @@ def cell_stats(
         for d in rep.get("target", {})
     }
     out = []
-    for key in sorted(points | set(invalid), key=lambda k: (k[:3], _sort(k[3]))):
+    for key in sorted(points | set(invalid), key=lambda k: (k[:3], dims_order(k[3]))):
         platform, tc, scenario, dims = key
         reps = groups.get(key[:3], {})
         target = [v for rep in reps.values() for v in rep.get("target", {}).get(dims, [])]
@@ -216,6 +217,7 @@ def cell_stats(
             statistics.fmean(target) if target else float("nan"),
             cov(target), len(target), invalid.get(key, 0), dims=dims,
             limit=limits.get(key),
+            target_range=(min(target), max(target)) if target else None,
         )  # fmt: skip
         solo_mean = solo_means.get((platform, tc, _what(dims)))
         if solo_mean and target:
@@ -334,7 +336,8 @@ def _limits(
     return out
 
 
-def _sort(dims: Dims) -> tuple:
+def dims_order(dims: Dims) -> tuple:
+    """Sort key of a sweep point: numbers by value (2 KB before 10 KB), then text."""
     return tuple((k, (0, v) if isinstance(v, int | float) else (1, str(v))) for k, v in dims)
 
 

@@ -194,10 +194,14 @@ def bar_chart(
                     + (f"M{cx - 4:.1f} {y(b_high):.1f}h8" if b_high == b.high else "")
                     + '" stroke="#222" stroke-width="1.2" fill="none"/>'
                 )
+        gx = left + gi * gw + gw / 2
+        lines = "".join(
+            f'<tspan x="{gx:.1f}" dy="{12 * (i > 0)}">{escape(line)}</tspan>'
+            for i, line in enumerate(_label_lines(g, int(gw / 7)))
+        )
         out.append(
-            f'<text x="{left + gi * gw + gw / 2:.1f}" y="{height - bottom + 16}"'
-            f' text-anchor="middle" {FONT}>{escape(_clip(g, int(gw / 7)))}'
-            f"<title>{escape(g)}</title></text>"
+            f'<text x="{gx:.1f}" y="{height - bottom + 16}" text-anchor="middle" {FONT}>'
+            f"{lines}<title>{escape(g)}</title></text>"
         )
     if ref is not None:  # over the bars, so bars reaching past it still show where it is
         out.append(
@@ -351,6 +355,16 @@ def _legend(
             f"{escape(name)}</text>"
         )
         x += w
+
+
+def _label_lines(text: str, n: int) -> list[str]:
+    """A group label in at most two lines of n characters: a long "kind:argument" goes on two
+    lines, kind over argument, so "idle-neighbours:1" and ":3" no longer both read "idle-ne…"
+    (the tooltip keeps the whole name)."""
+    kind, colon, arg = text.partition(":")
+    if len(text) <= max(n, 6) or not colon:
+        return [_clip(text, n)]
+    return [_clip(kind, n), _clip(arg, n)]
 
 
 def _clip(text: str, n: int) -> str:
