@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from types import SimpleNamespace
 
 from virtbench.analysis import colocation_steps as cs
@@ -177,10 +178,13 @@ def test_idle_neighbour_bars_normalized_per_size():
         r["labels"] = {"file_size_kb": size}
         return r
 
-    rows = [peak("solo", 1000, 1), peak("idle-neighbours:3", 900, 1), peak("solo", 50, 50)]
-    rows += [peak("idle-neighbours:3", 50, 50)]
+    rows = [peak("solo", 50, 50), peak("idle-neighbours:3", 50, 50), peak("solo", 1000, 1)]
+    rows += [peak("idle-neighbours:3", 900, 1), peak("solo", 80, 10), peak("solo", 20, 200)]
     charts, table = roles.idle_neighbours(_data(rows), {"httperf-sweep": "peak_throughput"})
     assert len(charts) == 1
+    # sizes in numeric order (1, 10, 50, 200), not as text (1, 10, 200, 50)
+    sizes = [int(x) for x in re.findall(r">(\d+) KB<", charts[0])]  # label and its tooltip
+    assert list(dict.fromkeys(sizes)) == [1, 10, 50, 200]
     assert "900 (+10.0 %)" in table and "50 (+0.0 %)" in table
     assert "0.9 solo" not in charts[0] and 'data-series="3 idle"' in charts[0]
 

@@ -66,6 +66,7 @@ def test_one_chart_per_size_and_verdicts_follow_the_measured_split():
         rows += _cell("weights:1:1:4", HEAVY_N, 1, rep, (7300, 7400), (24.0, 25.0))
     charts, table = weights.weight_views(_data(rows), PRIMARY)
     assert len(charts) == 2  # 1 KB and 70 KB apart, never one mean of both
+    assert "· 1 KB" in charts[0] and "· 70 KB" in charts[1]  # by size, not as text
     assert any("1 KB" in c for c in charts) and any("70 KB" in c for c in charts)
     by = {(r[0].split(" · ")[2], r[1]): r for r in _table(table)[1:]}
     big = by["70 KB", "weights:1:4:1"]

@@ -336,9 +336,14 @@ def _limits(
     return out
 
 
+def value_order(value: Any) -> tuple[int, Any]:
+    """Sort key of a label value: numbers by value (2 KB before 10 KB), then text."""
+    return (0, value) if isinstance(value, int | float) else (1, str(value))
+
+
 def dims_order(dims: Dims) -> tuple:
-    """Sort key of a sweep point: numbers by value (2 KB before 10 KB), then text."""
-    return tuple((k, (0, v) if isinstance(v, int | float) else (1, str(v))) for k, v in dims)
+    """Sort key of a sweep point, label by label (value_order)."""
+    return tuple((k, value_order(v)) for k, v in dims)
 
 
 def interference_matrix(stats: list[CellStats]) -> dict[str, dict[str, float]]:

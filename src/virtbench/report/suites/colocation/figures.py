@@ -14,6 +14,7 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
+from ....analysis.colocation import value_order
 from ... import html, svg
 from . import roles
 
@@ -188,4 +189,4 @@ def env_metrics_table(data) -> str:
 
 def _table_order(kv: tuple) -> tuple:
     platform, tc, point, scenario, role = kv[0]
-    return (platform, tc, [roles.num_key(v) for _k, v in point], scenario, role)
+    return (platform, tc, [value_order(v) for _k, v in point], scenario, role)

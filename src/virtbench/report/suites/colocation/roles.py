@@ -18,6 +18,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
+from ....analysis.colocation import value_order
 from ....analysis.colocation_steps import labels_of
 from ....store.description import DIMENSION
 from ... import html, svg
@@ -65,10 +66,10 @@ def idle_neighbours(data, primary: dict[str, str]) -> tuple[list[str], str]:
         counts = sorted({n for per in sizes.values() for n in per})
         if len(counts) < 2 or 0 not in counts:
             continue
-        groups = [f"{s} KB" for s in sorted(sizes, key=str)]
+        groups = [f"{s} KB" for s in sorted(sizes, key=value_order)]
         series = [(f"{n} idle", svg.PALETTE[i % len(svg.PALETTE)]) for i, n in enumerate(counts)]
         bars = {}
-        for size, per in sorted(sizes.items(), key=lambda kv: str(kv[0])):
+        for size, per in sorted(sizes.items(), key=lambda kv: value_order(kv[0])):
             solo = statistics.fmean(per[0]) if per.get(0) else None
             row = [platform, str(size)]
             for n in every:
@@ -208,7 +209,9 @@ def _charted(summ: dict[Key, list[dict]], platform: str, metric: str) -> dict[tu
     for k in summ:
         if k[0] == platform and k[5] == metric and len(steps[k[1]]) < 2:
             out[(k[1], k[2])].append(k)
-    return dict(sorted(out.items(), key=lambda kv: (kv[0][0], [num_key(v) for _k, v in kv[0][1]])))
+    return dict(
+        sorted(out.items(), key=lambda kv: (kv[0][0], [value_order(v) for _k, v in kv[0][1]]))
+    )
 
 
 def _title(platform: str, tc: str, point: Point, what: str, points: list[Point]) -> str:
@@ -278,10 +281,6 @@ def cov_bars(data) -> list[str]:
                 summ, platform, metric, f"coefficient of variation of {what}", "CoV", _cov_bar
             )
     return out
-
-
-def num_key(value: Any) -> tuple[int, Any]:
-    return (0, value) if isinstance(value, int | float) else (1, str(value))
 
 
 def scenario_order(scenario: str) -> tuple:

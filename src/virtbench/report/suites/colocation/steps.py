@@ -19,6 +19,7 @@ from collections import defaultdict
 from typing import Any
 
 from ....analysis import colocation_steps as cs
+from ....analysis.colocation import value_order
 from ....results import is_solo_peak
 from ... import html, svg
 from ...core.curves import split_curves
@@ -67,7 +68,7 @@ def platform_charts(data, points: dict[cs.SweepKey, list[cs.StepPoint]]) -> list
     out = []
     order = {p: i for i, p in enumerate(data.platforms)}
     for (platform, tc, size), scen in sorted(
-        per.items(), key=lambda kv: (order.get(kv[0][0], 99), str(kv[0][1]), _num(kv[0][2]))
+        per.items(), key=lambda kv: (order.get(kv[0][0], 99), str(kv[0][1]), value_order(kv[0][2]))
     ):
         lines = [
             _line(sc, svg.PALETTE[i % len(svg.PALETTE)], pts)
@@ -96,7 +97,7 @@ def pair_charts(data, points: dict[cs.SweepKey, list[cs.StepPoint]]) -> list[str
     for (platform, tc, scenario), roles in sorted(
         per.items(), key=lambda kv: (kv[0][0], kv[0][1], _scen(kv[0][2]))
     ):
-        for size in sorted(roles.get("target", {}), key=_num):
+        for size in sorted(roles.get("target", {}), key=value_order):
             beside = _beside(roles, partners.get((platform, tc, scenario, size)), size)
             if not beside:
                 continue  # a lone environment is in platform_charts
@@ -185,7 +186,7 @@ def env_rate_charts(data) -> list[str]:
     for (platform, size, metric, fam), lines_in in sorted(
         per.items(),
         key=lambda kv: (
-            kv[0][0], _num(kv[0][1]), kv[0][3] != "idle", list(ENV_TITLES).index(kv[0][2])
+            kv[0][0], value_order(kv[0][1]), kv[0][3] != "idle", list(ENV_TITLES).index(kv[0][2])
         ),
     ):  # fmt: skip
         if {s for s, _r, _p in lines_in} == {"solo"}:
@@ -261,14 +262,10 @@ def degradation_table(data) -> tuple[str, str]:
     return page, "degradation vs solo (seed 003 Table 3):\n" + html.md_table(headers, body)
 
 
-def _num(v: Any) -> tuple:
-    return (0, v) if isinstance(v, int | float) else (1, str(v))
-
-
 def _scen(s: str) -> tuple:
     """solo first, then by kind and count (idle-neighbours:1 before :3)."""
     kind, _, arg = s.partition(":")
-    return (kind != "solo", kind, _num(int(arg)) if arg.isdigit() else _num(arg))
+    return (kind != "solo", kind, value_order(int(arg)) if arg.isdigit() else value_order(arg))
 
 
 def _role(r: str) -> tuple:

@@ -16,6 +16,7 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
+from ....analysis.colocation import dims_order
 from ... import html, svg
 from .roles import Point, point_text, sample_point, scenario_order
 
@@ -97,11 +98,16 @@ def _verdict(served: list[float], cpu: list[float], heavy: tuple[str, str] | Non
     return f"undecided: {heavy[0]} (heavier) served ≥ {MORE:g}x more in {won} of {len(served)}"
 
 
+def _where_order(item: tuple) -> tuple:
+    (platform, tc, pt), _cells = item
+    return (platform, tc, dims_order(pt))
+
+
 def weight_views(data, primary: dict[str, str]) -> tuple[list[str], str]:
     """Per (platform, test case, point): a bar chart (groups: configurations; bars: each
     environment's throughput, whiskers min-max over repetitions) and one table for all."""
     charts, rows = [], []
-    for (platform, tc, pt), cells in sorted(_cells(data, primary).items(), key=str):
+    for (platform, tc, pt), cells in sorted(_cells(data, primary).items(), key=_where_order):
         by_scen: dict[str, list[dict]] = defaultdict(list)
         for cell in cells.values():
             if all(role in cell["rps"] for role in ROLES):
