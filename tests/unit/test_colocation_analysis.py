@@ -226,3 +226,24 @@ def test_a_different_size_neighbour_is_summed_with_its_run_beside_that_target_po
     stats = {(s.scenario, s.point): s for s in c.cell_stats(rows, {"web": "req_per_s"}, dims)}
     assert stats[("different:70", "file_size_kb=1")].aggregated is None
     assert stats[("different:70", "file_size_kb=10")].aggregated == 5500
+
+
+def test_a_start_up_storm_row_says_how_much_of_its_point_had_a_newcomer_starting():
+    from virtbench.report.suites.colocation import _storm_text, normalized_charts
+
+    rows = [_sized("solo", "target", 1, 1000, s) for s in (1, 70)]
+    # the newcomers booted during 1 KB (8 of 10 s) and were ready before 70 KB began
+    rows += [_sized("startup:2:vm", "target", 1, 300, 1, storm_overlap_s=8.0, point_s=10.0)]
+    rows += [_sized("startup:2:vm", "target", 1, 990, 70, storm_overlap_s=0.0, point_s=10.0)]
+    dims = {"web": {"file_size_kb"}}
+    stats = {(s.scenario, s.point): s for s in c.cell_stats(rows, {"web": "req_per_s"}, dims)}
+    during, after = (
+        stats[("startup:2:vm", "file_size_kb=1")],
+        stats[("startup:2:vm", "file_size_kb=70")],
+    )
+    assert during.storm_s == (8.0, 10.0) and stats[("solo", "file_size_kb=1")].storm_s is None
+    assert _storm_text(during) == "8.0 of 10.0 s"
+    assert _storm_text(after) == "0 of 10.0 s (after the storm)"
+    (page,) = normalized_charts(list(stats.values()), lambda p: "#000")
+    assert page.count('stroke-dasharray="4 2"') == 1  # the 70 KB bar alone is hatched
+    assert "ran after the start-up storm" in page

@@ -301,3 +301,24 @@ def test_wrk_max_pairs_run_each_size_in_lockstep_without_a_rate_schedule():
         assert lockstep is not None and lockstep.names == ["target", "neighbour-1"]
     assert engine._lockstep(SimpleNamespace(workload=WrkMax()), busy[:1]) is None  # alone
     assert WrkMax.schedule_param is None  # its pairs get no schedule of rates (no solo peak)
+
+
+def test_storm_overlap_is_labelled_per_point_the_target_served():
+    from types import SimpleNamespace
+
+    from virtbench.workloads.base import Sample
+
+    one = Sample("requests_per_s", 900.0, "req/s", True, "target", {"file_size_kb": 1})
+    big = Sample("requests_per_s", 300.0, "req/s", True, "target", {"file_size_kb": 70})
+    client = Sample("client_cpu", 50.0, "%", False, "client", {"file_size_kb": 1})
+    points = [({"file_size_kb": 1}, 100.0, 110.0), ({"file_size_kb": 70}, 110.0, 120.0)]
+    target = SimpleNamespace(points=points, samples=[one, big, client])
+    # two newcomers starting 102-108 and 105-112 (overlapping: counted once), one that failed
+    late = [SimpleNamespace(window=(102.0, 108.0)), SimpleNamespace(window=(105.0, 112.0))]
+    late.append(SimpleNamespace(window=None))
+    engine._label_storm(target, late)
+    assert one.labels["storm_overlap_s"] == 8.0 and one.labels["point_s"] == 10.0
+    assert big.labels["storm_overlap_s"] == 2.0
+    assert "storm_overlap_s" not in client.labels
+    engine._label_storm(SimpleNamespace(points=points, samples=[client]), [])  # no storm: no-op
+    assert engine._union_s([(0, 1), (0.5, 2), (3, 4), (5, 5)]) == 3.0

@@ -90,6 +90,9 @@ class CellStats:
     dims: Dims = ()  # the sweep point (file size, connections...): never pooled across
     limit: str | None = None  # which side limited the target's headline (server / client)
     target_range: tuple[float, float] | None = None  # min, max of the target's valid samples
+    # start-up storms: mean seconds of the point during which a newcomer was starting, and
+    # the point's mean length (a later size may have run after the storm was over)
+    storm_s: tuple[float, float] | None = None
 
     @property
     def point(self) -> str:
@@ -171,6 +174,7 @@ def cell_stats(
     # (platform, tc, scenario, repetition, role, point) -> [(lockstep step, value or None)]
     stepped: dict[tuple[Any, ...], list[tuple[Any, float | None]]] = defaultdict(list)
     limits = _limits(rows, primary, dimensions or {})
+    storm: dict[tuple[str, str, str, Dims], list[tuple[float, float]]] = defaultdict(list)
     for r in rows:
         if r["metric"] != primary.get(r["test_case"]) or r["role"] == "client":
             continue
@@ -180,6 +184,8 @@ def cell_stats(
         labels = labels_of(r)
         dims = _dims(labels, (dimensions or {}).get(r["test_case"], ()))
         meta[key] = (r["unit"], bool(r["higher_is_better"]))
+        if r["role"] == "target" and "storm_overlap_s" in labels:
+            storm[(*key, dims)].append((labels["storm_overlap_s"], labels.get("point_s") or 0))
         step = labels.get("lockstep_step")
         stepped[(*key, r["repetition"], r["role"], dims)].append(
             (step, float(r["value"]) if r["valid"] else None)
@@ -218,6 +224,7 @@ def cell_stats(
             cov(target), len(target), invalid.get(key, 0), dims=dims,
             limit=limits.get(key),
             target_range=(min(target), max(target)) if target else None,
+            storm_s=_mean_pair(storm[key]) if storm.get(key) else None,
         )  # fmt: skip
         solo_mean = solo_means.get((platform, tc, _what(dims)))
         if solo_mean and target:
@@ -334,6 +341,10 @@ def _limits(
         else:
             out[key] = f"client in {n}/{len(found)}, else {server}"
     return out
+
+
+def _mean_pair(pairs: list[tuple[float, float]]) -> tuple[float, float]:
+    return (statistics.fmean(a for a, _b in pairs), statistics.fmean(b for _a, b in pairs))
 
 
 def value_order(value: Any) -> tuple[int, Any]:

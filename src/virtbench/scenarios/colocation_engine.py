@@ -406,6 +406,7 @@ def _collect(
                 "env_platform": e.platform.name if e.platform else None,
             }
             out.append(Sample("startup_s", e.startup_s, "s", False, e.plan.role, base | when))
+    _label_storm(target, [e for e in envs if e.plan.start_after_s is not None])
     # every role's readings per point the target served, labelled with that point (a
     # neighbour's figures are "while the target served 1 KB"); never across points
     spans = [(lab, a - t0, b - t0) for lab, a, b in target.points]
@@ -417,6 +418,33 @@ def _collect(
         for s in out + summaries:
             s.labels.setdefault("invalid", f"neighbours not as planned: {reason}")
     return out + summaries
+
+
+def _label_storm(target: _Env, late: list[_Env]) -> None:
+    """`storm_overlap_s` / `point_s` on the target's results at each point it served: the
+    seconds of that point during which a newcomer was starting. Sizes run one after another,
+    so a storm that begins with the first size may be over before a later one starts: that
+    size's figure is the target after the storm, not during it (seed 003 Fig. 14 ran one
+    size per experiment)."""
+    storms = [e.window for e in late if e.window is not None]
+    if not late:
+        return
+    for labels, start, end in target.points:
+        inside = _union_s([(max(a, start), min(b, end)) for a, b in storms])
+        for s in target.samples:
+            if s.role == "target" and all(s.labels.get(k) == v for k, v in labels.items()):
+                s.labels["storm_overlap_s"] = round(inside, 2)
+                s.labels["point_s"] = round(end - start, 2)
+
+
+def _union_s(spans: list[tuple[float, float]]) -> float:
+    """Length of the union of (start, end) spans (empty ones ignored)."""
+    total, reach = 0.0, float("-inf")
+    for a, b in sorted(x for x in spans if x[1] > x[0]):
+        if b > reach:
+            total += b - max(a, reach)
+            reach = b
+    return total
 
 
 def _flag_points(

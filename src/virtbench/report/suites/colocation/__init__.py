@@ -28,6 +28,21 @@ def _fmt(v: float | None, spec: str = ".3g") -> str:
     return "–" if v is None else format(v, spec)
 
 
+def _after_storm(st: coloc.CellStats) -> bool:
+    return st.storm_s is not None and st.storm_s[0] < 0.05  # under a sampling tick: none
+
+
+def _storm_text(st: coloc.CellStats) -> str:
+    """A start-up storm row's share of its point with a newcomer starting: a size that ran
+    after the storm measured the target beside ready newcomers, not a start-up."""
+    if st.storm_s is None:
+        return ""
+    during, length = st.storm_s
+    if _after_storm(st):
+        return f"0 of {length:.1f} s (after the storm)"
+    return f"{during:.1f} of {length:.1f} s"
+
+
 def _vs_solo(st: coloc.CellStats) -> str:
     # a point no solo cell served (a weights cell's deeper backlog is another connection
     # count): say so rather than leave a bare dash that reads as "not computed"
@@ -48,6 +63,7 @@ def colocation_section(data) -> Section | None:
     # the sweep point (file size...) of each row: never pooled, so always named
     points = any(st.dims for st in stats)
     limits = any(st.limit for st in stats)
+    storms = any(st.storm_s for st in stats)
     rows, md_rows = [], []
     for st in stats:
         row = [
@@ -66,7 +82,7 @@ def colocation_section(data) -> Section | None:
             _fmt(st.jain),
             f"{st.n}" + (f" (+{st.invalid} invalid)" if st.invalid else ""),
         ]
-        rows.append(row)
+        rows.append(row + ([_storm_text(st)] if storms else []))
         extra = len(row) - 12  # the point and limit columns, where shown
         md_rows.append([*row[0:1], *row[2 : 3 + extra], *(row[i + extra] for i in (3, 6, 9, 10))])
     shown = ["point"] * points + ["limit"] * limits
@@ -84,6 +100,7 @@ def colocation_section(data) -> Section | None:
         "agg. ratio",
         "Jain",
         "n",
+        *(["newcomer starting during the point"] if storms else []),
     ]
     parts = normalized_charts(stats, data.colour)
     parts.append(str(html.scroll(str(html.table(headers, rows)))))
@@ -200,7 +217,9 @@ def normalized_charts(stats: list[coloc.CellStats], colour) -> list[str]:
             lo = hi = None
             if st.target_range and st.n > 1:
                 lo, hi = (v / st.solo_mean for v in st.target_range)  # type: ignore[operator]
-            bars[(st.scenario, st.platform)] = svg.Bar(st.normalized, lo, hi, f"n={st.n}")
+            after = _after_storm(st)
+            note = f"n={st.n}" + (", ran after the start-up storm" if after else "")
+            bars[(st.scenario, st.platform)] = svg.Bar(st.normalized, lo, hi, note, warn=after)
         scenarios = sorted({st.scenario for st in group}, key=roles.scenario_order)
         series = [(p, colour(p)) for p in dict.fromkeys(st.platform for st in group)]
         where = " · ".join(x for x in (tc, roles.point_text(point)) if x)
@@ -209,7 +228,13 @@ def normalized_charts(stats: list[coloc.CellStats], colour) -> list[str]:
         wide = 110 + len(scenarios) * (len(series) * 44 + 30)
         width = min(1300, wide) if wide > 760 else None  # None: bar_chart's own rule
         charts.append(svg.bar_chart(title, scenarios, series, bars, "× solo", width, ref=1.0))
-    return [_charts(charts, "Whiskers: min–max over repetitions.")] if charts else []
+    note = "Whiskers: min–max over repetitions."
+    if any(_after_storm(st) for group in by_point.values() for st in group):
+        note += (
+            " Hatched: a start-up storm's size that ran after every newcomer was ready (sizes"
+            " run one after another), so not a start-up figure."
+        )
+    return [_charts(charts, note)] if charts else []
 
 
 def _charts(svgs: list[str], note: str = "") -> str:
