@@ -412,3 +412,11 @@ def test_env_step_figures_carry_the_targets_invalid_step_and_never_average_it_in
     assert chart.count('data-invalid="identical · target"') == 1
     assert chart.count('data-invalid="identical · neighbour-1"') == 1
     assert f"invalid: {shared}" in chart
+
+
+def test_intensity_of_a_load_pct_run_is_its_load_not_the_sweeps_first_fraction():
+    # identical:load=50 runs one fixed-rate step (step 0) at 50 % of each solo peak; its
+    # recorded params still hold the sweep defaults (start_fraction 0.1)
+    rows = _sweep("identical:load=50", values=(100,), bad=(), env_params=PARAMS, load_pct=50.0)
+    pts = cs.sweep_points(rows)[("container", "httperf-sweep", "identical:load=50", "target", 1)]
+    assert [p.x for p in pts] == [50.0]

@@ -52,10 +52,12 @@ class StepPoint:
 
 
 def intensity(labels: dict[str, Any]) -> float | None:
-    """A step's intensity in % of the environment's own capacity (capacity-mode sweeps whose
-    parameters were recorded), else None."""
+    """A step's intensity in % of the environment's own capacity (a `load=PCT` run, or a
+    capacity-mode sweep whose parameters were recorded), else None."""
     p = labels.get("env_params") or {}
     step = labels.get("step")
+    if labels.get("load_pct") is not None:  # one fixed-rate step at PCT % of its solo peak
+        return float(labels["load_pct"])
     if step is None or p.get("mode", "capacity") != "capacity":
         return None
     if "start_fraction" in p and "step_fraction" in p:
