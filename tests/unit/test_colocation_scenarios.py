@@ -301,3 +301,37 @@ def test_wrk_max_pairs_run_each_size_in_lockstep_without_a_rate_schedule():
         assert lockstep is not None and lockstep.names == ["target", "neighbour-1"]
     assert engine._lockstep(SimpleNamespace(workload=WrkMax()), busy[:1]) is None  # alone
     assert WrkMax.schedule_param is None  # its pairs get no schedule of rates (no solo peak)
+
+
+class DyingWorkload(FakeWorkload):
+    """Measures one point, then its server dies on the platform named `dies_on`."""
+
+    dies_on = "other"
+
+    def run(self, platform, ctx):
+        done = super().run(platform, ctx)
+        if platform.name == self.dies_on:
+            from virtbench.errors import WorkloadError
+
+            raise WorkloadError("the server exited mid-run", samples=done)
+        return done
+
+
+@pytest.mark.parametrize("dies_on", ["other", "target"])
+def test_what_an_environment_measured_before_it_failed_is_kept_not_dropped(dies_on, monkeypatch):
+    from virtbench.errors import WorkloadError
+
+    env = _env([])
+    env.workload = DyingWorkload()
+    monkeypatch.setattr(DyingWorkload, "dies_on", dies_on)  # the engine makes its own instances
+    scenario = registry.parse("heterogeneous:other")
+    if dies_on == "other":  # a neighbour died: the cell stands, every result flagged
+        out = scenario.run(env)
+    else:  # the target died: the cell fails and carries what was measured
+        with pytest.raises(WorkloadError, match="mid-run") as exc:
+            scenario.run(env)
+        out = exc.value.samples
+    ops = {s.role: s for s in out if s.metric == "ops"}
+    assert set(ops) == {"target", "neighbour-1"}
+    if dies_on == "other":
+        assert "neighbour-1: the server exited" in ops["neighbour-1"].labels["invalid"]
