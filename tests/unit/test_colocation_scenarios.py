@@ -322,3 +322,37 @@ def test_storm_overlap_is_labelled_per_point_the_target_served():
     assert "storm_overlap_s" not in client.labels
     engine._label_storm(SimpleNamespace(points=points, samples=[client]), [])  # no storm: no-op
     assert engine._union_s([(0, 1), (0.5, 2), (3, 4), (5, 5)]) == 3.0
+
+
+class DyingWorkload(FakeWorkload):
+    """Measures one point, then its server dies on the platform named `dies_on`."""
+
+    dies_on = "other"
+
+    def run(self, platform, ctx):
+        done = super().run(platform, ctx)
+        if platform.name == self.dies_on:
+            from virtbench.errors import WorkloadError
+
+            raise WorkloadError("the server exited mid-run", samples=done)
+        return done
+
+
+@pytest.mark.parametrize("dies_on", ["other", "target"])
+def test_what_an_environment_measured_before_it_failed_is_kept_not_dropped(dies_on, monkeypatch):
+    from virtbench.errors import WorkloadError
+
+    env = _env([])
+    env.workload = DyingWorkload()
+    monkeypatch.setattr(DyingWorkload, "dies_on", dies_on)  # the engine makes its own instances
+    scenario = registry.parse("heterogeneous:other")
+    if dies_on == "other":  # a neighbour died: the cell stands, every result flagged
+        out = scenario.run(env)
+    else:  # the target died: the cell fails and carries what was measured
+        with pytest.raises(WorkloadError, match="mid-run") as exc:
+            scenario.run(env)
+        out = exc.value.samples
+    ops = {s.role: s for s in out if s.metric == "ops"}
+    assert set(ops) == {"target", "neighbour-1"}
+    if dies_on == "other":
+        assert "neighbour-1: the server exited" in ops["neighbour-1"].labels["invalid"]

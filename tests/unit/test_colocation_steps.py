@@ -416,3 +416,42 @@ def test_env_step_figures_carry_the_targets_invalid_step_and_never_average_it_in
     assert chart.count('data-invalid="identical · target"') == 1
     assert chart.count('data-invalid="identical · neighbour-1"') == 1
     assert f"invalid: {shared}" in chart
+
+
+def test_intensity_of_a_load_pct_run_is_its_load_not_the_sweeps_first_fraction():
+    # identical:load=50 runs one fixed-rate step (step 0) at 50 % of each solo peak; its
+    # recorded params still hold the sweep defaults (start_fraction 0.1)
+    rows = _sweep("identical:load=50", values=(100,), bad=(), env_params=PARAMS, load_pct=50.0)
+    pts = cs.sweep_points(rows)[("container", "httperf-sweep", "identical:load=50", "target", 1)]
+    assert [p.x for p in pts] == [50.0]
+
+
+def test_a_different_neighbour_is_one_sweep_per_target_size_never_pooled():
+    # different:100 with file_sizes = [1, 50]: the neighbour sweeps 100 KB twice in one cell,
+    # once beside each of the target's sizes (scenarios/colocation.py Different.plans)
+    sc, cell = "different:100", "different:100/1"
+    rows = []
+    for k, (size, target, neighbour) in enumerate(
+        ((1, (100, 200), (10, 20)), (50, (5, 6), (30, 40)))
+    ):
+        for i in range(2):
+            step = {"lockstep_step": 2 * k + i, "env_params": PARAMS}
+            rows.append(_row(sc, "target", "reply_rate", i, target[i], size, cell=cell, **step))
+            rows.append(
+                _row(sc, "neighbour-1", "reply_rate", i, neighbour[i], 100, cell=cell, **step)
+            )
+    pts = cs.sweep_points(rows)
+    key = ("container", "httperf-sweep", sc)
+    by_one = pts[(*key, cs.beside_role("neighbour-1", 1), 100)]
+    by_fifty = pts[(*key, cs.beside_role("neighbour-1", 50), 100)]
+    assert [(p.mean, p.n) for p in by_one] == [(10, 1), (20, 1)]
+    assert [(p.mean, p.n) for p in by_fifty] == [(30, 1), (40, 1)]
+    series = _series(cell, "target", "reply_rate.1KB", [(2, 1), (4, 1)], sc)
+    series += _series(cell, "target", "reply_rate.50KB", [(6, 1), (8, 1)], sc)
+    series += _series(cell, "neighbour-1", "reply_rate.100KB", [(2, 1), (4, 1), (6, 1), (8, 1)], sc)
+    one, fifty = steps.pair_charts(_data(rows, series), pts)
+    sums = [t for t in one.split("<title>") if t.startswith("sum (steps valid in all)")]
+    assert [s.split("→ ")[1].split("<")[0] for s in sums] == [svg.num(110.0), svg.num(220.0)]
+    assert 'data-legend="neighbour-1 (100 KB)"' in one and "beside" not in one
+    sums = [t for t in fifty.split("<title>") if t.startswith("sum (steps valid in all)")]
+    assert [s.split("→ ")[1].split("<")[0] for s in sums] == [svg.num(35.0), svg.num(46.0)]

@@ -190,3 +190,23 @@ def test_the_headline_flags_a_lower_bound_peak_instead_of_reporting_it():
     assert "lower bound" in out["peak_throughput"].labels["invalid"]
     whole = HttperfSweep().headline(steps[:4], 1, "max rate")
     assert "invalid" not in {s.metric: s for s in whole}["peak_throughput"].labels
+
+
+def test_httperf_server_timeouts_do_not_make_the_client_look_slow():
+    # a 2 s step at 2000 conn/s whose last 300 connections the server never answered: they
+    # time out after --timeout=5, which holds the test open (test-duration 7 s), while
+    # httperf's connection times count only connections that completed a call (max 0.9 s)
+    text = (DATA / "httperf" / "rate2000_ok.txt").read_text()
+    text = text.replace("--num-conns=6000", "--num-conns=4000")
+    text = text.replace(
+        "connections 6000 requests 6000 replies 6000 test-duration 3.018",
+        "connections 4000 requests 4000 replies 3700 test-duration 7.012",
+    )
+    text = text.replace("max 161.4", "max 900.0")
+    text = text.replace("total 0 client-timo 0", "total 300 client-timo 300")
+    r = httperf.parse(text)
+    assert r.timeout_s == 5 and r.errors["client-timo"] == 300
+    assert r.send_rate() == pytest.approx(4000 / 2.012)
+    assert httperf.invalid_reason(r, 2000, 0.5) is None
+    # without timeouts the connection times still bound the tail, as before
+    assert load("rate2000_ok.txt").send_rate() == pytest.approx(6000 / (3.018 - 0.1614))

@@ -52,10 +52,12 @@ class StepPoint:
 
 
 def intensity(labels: dict[str, Any]) -> float | None:
-    """A step's intensity in % of the environment's own capacity (capacity-mode sweeps whose
-    parameters were recorded), else None."""
+    """A step's intensity in % of the environment's own capacity (a `load=PCT` run, or a
+    capacity-mode sweep whose parameters were recorded), else None."""
     p = labels.get("env_params") or {}
     step = labels.get("step")
+    if labels.get("load_pct") is not None:  # one fixed-rate step at PCT % of its solo peak
+        return float(labels["load_pct"])
     if step is None or p.get("mode", "capacity") != "capacity":
         return None
     if "start_fraction" in p and "step_fraction" in p:
@@ -87,14 +89,22 @@ def sweep_points(
     the offered rate) or "offered" (req/s)."""
     # key -> step -> [(value, valid, reason, offered, intensity, cell)]
     acc: dict[SweepKey, dict[int, list[tuple]]] = defaultdict(lambda: defaultdict(list))
+    rows = [r for r in rows if r["metric"] == metric]
+    beside, mixed = _target_sizes(rows)
     for r in rows:
-        if r["metric"] != metric or r["role"].startswith("client") or r["role"] == "host":
+        if r["role"].startswith("client") or r["role"] == "host":
             continue
         lab = labels_of(r)
         if lab.get("step") is None:
             continue
         scenario = shown_scenario(r["scenario"], lab)
-        key = (r["platform"], r["test_case"], scenario, r["role"], lab.get("file_size_kb"))
+        size, role = lab.get("file_size_kb"), r["role"]
+        there = beside.get((r.get("cell_id"), lab.get("lockstep_step")))
+        if there is not None and (r.get("cell_id"), role) in mixed:
+            # a different:SIZE neighbour runs its size once beside each of the target's: one
+            # sweep per target size, never pooled as if they were repetitions
+            role = beside_role(role, there)
+        key = (r["platform"], r["test_case"], scenario, role, size)
         reason = _reason(r, lab)
         acc[key][int(lab["step"])].append(
             (
@@ -122,6 +132,28 @@ def sweep_points(
             pts.append(StepPoint(step, at, off, mean, low, high, len(used), why, by_cell))
         out[key] = pts
     return out
+
+
+def beside_role(role: str, target_size: Any) -> str:
+    """The sweep key's role of `role`'s run beside the target's sweep of `target_size`."""
+    return f"{role} beside {target_size} KB"
+
+
+def _target_sizes(rows: list[dict[str, Any]]) -> tuple[dict[tuple[Any, Any], Any], set]:
+    """(cell, lockstep step) -> the file size the target served at that step; and the
+    (cell, role) of other environments that served another size than the target at a step."""
+    out = {}
+    for r in rows:
+        lab = labels_of(r)
+        if r["role"] == "target" and lab.get("lockstep_step") is not None:
+            out[(r.get("cell_id"), lab["lockstep_step"])] = lab.get("file_size_kb")
+    mixed = set()
+    for r in rows:
+        lab = labels_of(r)
+        there = out.get((r.get("cell_id"), lab.get("lockstep_step")))
+        if r["role"] != "target" and there is not None and there != lab.get("file_size_kb"):
+            mixed.add((r.get("cell_id"), r["role"]))
+    return out, mixed
 
 
 def _windows(points: list[tuple[float, float]]) -> list[tuple[float, float]]:

@@ -123,6 +123,7 @@ class HttperfResult:
     net_kb_s: float
     errors: dict[str, int] = field(default_factory=dict)
     max_burst: int = 0
+    timeout_s: float | None = None  # its --timeout, from the command line it echoes
 
     @property
     def errors_total(self) -> int:
@@ -147,8 +148,16 @@ class HttperfResult:
         """Connections issued per second, estimated from above: the last connection was issued
         at the latest `max connection time` before the test ended. A slow server (long
         connections, SYN retries) therefore never makes the client look slow; only a client
-        that really fell behind its schedule shows a low send rate."""
-        span = max(self.duration_s - self.conn_time_max_ms / 1000.0, 1e-3)
+        that really fell behind its schedule shows a low send rate.
+
+        httperf's connection times count only connections that completed a call: one that
+        timed out (client-timo) is in none of them, yet it holds the test open for its
+        `--timeout`, so then the last connection may have been issued that long before
+        the end."""
+        tail = self.conn_time_max_ms / 1000.0
+        if self.errors.get("client-timo") and self.timeout_s:
+            tail = max(tail, self.timeout_s)
+        span = max(self.duration_s - tail, 1e-3)
         return self.attempts / span
 
 
@@ -201,6 +210,7 @@ def parse(text: str) -> HttperfResult:
         "errors",
     )
     burst = re.search(r"^Maximum connect burst length: (\d+)", text, re.MULTILINE)
+    timeout = re.search(r"^httperf .*--timeout=([\d.]+)", text, re.MULTILINE)
     del ct_min
     return HttperfResult(
         connections=int(conns),
@@ -226,6 +236,7 @@ def parse(text: str) -> HttperfResult:
         net_kb_s=net,
         errors=dict(zip(ERROR_CLASSES, (int(v) for v in e1[1:] + e2), strict=True)),
         max_burst=int(burst.group(1)) if burst else 0,
+        timeout_s=float(timeout.group(1)) if timeout else None,
     )
 
 
@@ -312,4 +323,5 @@ def combine(results: list[HttperfResult]) -> HttperfResult:
         net_kb_s=sum(r.net_kb_s for r in results),
         errors=errors,
         max_burst=max(r.max_burst for r in results),
+        timeout_s=max((r.timeout_s for r in results if r.timeout_s), default=None),
     )

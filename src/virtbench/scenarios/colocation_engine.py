@@ -139,6 +139,7 @@ def _run_workload(
         e.samples = type(env.workload)().run(e.platform, ctx)
     except (WorkloadError, VirtbenchError) as exc:
         e.error = str(exc)
+        e.samples = list(getattr(exc, "samples", []))  # what it measured before: kept, flagged
     except Exception as exc:  # noqa: BLE001 - reported as this environment's failure
         e.error = f"internal error: {exc!r}"
     finally:
@@ -258,16 +259,17 @@ def run(
                 th.join()
             storm.join()
         labels = labels | throttled.labels()
-        if target.error:
-            raise WorkloadError(target.error)
         dead = group.exited()
         for e in envs:  # an idle neighbour whose process died was not there all along
             e.error = e.error or dead.get(e.plan.role)
         if lockstep is not None:  # each step was judged on its own window (its labels)
             labels = labels | {"lockstep": True}
-        return _collect(
+        out = _collect(
             envs, target, window, labels | weight_notes, params, env.sampler.t0, lockstep
         )
+        if target.error:  # the cell fails; what was measured before goes with it (runner)
+            raise WorkloadError(target.error, samples=out)
+        return out
 
 
 def _neighbour_plans(

@@ -114,6 +114,11 @@ def _beside(
     for role, sizes in roles.items():
         if role == "target":
             continue
+        if " beside " in role:  # one run per target size (analysis: sweep_points)
+            base, _sep, _rest = role.partition(" beside ")
+            if role == cs.beside_role(base, size):
+                out |= {base if s == size else f"{base} ({s} KB)": p for s, p in sizes.items()}
+            continue
         if partners is not None:
             hits = [s for s in sizes if (role, s) in partners]
         else:
