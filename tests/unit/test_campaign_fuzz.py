@@ -22,6 +22,7 @@ import pytest
 
 from virtbench import cli
 from virtbench.campaign import loader, source
+from virtbench.errors import CampaignError
 from virtbench.parsing import control_char, printable
 from virtbench.platforms import registry as platform_registry
 from virtbench.runner import run as runner_run
@@ -439,3 +440,21 @@ def test_campaign_size_cap_names_file_size_and_cap(tmp_path):
         loader.load(str(big))
     msg = str(err.value)
     assert str(big) in msg and str(big.stat().st_size) in msg and "1 MiB" in msg
+
+
+def test_a_sweep_whose_first_rate_is_above_its_last_is_refused():
+    text = """
+[campaign]
+name = "x"
+[[platforms]]
+name = "native"
+type = "native"
+[suites.web]
+test_cases = ["httperf-sweep"]
+start_fraction = 1.2
+max_fraction = 1.0
+"""
+    with pytest.raises(
+        CampaignError, match=r"suites\.web\.start_fraction.*must be <= max_fraction"
+    ):
+        loader.parse(text, "c.toml")

@@ -487,6 +487,12 @@ def _suites(file: str, suites: Any) -> list[TestSelection]:
         for w in workloads:
             params = {k: p.default for k, p in w.params.items()}
             params.update({k: v for k, v in body.items() if k in w.params})
+            for low, high in w.param_order:
+                if params[low] > params[high]:
+                    raise CampaignError(
+                        file, f"suites.{suite}.{low}", f"must be <= {high} ({params[high]})",
+                        params[low],
+                    )  # fmt: skip
             tests.append(TestSelection(suite, w.name, params))
     if not tests:
         raise CampaignError(file, "suites", "selects no test case")

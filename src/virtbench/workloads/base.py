@@ -70,6 +70,8 @@ class Workload(abc.ABC):
     dimension_labels: ClassVar[tuple[str, ...]] = ()
     ignored_labels: ClassVar[tuple[str, ...]] = ()
     params: ClassVar[dict[str, Param]] = {}
+    # (low, high) pairs of params where low must not exceed high (checked at load)
+    param_order: ClassVar[tuple[tuple[str, str], ...]] = ()
     # the parameter that sets its offered rate per second (co-location's load=PCT sets it to a
     # share of the solo peak) and the one that sets its served file size(s); None: it has none
     rate_param: ClassVar[str | None] = None

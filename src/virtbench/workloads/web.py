@@ -177,6 +177,7 @@ class HttperfSweep(_NginxWorkload):
     )
     host_tools = ("httperf", "wrk")
     rate_param = "rate"
+    param_order = (("start_fraction", "max_fraction"),)  # else a sweep with no rate at all
     # set by the co-location pair scenarios only (not a campaign parameter): file size (KB,
     # as text) -> offered req/s of each step, shares of this environment's solo peak
     schedule_param = "schedule"
