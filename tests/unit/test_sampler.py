@@ -154,3 +154,21 @@ def test_web_solo_stores_the_targets_summaries_per_point(tmp_path):
     cpu = {x.labels["file_size_kb"]: x for x in out if x.metric == "cpu_util"}
     assert set(cpu) == {1, 70} and cpu[1].labels["n"] == cpu[70].labels["n"] == 1
     assert cpu[70].value > 5 * cpu[1].value  # 200 ms vs 20 ms of CPU in ~0.4 s
+
+
+def test_one_reading_at_a_point_has_no_spread():
+    """A 2 s sweep step often holds one whole 1 s interval: its summary must not claim a
+    stdev and CoV of 0 (a perfectly steady point); the role bars then draw no whisker."""
+    from virtbench.metrics.sampler import Window, summary_samples
+    from virtbench.report.suites.colocation.roles import _mean_sd_bar
+
+    w = Window()
+    for t, value in ((1, 10.0), (2, 40.0), (3, 20.0), (4, 30.0)):
+        w.keep("target", "cpu_util", value, "%", (t - 1.0, float(t)))
+    spans = [({"step": 0}, 0.95, 2.0), ({"step": 1}, 1.95, 4.05)]
+    by = {s.labels["step"]: s for s in summary_samples(w, spans, {})}
+    assert by[0].labels["n"] == 1 and by[0].value == 40.0
+    assert by[0].labels["stdev"] is None and by[0].labels["cov"] is None
+    assert by[1].labels["n"] == 2 and by[1].labels["cov"] > 0
+    bar = _mean_sd_bar([{"value": by[0].value, "labels": by[0].labels}])
+    assert bar.value == 40.0 and bar.low is None and bar.high is None

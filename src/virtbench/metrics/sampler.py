@@ -41,8 +41,8 @@ SUMMARY_STAT = "mean of 1 s samples"
 @dataclass
 class Stat:
     mean: float
-    stdev: float
-    cov: float | None  # stdev / mean; None when the mean is 0
+    stdev: float | None  # None from one reading: it has no spread (analysis.stats.summarize)
+    cov: float | None  # stdev / mean; None when the mean is 0 or there is one reading
     n: int
     unit: str
 
@@ -114,7 +114,11 @@ class Window:
 
 def _stat(values: list[float], unit: str) -> Stat:
     mean = statistics.fmean(values)
-    sd = statistics.stdev(values) if len(values) > 1 else 0.0
+    if len(values) < 2:
+        # one reading (a 2 s sweep step often has one whole 1 s interval) has no spread: a
+        # stdev and CoV of 0 would claim a perfectly steady point
+        return Stat(mean, None, None, 1, unit)
+    sd = statistics.stdev(values)
     return Stat(mean, sd, sd / mean if mean else None, len(values), unit)
 
 

@@ -245,7 +245,10 @@ def _point_charts(
 
 def _mean_sd_bar(rs: list[dict]) -> svg.Bar:
     m = statistics.fmean(r["value"] for r in rs)
-    sd = statistics.fmean(float(r["labels"]["stdev"]) for r in rs)
+    sds = [float(sd) for r in rs if (sd := r["labels"].get("stdev")) is not None]
+    if not sds:  # one 1 s reading per point: no spread to draw
+        return svg.Bar(m, None, None, f"one 1 s sample: no sd, n={len(rs)}")
+    sd = statistics.fmean(sds)
     return svg.Bar(m, m - sd, m + sd, f"±{sd:.3g} sd, n={len(rs)}")
 
 
