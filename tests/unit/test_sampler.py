@@ -172,3 +172,87 @@ def test_one_reading_at_a_point_has_no_spread():
     assert by[1].labels["n"] == 2 and by[1].labels["cov"] > 0
     bar = _mean_sd_bar([{"value": by[0].value, "labels": by[0].labels}])
     assert bar.value == 40.0 and bar.low is None and bar.high is None
+
+
+class _ProcessPlatform(FakePlatform):
+    """An environment of this test's own process, with no cgroup CPU counter."""
+
+    def __init__(self, pids, threads=(), cgroups=None):
+        super().__init__("p", [])
+        self.acct = Accounting(pids=list(pids), threads=list(threads), cgroups=cgroups or {})
+
+    def accounting(self):
+        return self.acct
+
+
+def _burn(cpu_s):
+    start = time.thread_time()
+    while time.thread_time() - start < cpu_s:
+        pass
+
+
+def test_a_vm_without_a_cgroup_keeps_every_qemu_threads_cpu_in_a_window():
+    """A VM whose cgroup could not be made (no limits asked) is accounted by its QEMU process;
+    in a window its cpu_util was replaced by the schedstat sum of its named (vCPU) threads
+    only, dropping the back-end threads' CPU: an idle vCPU beside a busy main loop read 0 %."""
+    import threading
+
+    stop = threading.Event()
+    vcpu = threading.Thread(target=stop.wait, daemon=True)  # the guest idles
+    vcpu.start()
+    try:
+        platform = _ProcessPlatform([os.getpid()], threads=[vcpu.native_id])
+        points = []
+        s = Sampler(lambda *a: points.append(a))
+        with s.window({"target": platform}):
+            s.tick()
+            points.clear()
+            _burn(0.2)  # this (main) thread is QEMU's main loop: back-end work
+            s.tick()
+    finally:
+        stop.set()
+    got = {metric: value for metric, _t, value, _u, role in points if role == "target"}
+    assert got["backend_cpu_util"] > 5 and got["vcpu_cpu_util"] < 0.5 * got["backend_cpu_util"]
+    # the process's own times: vCPU and back end (within /proc/PID/stat's 10 ms ticks)
+    assert got["cpu_util"] > 0.8 * got["backend_cpu_util"]
+
+
+def test_a_cgroup_without_a_cpu_counter_still_counts_unreaped_children():
+    """Native whose cpu(acct) controller was dropped keeps its other groups (memory, pids):
+    `acct.cgroups` is not empty, yet its CPU comes from /proc/PID/stat, which misses children
+    until they are reaped (nginx workers). The schedstat sum over its descendants counts them."""
+    import subprocess
+    import sys
+
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        platform = _ProcessPlatform([os.getpid()], cgroups={"memory": "/nonexistent-vb-test"})
+        points = []
+        s = Sampler(lambda *a: points.append(a))
+        with s.window({"target": platform}):
+            s.tick()
+            points.clear()
+            t0 = time.monotonic()
+            child.stdin.write("go\n")
+            child.stdin.flush()
+            assert child.stdout.readline().strip() == "done"  # 0.2 s of CPU used, still alive
+            s.tick()
+            wall = time.monotonic() - t0
+    finally:
+        child.kill()
+        child.wait()
+    got = {metric: value for metric, _t, value, _u, role in points if role == "target"}
+    assert got["cpu_util"] > 0.8 * 100 * 0.2 / (wall + 0.1)
+
+
+_CHILD = """
+import sys, time
+sys.stdin.readline()
+start = time.thread_time()
+while time.thread_time() - start < 0.2:
+    pass
+print("done", flush=True)
+time.sleep(60)
+"""

@@ -19,7 +19,8 @@ def _proc_cpu_seconds(pid: int) -> float | None:
     return sum(int(x) for x in fields[11:15]) / CLK_TCK
 
 
-def _cgroup_cpu_seconds(cgroups: dict[str, str]) -> float | None:
+def cgroup_cpu_seconds(cgroups: dict[str, str]) -> float | None:
+    """The cgroup's CPU counter (cpuacct.usage, cpu.stat usage_usec); None without one."""
     acct = cgroups.get("cpuacct")
     if acct:
         try:
@@ -40,8 +41,13 @@ def _cgroup_cpu_seconds(cgroups: dict[str, str]) -> float | None:
 def cpu_seconds(acct: Accounting) -> float | None:
     """Total CPU seconds an environment consumed so far: its cgroup's if it has one, else the
     /proc times of its processes (which miss children until they are reaped)."""
-    total = _cgroup_cpu_seconds(acct.cgroups)
+    total = cgroup_cpu_seconds(acct.cgroups)
     if total is not None:
         return total
-    values = [v for v in (_proc_cpu_seconds(p) for p in acct.pids) if v is not None]
+    return processes_cpu_seconds(acct.pids)
+
+
+def processes_cpu_seconds(pids: list[int]) -> float | None:
+    """utime + stime (+ reaped children's) of the processes, all their threads included."""
+    values = [v for v in (_proc_cpu_seconds(p) for p in pids) if v is not None]
     return sum(values) if values else None

@@ -24,7 +24,7 @@ from typing import Any
 from ..platforms.base import Accounting, Platform
 from ..results import Sample
 from . import hostwork, resources, schedstat
-from .cputime import cpu_seconds
+from .cputime import cgroup_cpu_seconds, cpu_seconds, processes_cpu_seconds
 
 HOST_ROLE = "host"
 # a series point: (metric, t_seconds_on_the_cell_axis, value, unit, role)
@@ -252,7 +252,10 @@ class Sampler:
 
     def _read(self, r: _Role, now: float, detailed: bool) -> list[Reading]:
         acct = r.platform.accounting()
-        cpu, prev = cpu_seconds(acct), r.cpu
+        cpu, prev = cgroup_cpu_seconds(acct.cgroups), r.cpu
+        from_cgroup = cpu is not None
+        if cpu is None:
+            cpu = processes_cpu_seconds(acct.pids)
         util = None
         if cpu is not None:
             r.cpu = (now, cpu)
@@ -261,9 +264,11 @@ class Sampler:
         if not detailed:
             return [] if util is None else [("cpu_util", util, "%")]
         task_util, more = self._read_detail(r, acct, now)
-        if not acct.cgroups:
-            # no cgroup: /proc/PID/stat misses children until they are reaped (nginx
-            # workers), the schedstat sum over all descendant tasks does not
+        if not from_cgroup and not acct.threads:
+            # no cgroup CPU counter (no cgroup, or one without cpuacct): /proc/PID/stat misses
+            # children until they are reaped (nginx workers), the schedstat sum over all
+            # descendant tasks does not. A platform that names its threads (a VM's vCPUs) has
+            # only those in the task sum: its processes' own times (every QEMU thread) stay
             util = task_util
         return ([] if util is None else [("cpu_util", util, "%")]) + more
 
