@@ -141,3 +141,14 @@ def test_net_counters_are_the_environments_view(tmp_path):
         (stats / name).write_text(f"{value}\n")
     net = resources.read_net(["vb-tap0"], tmp_path)
     assert net == {"tx_bytes": 9000, "rx_bytes": 100, "tx_packets": 9, "rx_packets": 1}
+
+
+def test_memory_of_a_vm_without_a_cgroup_is_its_processes_rss():
+    """The schedstat snapshot of a VM reads its named (vCPU) threads only, so the VmRSS it
+    saw is theirs; the memory of its process must not be looked up there (it read 0 MiB)."""
+    acct = Accounting(pids=[SYSBENCH], threads=[18285])
+    sched = schedstat.snapshot(acct, 0.0, S1)
+    procs = schedstat.descendants(acct.pids, S1)
+    snap = resources.snapshot(acct, 0.0, S1, procs=procs, rss_kb=sched.rss_kb)
+    rss_kb = resources.parse_rss_kb((S1 / f"proc/{SYSBENCH}/status").read_text())
+    assert rss_kb > 0 and snap.mem_bytes == rss_kb * 1024

@@ -144,7 +144,9 @@ def snapshot(
     """`procs` (processes with descendants) and `rss_kb` (VmRSS by task, from the schedstat
     snapshot) save walking and reading /proc twice per second."""
     pids = procs if procs is not None else descendants(acct.pids, root) if acct.pids else []
-    if rss_kb is not None and not acct.cgroups and pids:
+    # the schedstat snapshot saw every process's VmRSS only if it read all their tasks (a
+    # VM's names its vCPU threads only): else read each process's status here
+    if rss_kb is not None and not acct.cgroups and pids and not acct.threads:
         mem: int | None = sum(rss_kb.get(p, 0) for p in pids) * 1024
     else:
         mem = read_mem(acct, pids, root)
