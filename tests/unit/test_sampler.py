@@ -256,3 +256,19 @@ while time.thread_time() - start < 0.2:
 print("done", flush=True)
 time.sleep(60)
 """
+
+
+def test_the_first_reading_in_a_window_covers_the_window_only(tmp_path):
+    """A watched role's CPU reading before the window opened must not be kept as the
+    window's first second: its rate ran from the tick before the window, its kept span from
+    the window's start, so CPU used before the scene counted at a point starting with it."""
+    target = CgroupPlatform("target", tmp_path / "t")
+    s = Sampler()
+    s.add("target", target)
+    s.tick()
+    target.use(500_000)  # 0.5 s of CPU before the scene (a warm-up, the last cell's end)
+    with s.window({"target": target}) as window:
+        time.sleep(0.05)
+        s.tick()  # the target used nothing since the window opened
+    ((_a, _b, value),) = window.points[("target", "cpu_util")]
+    assert value == 0.0

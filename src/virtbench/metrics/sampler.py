@@ -180,7 +180,10 @@ class Sampler:
                     self._roles[role] = _Role(platform)
                     win.added.add(role)
                 win.roles.add(role)
-                self._prime(self._roles[role], now, detailed=True)  # rates from the first tick
+                # rates from the window's start: a watched role's CPU reading would otherwise
+                # run from the tick before it and be kept as the window's first second
+                self._roles[role].cpu = None
+                self._prime(self._roles[role], now, detailed=True)
             win.host_prev = hostwork.snapshot(now, win.ksoftirqd)
             win.last_t = now - self.t0
             self._window = win
