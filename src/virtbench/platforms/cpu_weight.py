@@ -101,17 +101,26 @@ def _root_procs(layout: Layout) -> list[Path]:
 
 @contextlib.contextmanager
 def _adopted(platform: Platform, shares: int) -> Iterator[Cgroup]:
-    """A vb- cgroup with `shares` that the environment's processes are moved into."""
+    """A vb- cgroup with `shares` that the environment's processes are moved into: on cgroup
+    v1 in the cpu hierarchy only, since the weight is a cpu knob and the environment's own
+    group (cpuacct, memory, blkio: what the sampler reads for it) must keep accounting them."""
     cg = Cgroup.create(f"{NAME_PREFIX}{secrets.token_hex(3)}-w", cpu_weight=shares)
+    cpu_procs = Path(cg.paths()["cpu"], "cgroup.procs") if cg.layout.version == "v1" else None
     stop = threading.Event()
     moved: set[int] = set()
+
+    def join(pid: int) -> None:
+        if cpu_procs is None:
+            cg.add_pid(pid)  # v2: one hierarchy
+        else:
+            _write(cpu_procs, str(pid))
 
     def adopt() -> None:
         while not stop.is_set():
             with contextlib.suppress(Exception):  # processes come and go
                 for pid in descendants(platform.accounting().pids):
                     if pid not in moved:
-                        cg.add_pid(pid)
+                        join(pid)
                         moved.add(pid)
             stop.wait(POLL_S)
 
@@ -123,8 +132,26 @@ def _adopted(platform: Platform, shares: int) -> Iterator[Cgroup]:
         stop.set()
         th.join(timeout=2)
         # give survivors (a server the platform still owns) back instead of killing them
-        for pid in cg.pids():
-            for procs in _root_procs(cg.layout):
-                with contextlib.suppress(OSError):
-                    _write(procs, str(pid))
+        if cpu_procs is None:
+            for pid in cg.pids():
+                for procs in _root_procs(cg.layout):
+                    with contextlib.suppress(OSError):
+                        _write(procs, str(pid))
+        else:
+            _cpu_home(cpu_procs, cg.layout.parent_dirs()["cpu"].parent / "cgroup.procs")
         cg.destroy()
+
+
+def _cpu_home(procs: Path, root: Path) -> None:
+    """Move every process out of the -w group's cpu directory to the cpu root (where they
+    were: their own group has no cpu controller), also those forked meanwhile."""
+    for _ in range(50):
+        try:
+            pids = procs.read_text().split()
+        except OSError:
+            return
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(OSError):  # exited meanwhile
+                _write(root, pid)
