@@ -455,3 +455,21 @@ def test_a_different_neighbour_is_one_sweep_per_target_size_never_pooled():
     assert 'data-legend="neighbour-1 (100 KB)"' in one and "beside" not in one
     sums = [t for t in fifty.split("<title>") if t.startswith("sum (steps valid in all)")]
     assert [s.split("→ ")[1].split("<")[0] for s in sums] == [svg.num(35.0), svg.num(46.0)]
+
+
+def test_series_fallback_is_for_solo_cells_of_co_located_test_cases_only():
+    """A solo-peak cell (a reference, no sampler window: no summaries) and a cell of another
+    suite (cpu_util only, no co-location at all) have only the cell's whole cpu_util series,
+    set-up and probe included: the fallback for old solo cells drew them as a 'solo-peak'
+    scenario (mean of 5 and 95 %) and as a sysbench chart in the co-location section."""
+    rows = _wrk_rows()
+    peak = _wrk_summary("solo-peak", "target", "requests_per_s", 1, 5000.0, 0.0)
+    peak["labels"] = {"file_size_kb": 1, "connections": 32}
+    other = dict(peak, cell_id="cpu/1", scenario="solo", test_case="sysbench-cpu", labels={})
+    rows += [peak, other]
+    series = _series("solo-peak/1", "target", "cpu_util", [(1, 5), (2, 95)], "solo-peak")
+    series += _series("cpu/1", "target", "cpu_util", [(1, 99), (2, 97)])
+    for p in series:
+        p["test_case"] = "wrk-max" if p["cell_id"] == "solo-peak/1" else "sysbench-cpu"
+    charts = roles.role_bars(_data(rows, series)) + roles.cov_bars(_data(rows, series))
+    assert charts and not [c for c in charts if "solo-peak" in c or "sysbench-cpu" in c]

@@ -20,6 +20,7 @@ from typing import Any
 
 from ....analysis.colocation import value_order
 from ....analysis.colocation_steps import labels_of
+from ....results import SOLO_PEAK_SCENARIO
 from ....store.description import DIMENSION
 from ... import html, svg
 
@@ -162,10 +163,12 @@ def _summaries(data, metrics: set[str]) -> dict[Key, list[dict]]:
     served one point only (several cannot be told apart in its series)."""
     out: dict[Key, list[dict]] = defaultdict(list)
     summarized = set()
+    detailed = set()  # test cases whose cells store summaries (web, read in detail)
     invalid = unplanned(data)
     for r in data.samples:
         if r["metric"] in metrics and r["role"] != "host" and "stdev" in r["labels"]:
             summarized.add(r["cell_id"])
+            detailed.add(r["test_case"])
             if invalid(r):
                 continue
             pt = sample_point(data, r)
@@ -178,6 +181,10 @@ def _summaries(data, metrics: set[str]) -> dict[Key, list[dict]]:
             served[r["cell_id"]].add(sample_point(data, r))
     points: dict[tuple[str, ...], list[float]] = defaultdict(list)
     for p in data.series:
+        # only solo cells of old runs of co-located test cases: a solo-peak cell (no window)
+        # or another suite's cell has just the whole cell's cpu_util, set-up included
+        if p["test_case"] not in detailed or p["scenario"] == SOLO_PEAK_SCENARIO:
+            continue
         if p["metric"] in metrics and p["cell_id"] not in summarized and p["role"] == "target":
             key = (p["cell_id"], p["platform"], p["test_case"], p["scenario"], p["metric"])
             points[key].append(p["value"])
