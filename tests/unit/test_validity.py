@@ -54,3 +54,23 @@ def test_no_result_at_all_is_invalid_whatever_the_cpu():
     assert sockperf.invalid_reason(res, 0.2) == "no reply received"
     res = iperf3.parse(text("iperf3", "tcp_p2.json")) | {"received_bps": 0.0}
     assert iperf3.invalid_reason(res, 0.2) == "nothing received"
+
+
+def test_replies_that_were_http_errors_are_not_throughput():
+    import dataclasses
+
+    res = wrk.parse(text("wrk", "lua_json_keepalive.txt"))
+    assert wrk.invalid_reason(res, 0.2) is None
+    res.errors = res.errors | {"status": res.requests // 2}  # half of them 404s
+    assert "replies were HTTP errors" in wrk.invalid_reason(res, 0.2)
+    ok = httperf.parse(text("httperf", "rate2000_ok.txt"))
+    assert ok.status.get("4xx", 0) == 0
+    from virtbench.platforms.base import ExecResult
+    from virtbench.serving.loadgen import ClientRun, ParallelRun
+    from virtbench.workloads.web import HttperfSweep
+
+    one = ParallelRun([ClientRun(ExecResult([], 0, "", "", 1.0), 0.5)], 0.5)
+    assert HttperfSweep.verdict([ok], [2000], one, ok, 2000) is None
+    bad = dataclasses.replace(ok, status=ok.status | {"2xx": 0, "4xx": ok.replies})
+    why = HttperfSweep.verdict([bad], [2000], one, bad, 2000)
+    assert why == f"{ok.replies} of {ok.replies} replies were HTTP errors (status not 2xx/3xx)"

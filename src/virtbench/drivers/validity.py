@@ -16,12 +16,23 @@ from __future__ import annotations
 
 # A load generator above this share of its usable CPUs is the bottleneck, not the server.
 CLIENT_SATURATED = 0.90
+# More error replies than this share and the throughput counts errors, not the page served.
+HTTP_ERROR_SHARE = 0.01
 
 
 def client_limit(cpu_util: float) -> str | None:
     """The reason a closed-loop client's figure is invalid, None if its CPU had room."""
     if cpu_util > CLIENT_SATURATED:
         return f"load generator CPU saturated ({cpu_util:.0%} of its CPUs)"
+    return None
+
+
+def http_errors(errors: int, replies: int) -> str | None:
+    """The reason a web figure is invalid when its replies were HTTP errors (status not
+    2xx/3xx: a missing file, an overloaded proxy's 502): counted as requests served, they
+    would make a broken server look fast."""
+    if replies > 0 and errors > HTTP_ERROR_SHARE * replies:
+        return f"{errors} of {replies} replies were HTTP errors (status not 2xx/3xx)"
     return None
 
 

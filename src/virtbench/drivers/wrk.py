@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..errors import WorkloadError
 from ..naming import NAME_PREFIX
-from .validity import client_limit, first
+from .validity import client_limit, first, http_errors
 
 MARKER = "VIRTBENCH-JSON "
 PERCENTILES = (50, 75, 90, 99, 99.9, 99.99)
@@ -100,9 +100,12 @@ class WrkResult:
 
 
 def invalid_reason(r: WrkResult, client_util: float) -> str | None:
-    """The rule of drivers/validity.py (closed loop: the client's CPU), or no request done."""
+    """The rule of drivers/validity.py (closed loop: the client's CPU), no request done, or
+    replies that were HTTP errors (wrk counts them as requests; `status` is status > 399)."""
     done = None if r.requests else f"no request completed (errors {r.errors})"
-    return first(client_limit(client_util), done)
+    return first(
+        client_limit(client_util), done, http_errors(r.errors.get("status", 0), r.requests)
+    )
 
 
 def parse(stdout: str) -> WrkResult:

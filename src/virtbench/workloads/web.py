@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..drivers import httperf, nginx, sweep, wrk
+from ..drivers.validity import first, http_errors
 from ..errors import WorkloadError
 from ..platforms.base import Platform
 from ..results import NET_PATH_LABEL
@@ -524,8 +525,10 @@ class HttperfSweep(_NginxWorkload):
     ) -> str | None:
         """Why the step measured the client, not the server: each httperf process is judged
         on its own (its CPU, its sockets, its send rate), then all of them together."""
+        ok = merged.status.get("2xx", 0) + merged.status.get("3xx", 0)
+        errors = http_errors(merged.replies - ok, merged.replies)
         if len(parts) == 1:
-            return httperf.invalid_reason(parts[0], rates[0], par.runs[0].cpu_util)
+            return first(httperf.invalid_reason(parts[0], rates[0], par.runs[0].cpu_util), errors)
         k = len(parts)
         reasons = [
             f"httperf {i + 1}/{k}: {why}"
@@ -534,7 +537,7 @@ class HttperfSweep(_NginxWorkload):
         ]
         if not reasons and (why := httperf.invalid_reason(merged, conn_rate, par.cpu_util)):
             reasons.append(f"all {k} httperf processes: {why}")
-        return "; ".join(reasons) or None
+        return "; ".join([*reasons, *([errors] if errors else [])]) or None
 
     def headline(
         self, steps: list[sweep.StepResult], size: int, stopped: str, phase: str | None = None
