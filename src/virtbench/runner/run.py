@@ -41,7 +41,7 @@ from ..results import SOLO_PEAK_SCENARIO
 from ..scenarios.base import ScenarioEnv
 from ..scenarios.peaks import SoloPeaks
 from ..serving import netpath, remote
-from ..store.db import open_store
+from ..store.db import CellRow, open_store
 from ..store.fallback import FallbackStore
 from ..store.stops import Stop
 from ..tools import require
@@ -262,6 +262,7 @@ class Runner:
                 campaign,
                 [(r.seq, r.platform, r.test_case, r.scenario, r.repetition) for r in measured],
             )
+        _check_same_cells(run, stored, cells)
         done = {r.seq for r in stored if r.status in states.DONE}
         todo = [c for c in cells if c.seq not in done]
         self._preflight(campaign, todo)
@@ -549,6 +550,37 @@ class Runner:
         )
         self.console.print(
             f"[green]✓[/] {where}: {head.value:.6g} {head.unit}{flag} ({out.elapsed_s:.1f}s)"
+        )
+
+
+def _params_text(params: dict) -> dict:
+    """Params as the store gives them back (JSON), so stored and expanded ones compare."""
+    return json.loads(json.dumps(params, sort_keys=True, default=str))
+
+
+def _check_same_cells(run: dict, stored: list[CellRow], cells: list[Cell]) -> None:
+    """A resume matches cells to stored rows by number: refuse when this code expands the
+    stored campaign into other cells (a test case added to or gone from a suite that selects
+    all of them, a changed parameter default). Else a cell's samples would be committed into
+    another cell's row, a stored cell never run, or two parameter sets pooled in one group."""
+    want = {r.seq: r for r in stored if r.scenario != SOLO_PEAK_SCENARIO}
+    got = {c.seq: c for c in cells}
+    for seq in sorted(want.keys() | got.keys()):
+        r, c = want.get(seq), got.get(seq)
+        was = f"{r.platform} {r.test_case} {r.scenario} #{r.repetition}" if r else "nothing"
+        now = f"{c.platform.name} {c.test_case} {c.scenario} #{c.repetition}" if c else "nothing"
+        if was == now and r is not None and c is not None:
+            old = r.labels.get("params")
+            if old is None or _params_text(old) == _params_text(c.params):
+                continue
+            new = _params_text(c.params)
+            changed = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+            was = f"{was} with " + ", ".join(f"{k}={old.get(k)}" for k in changed)
+            now = f"{now} with " + ", ".join(f"{k}={new.get(k)}" for k in changed)
+        raise VirtbenchError(
+            f"run {run['run_id']} cannot be resumed by this code: its campaign now expands into"
+            f" other cells than the run stored (cell {seq}: stored {was}, now {now}); resume"
+            f" it with the code that started it (virtbench {run.get('virtbench_version')})"
         )
 
 
