@@ -43,10 +43,11 @@ PIECES = "runtime-pieces.jsonl"
 
 
 def summary(rows: list[CellTime]) -> list[str]:
-    """One line per (platform, scenario): cells, mean ± stdev seconds."""
+    """One line per (platform, scenario): cells, mean ± stdev seconds. Finished cells only:
+    an interrupted or lost cell's time is the part before the cut (its piece says so)."""
     by: dict[tuple[str, str], list[float]] = defaultdict(list)
     for c in rows:
-        if c.seconds is not None:
+        if c.seconds is not None and c.status in DONE:
             by[c.platform, c.scenario].append(c.seconds)
     out = []
     for (platform, scenario), secs in by.items():
