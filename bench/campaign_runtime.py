@@ -36,6 +36,7 @@ from pathlib import Path
 
 from _campaign import CellTime, CliRun, cell_times, run_campaign
 
+import virtbench
 from virtbench.runner.states import DONE
 from virtbench.store.db import DB_NAME, Store
 
@@ -74,13 +75,19 @@ def _latest_run(results: Path) -> tuple[str, str] | None:
 
 
 def _code_version() -> str:
-    out = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"],
-        cwd=Path(__file__).parent,
-        capture_output=True,
-        text=True,
-    )
-    return out.stdout.strip() or "unknown"
+    """The commit of the virtbench this process imports, which is what the piece's run
+    imports (same interpreter and environment), not this script's tree; "-dirty" when its
+    tracked files differ from that commit."""
+    where = Path(virtbench.__file__).resolve().parent
+
+    def git(*args: str) -> str:
+        out = subprocess.run(["git", *args], cwd=where, capture_output=True, text=True)
+        return out.stdout.strip() if out.returncode == 0 else ""
+
+    head = git("rev-parse", "--short", "HEAD")
+    if not head:
+        return "unknown"
+    return head + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
 def _record_piece(

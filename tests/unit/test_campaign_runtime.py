@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
+
+import virtbench
 
 sys.path.append(str(Path(__file__).resolve().parents[2] / "bench"))  # last: shadows nothing
 import campaign_runtime as rt  # noqa: E402
@@ -26,3 +29,26 @@ def test_failed_and_timed_out_cells_are_cell_time():
     rows = [CellTime("vm", "solo", 1, "ok", 100.0), CellTime("vm", "solo", 2, "timeout", 300.0)]
     (line,) = rt.summary(rows)
     assert "2 cell(s)" in line and " 200.0 s" in line, line
+
+
+def _git(repo: Path, *args: str) -> str:
+    out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_a_piece_names_the_code_its_run_imports_and_says_when_it_was_changed(tmp_path, monkeypatch):
+    # the virtbench a piece's run imports (PYTHONPATH, else the venv's editable install) may
+    # live in another tree than this script, and may carry uncommitted changes
+    repo = tmp_path / "tree"
+    pkg = repo / "src" / "virtbench"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "x")
+    monkeypatch.setattr(virtbench, "__file__", str(pkg / "__init__.py"))
+    head = _git(repo, "rev-parse", "--short", "HEAD")
+    assert rt._code_version() == head
+    (pkg / "__init__.py").write_text("changed = True\n")
+    assert rt._code_version() == head + "-dirty"
