@@ -137,3 +137,63 @@ def test_pair_matches_primary_target_groups_and_skips_solo_peaks():
     assert [(x.key.platform, y.key.platform) for x, y in same.pairs] == [("native", "native")]
     assert [g.key.platform for g in same.only_b] == ["container"]
     assert len(cmp.pair(a, b, "native", "container", all_metrics=True).pairs) == 1
+
+
+def _run_groups(sizes_values: dict[int, list[float]]):
+    """One run's groups of test case t (file_size_kb declared a dimension), one cell per
+    sample, as groups.build makes them from stored rows."""
+    from virtbench.analysis import groups as groups_mod
+    from virtbench.store.description import DIMENSION, LabelRole, MetricInfo, RunDescription
+
+    described = RunDescription(
+        (MetricInfo("web", "t", "req_per_s", "req/s", True, True),),
+        (LabelRole("t", "file_size_kb", DIMENSION),),
+    )
+    rows = [
+        {
+            "platform": "native",
+            "suite": "web",
+            "test_case": "t",
+            "scenario": "solo",
+            "role": "target",
+            "metric": "req_per_s",
+            "value": v,
+            "unit": "req/s",
+            "higher_is_better": 1,
+            "repetition": rep,
+            "valid": 1,
+            "labels": {"file_size_kb": kb},
+            "cell_id": f"{kb}/{rep}",
+        }
+        for kb, values in sizes_values.items()
+        for rep, v in enumerate(values, 1)
+    ]
+    return groups_mod.build(rows, described)
+
+
+def test_runs_at_two_values_of_a_constant_dimension_are_not_paired():
+    # A served 1 KB files, B 50 KB: in each run the size is constant, so it is no part of
+    # the groups' dims, but the two are different tests, not B "slower" than A
+    a = _run_groups({1: [10_000.0, 10_100.0, 9_900.0, 10_050.0]})
+    b = _run_groups({50: [1_000.0, 1_010.0, 990.0, 1_005.0]})
+    outcomes, pairing = cmp.compare_groups(a, b)
+    assert outcomes == []
+    assert len(pairing.only_a) == 1 and len(pairing.only_b) == 1
+
+
+def test_a_constant_dimension_pairs_with_the_same_value_swept_in_the_other_run():
+    a = _run_groups({1: [100.0, 101.0, 99.0], 50: [10.0, 10.1, 9.9]})  # dims file_size_kb
+    b = _run_groups({50: [10.0, 10.1, 9.9]})  # constant: no dims
+    outcomes, pairing = cmp.compare_groups(a, b)
+    assert [dict(o.dims) for o in outcomes] == [{"file_size_kb": 50}]
+    assert [o.b.mean for o in outcomes] == [pytest.approx(10.0)]
+    assert [dict(g.key.dims) for g in pairing.only_a] == [{"file_size_kb": 1}]
+
+
+def test_a_run_stored_before_a_dimension_label_existed_still_pairs():
+    new = _run_groups({50: [10.0, 10.1, 9.9]})  # carries file_size_kb (constant)
+    old = _run_groups({50: [10.0, 10.1, 9.9]})
+    for g in old:  # as stored by a version that did not label the size yet
+        g.labels.pop("file_size_kb")
+    outcomes, _ = cmp.compare_groups(old, new)
+    assert len(outcomes) == 1

@@ -270,12 +270,17 @@ class Pairing:
     only_b: list[Group]
 
 
-def _match_key(g: Group) -> tuple:
+def _match_key(g: Group, other_carries: set[str]) -> tuple:
     """What B's group must share with A's to be judged against it. The network path is left
     out: a result measured over another path is paired, then judged not comparable (with
-    the reason) rather than silently unmatched."""
+    the reason) rather than silently unmatched. A declared dimension constant within its run
+    (in Group.identity, not in dims) counts when the other run's results carry it too: 1 KB
+    files in A and 50 KB in B are two tests, not a slowdown; a run stored before the label
+    existed still pairs."""
     k = g.key
-    return (k.suite, k.test_case, k.metric, without_paths(k.dims), k.scenario)
+    dims = dict(k.dims)
+    dims.update((n, v) for n, v in g.identity if n not in dims and n in other_carries)
+    return (k.suite, k.test_case, k.metric, without_paths(tuple(sorted(dims.items()))), k.scenario)
 
 
 def pair(
@@ -297,15 +302,26 @@ def pair(
             and (platform is None or g.key.platform == platform)
         )
 
-    def keyed(groups: list[Group], platform: str | None) -> dict[tuple, Group]:
+    def carried(groups: list[Group]) -> dict[str, set[str]]:
+        """test case -> the dimension labels its results carry (swept or constant)."""
+        out: dict[str, set[str]] = {}
+        for g in groups:
+            out.setdefault(g.key.test_case, set()).update(n for n, _ in g.identity)
+        return out
+
+    def keyed(groups: list[Group], platform: str | None, other: dict) -> dict[tuple, Group]:
         same_platform = platform is None
         return {
-            (*_match_key(g), g.key.platform if same_platform else ""): g
+            (
+                *_match_key(g, other.get(g.key.test_case, set())),
+                g.key.platform if same_platform else "",
+            ): g
             for g in groups
-            if keep(g, platform)
         }
 
-    ka, kb = keyed(groups_a, platform_a), keyed(groups_b, platform_b)
+    fa = [g for g in groups_a if keep(g, platform_a)]
+    fb = [g for g in groups_b if keep(g, platform_b)]
+    ka, kb = keyed(fa, platform_a, carried(fb)), keyed(fb, platform_b, carried(fa))
     return Pairing(
         [(ka[k], kb[k]) for k in ka if k in kb],
         [g for k, g in ka.items() if k not in kb],

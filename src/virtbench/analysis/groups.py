@@ -99,6 +99,17 @@ class Group:
     invalid: list[InvalidSample] = field(default_factory=list)
     summary: Summary = field(default_factory=lambda: Summary(0))
     labels: dict[str, Any] = field(default_factory=dict)  # the same in all its samples
+    declared: frozenset[str] = frozenset()  # the run's declared dimension labels of its test
+
+    @property
+    def identity(self) -> tuple[tuple[str, Any], ...]:
+        """Its dims and the declared dimensions constant over its run (left out of dims, which
+        only tell results of one run apart): what makes results of two runs the same test."""
+        dims = dict(self.key.dims)
+        for k in self.declared - dims.keys():
+            if self.labels.get(k) is not None:
+                dims[k] = _scalar(self.labels[k])
+        return tuple(sorted(dims.items()))
 
     def _meet(self, labels: dict[str, Any]) -> None:
         """Keep the labels this sample shares with the group's earlier ones."""
@@ -200,7 +211,11 @@ def build(rows: list[dict[str, Any]], description: RunDescription) -> list[Group
         if g is None:
             head = primary.get(row["test_case"]) or first_metric[row["test_case"]]
             g = groups[key] = Group(
-                key, row["unit"], bool(row["higher_is_better"]), row["metric"] == head
+                key,
+                row["unit"],
+                bool(row["higher_is_better"]),
+                row["metric"] == head,
+                declared=frozenset(description.labels_of(DIMENSION, row["test_case"])),
             )
         g._meet(labels)
         if row.get("valid", 1):
