@@ -161,3 +161,44 @@ def test_whole_report_includes_web_section(tmp_path):
     html = path.read_text()
     assert "Web serving: throughput vs offered rate" in html
     assert "Network: bandwidth and round-trip latency" in html
+
+
+def _store_of(tmp_path, cells) -> Store:
+    st = Store.in_dir(tmp_path)
+    st.create_run(
+        RUN, "web", "web.toml", "", 1, {}, {}, "0.1.0", description=describe(c[2] for c in cells)
+    )
+    st.add_cells(
+        (f"{RUN}/{i:04d}", RUN, i, p, json.dumps({"name": p, "type": p}), su, tc, sc, rep, "{}")
+        for i, (p, su, tc, sc, rep, _samples) in enumerate(cells)
+    )
+    for i, (*_rest, samples) in enumerate(cells):
+        st.finish_cell(RUN, f"{RUN}/{i:04d}", "ok", samples, [], None, {})
+    st.set_run_status(RUN, "finished")
+    return st
+
+
+def test_peak_table_names_the_targets_one_size_beside_a_neighbour_of_another(tmp_path):
+    # the target serves 1 KB only; a different:50 neighbour serves 50 KB beside it. The
+    # target's size is constant, so it is no group dimension: the table must still say 1,
+    # not "None" (the neighbour's 50 KB rows are not the target's)
+    def peak(value, role="target", size=1):
+        return [_s("peak_throughput", value, role=role, file_size_kb=size, peak_step=1)]
+
+    cells = [
+        ("native", "web", "httperf-sweep", "solo", 1, peak(2000.0)),
+        (
+            "native",
+            "web",
+            "httperf-sweep",
+            "different:50",
+            1,
+            peak(1500.0) + peak(300.0, "neighbour-1", 50),
+        ),
+    ]
+    data = ReportData.load(_store_of(tmp_path, cells), RUN)
+    sec = web_section(data)
+    assert sec is not None
+    md = sec.markdown.split("peak sustained throughput (httperf):")[1]
+    assert "None" not in md
+    assert "| native | different:50 | 1 |" in md.replace("  ", " ")

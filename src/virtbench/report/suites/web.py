@@ -96,8 +96,10 @@ def _group_table(
     `keep(row key)` filters rows (e.g. sweep peaks vs fixed-rate steps)."""
     groups = data.select(test_case=test_case, role="target")
     # a dimension with one value in the whole run is not part of group keys: read it back
-    # (samples without it, such as a cell's per-role summaries, say nothing about it)
-    only = {r["labels"].get(dim) for r in _rows(data, test_case)} - {None} if dim else set()
+    # (samples without it, such as a cell's per-role summaries, say nothing about it); the
+    # target's rows only, as the table's: a different:50 neighbour's size is not the target's
+    rows = [r for r in _rows(data, test_case) if r["role"] == "target"]
+    only = {r["labels"].get(dim) for r in rows} - {None} if dim else set()
     fallback = next(iter(only)) if len(only) == 1 else None
     table: dict[tuple, dict[str, str]] = defaultdict(dict)
     for g in groups:
