@@ -473,3 +473,38 @@ def test_series_fallback_is_for_solo_cells_of_co_located_test_cases_only():
         p["test_case"] = "wrk-max" if p["cell_id"] == "solo-peak/1" else "sysbench-cpu"
     charts = roles.role_bars(_data(rows, series)) + roles.cov_bars(_data(rows, series))
     assert charts and not [c for c in charts if "solo-peak" in c or "sysbench-cpu" in c]
+
+
+def test_startup_chart_does_not_normalize_bytes_across_file_sizes():
+    # run cq4-1126, container · wrk-max · startup:2:vm-virtio #1: 1 KB then 70 KB, 8 s each;
+    # the target's one throughput series is the bytes it sent (wrk records none per size).
+    # Divided by its mean before the VMs started (1 KB), the 70 KB part read 2.9-4.8x
+    # "normalized throughput" while it served 20-34 % of its solo 70 KB rate
+    tx = [12.8e6, 22.5e6, 6.0e6, 3.0e6, 3.1e6, 3.2e6, 3.4e6, 3.2e6, 50e6, 84e6, 81e6, 78e6]
+    cell = SimpleNamespace(
+        cell_id="c/14", scenario="startup:2:vm-virtio", repetition=1, seq=14,
+        platform="container", test_case="wrk-max",
+    )  # fmt: skip
+    series = [
+        {"cell_id": "c/14", "role": "target", "metric": "net_tx_bytes_per_s", "t": t + 1.0,
+         "value": v}
+        for t, v in enumerate(tx)
+    ]  # fmt: skip
+    new = {"started_at_s": 2.0, "ready_at_s": 20.2, "env_platform": "vm-virtio"}
+    samples = [
+        {"cell_id": "c/14", "role": "neighbour-1", "metric": "startup_s", "value": 18.2,
+         "labels": new},
+        *(
+            {"cell_id": "c/14", "role": "target", "metric": "requests_per_s", "value": v,
+             "labels": {"file_size_kb": size, "connections": 32}}
+            for size, v in ((1, 4757.0), (70, 1041.0))
+        ),
+    ]  # fmt: skip
+    data = SimpleNamespace(cells=[cell], series=series, samples=samples, colour=lambda p: "#123")
+    (chart,) = figures.startup_charts(data)
+    assert "normalized throughput" not in chart and "÷" not in chart
+    assert "1 KB, 70 KB" in chart  # says why: several sizes one after another
+    # one size: the undisturbed mean is a fair 1.0 line
+    data.samples = samples[:2]
+    (chart,) = figures.startup_charts(data)
+    assert "normalized throughput" in chart
