@@ -508,3 +508,26 @@ def test_startup_chart_does_not_normalize_bytes_across_file_sizes():
     data.samples = samples[:2]
     (chart,) = figures.startup_charts(data)
     assert "normalized throughput" in chart
+
+
+def test_degradation_compares_at_solos_rate_not_at_a_step_up_to_10_percent_off():
+    # solo steps at fractions of its wrk capacity (1000): 100..500 req/s; the scenario's
+    # lockstep schedule at the same fractions of its solo peak (900): 90..450 req/s. Both
+    # serve every request offered (unsaturated), so nothing degraded; the nearest step
+    # within 10 % (90 vs 100) read "10 % fewer replies" at every step
+    rows = []
+    for scenario, rates in (
+        ("solo", (100, 200, 300, 400, 500)),
+        ("identical", (90, 180, 270, 360, 450, 540)),
+    ):
+        for i, rate in enumerate(rates):
+            for metric, value in (("reply_rate", rate), ("reply_time_ms", 1.0 + rate / 1000)):
+                row = _row(scenario, "target", metric, i, float(value))
+                row["labels"]["offered_rate"] = float(rate)
+                rows.append(row)
+    out = cs.degradation_rows(rows)
+    assert [r.x for r in out] == [100.0, 300.0, 500.0]
+    for r in out:
+        assert abs(r.throughput[2]) < 1e-9, r  # served all it was offered, as solo
+        assert abs(r.throughput[1] - r.x) < 1e-9
+        assert abs(r.reply_ms[2]) < 1e-9  # the same reply time at the same rate

@@ -259,8 +259,9 @@ def degradation_table(data) -> tuple[str, str]:
     page = (
         "<h3>Throughput, reply time and transfer time against solo at the same rate "
         "(seed 003 Table 3)</h3><p class='note'>Three offered rates per file size: solo's "
-        "lowest, middle and highest valid step; each scenario at its step within 10 % of that "
-        "rate (none: no row). Degradation: positive = worse than solo; '–' where solo's time "
+        "lowest, middle and highest valid step; each scenario at that rate: its step there "
+        "(within 1 %), else read linearly between its two steps around it (outside its "
+        "steps: no row). Degradation: positive = worse than solo; '–' where solo's time "
         "was 0 (below httperf's 0.1 ms resolution, as the paper's 1 kB transfer time).</p>"
         + str(html.scroll(str(html.table(headers, body))))
     )
