@@ -531,3 +531,13 @@ def test_degradation_compares_at_solos_rate_not_at_a_step_up_to_10_percent_off()
         assert abs(r.throughput[2]) < 1e-9, r  # served all it was offered, as solo
         assert abs(r.throughput[1] - r.x) < 1e-9
         assert abs(r.reply_ms[2]) < 1e-9  # the same reply time at the same rate
+
+
+def test_degradation_rows_in_numeric_size_order():
+    rows = []
+    for size in (10, 4, 100, 1):
+        for scenario, v in (("solo", 100.0), ("identical", 80.0)):
+            for i in range(3):
+                rows.append(_row(scenario, "target", "reply_rate", i, v * (i + 1), size))
+    sizes = list(dict.fromkeys(r.size for r in cs.degradation_rows(rows)))
+    assert sizes == [1, 4, 10, 100]

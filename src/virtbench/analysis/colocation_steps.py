@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..results import is_solo_peak, shown_scenario
-from .colocation import labels_of
+from .colocation import labels_of, value_order
 
 SOLO = "solo"
 SweepKey = tuple[str, str, str, str, Any]  # platform, test case, scenario, role, file size
@@ -288,7 +288,10 @@ def degradation_rows(
         return next((p for p in pts[metric].get(key, []) if p.step == step), None)
 
     out = []
-    for key, solo_pts in sorted(pts["reply_rate"].items(), key=lambda kv: str(kv[0])):
+    # by platform, test case, scenario, role, then size as a number (1, 4, 10 KB, not 1, 10, 4)
+    order = sorted(pts["reply_rate"], key=lambda k: (*map(str, k[:4]), value_order(k[4])))
+    for key in order:
+        solo_pts = pts["reply_rate"][key]
         platform, tc, scenario, role, size = key
         if scenario != SOLO or role != "target":
             continue
