@@ -348,7 +348,10 @@ def test_summaries_of_a_point_whose_target_sample_was_invalid_are_left_out():
     covs = [c for c in roles.cov_bars(data) if "of CPU" in c]
     assert "identical" in covs[0] and "identical" not in covs[1]
     table = figures.env_metrics_table(data)
-    assert "wrk-max · 1 KB" in table and "wrk-max · 70 KB" not in table
+    # the 70 KB rows stay, with no means, saying why: flagged, never silently dropped
+    rows70 = [r for r in re.findall(r"<tr>(.*?)</tr>", table, re.S) if "70 KB" in r]
+    assert len(rows70) == 2 and all("left out: the target" in r for r in rows70)
+    assert not any("±" in r or "µs/exe" in r for r in rows70)
 
 
 def test_idle_neighbour_degradation_is_positive_when_a_lower_is_better_figure_rose():

@@ -176,14 +176,17 @@ def env_metrics_table(data) -> str:
     acc: dict[tuple[str, str, Any, str, str], dict[str, list[float]]] = defaultdict(
         lambda: defaultdict(list)
     )
+    left_out: dict[tuple[str, str, Any, str, str], int] = defaultdict(int)
     names = dict(ENV_METRICS + HOST_METRICS)
     invalid = roles.unplanned(data)
     for s in data.samples:
         if s["metric"] in names and "stdev" in s["labels"] and _kind(s["scenario"]) != "solo":
-            if invalid(s):
-                continue
             point = roles.sample_point(data, s)
             key = (s["platform"], s["test_case"], point, s["scenario"], s["role"])
+            if invalid(s):  # counted and said, never averaged in
+                left_out[key] += s["metric"] == "cpu_util"
+                acc.setdefault(key, defaultdict(list))
+                continue
             acc[key][s["metric"]].append(s["value"])
     if not acc:
         return ""
@@ -191,8 +194,11 @@ def env_metrics_table(data) -> str:
     for (platform, tc, point, scenario, role), metrics in sorted(acc.items(), key=_table_order):
         cols = HOST_METRICS if role == "host" else ENV_METRICS
         cells = [f"{names[m]} {_fmt(metrics[m])}" for m, _ in cols if metrics.get(m)]
+        key = (platform, tc, point, scenario, role)
+        if left_out.get(key):
+            cells.append(f"{left_out[key]} repetition(s) left out: the target's result invalid")
         where = " · ".join(x for x in (tc, roles.point_text(point)) if x)
-        rows.append([platform, where, scenario, role, "; ".join(cells)])
+        rows.append([platform, where, scenario, role, "; ".join(cells) or "–"])
     headers = ["target platform", "test case · point", "scenario", "role", "means"]
     return (
         "<h3>Per-environment scheduler metrics (Xenmon/Xentop analogue; mean ± sd over "
