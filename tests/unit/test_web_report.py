@@ -117,6 +117,8 @@ def test_web_section_curves_tables_and_invalid_steps(tmp_path):
     # (one step, invalid in both repetitions: one marker at the mean of the invalid ones)
     assert text.count('data-invalid="native · solo"') == 1
     assert "native · solo: 1 invalid step(s)" in text
+    # every curve says what its whiskers are, invalid steps or not
+    assert text.count("Whiskers: min–max over repetitions.") >= text.count("offered rate (req/s)")
     assert "container · solo: 1 invalid step(s)" in text
     # peak table: mean over the two repetitions (2000+1, 2000+2) with n
     assert "Peak sustained throughput" in text

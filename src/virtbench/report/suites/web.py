@@ -65,13 +65,14 @@ def curves(data) -> list[str]:
                 svg.line_chart(part_title, part, "offered rate (req/s)", "replies/s", width=680)
             )
         notes = [f"{ln.name}: {len(ln.invalid)} invalid step(s)" for ln in lines if ln.invalid]
+        said = "Whiskers: min–max over repetitions."
         if notes:
-            out.append(
-                "<p class='note'>Invalid steps are drawn as hollow red-ringed markers on the "
-                "line (hover for the reason; whiskers: min–max over repetitions): "
-                + html.h("; ".join(notes))
-                + ". Reasons are listed in the invalid-samples section.</p>"
+            said += (
+                " Invalid steps are drawn as hollow red-ringed markers on the line (hover for "
+                f"the reason): {'; '.join(notes)}. Reasons are listed in the invalid-samples "
+                "section."
             )
+        out.append(f"<p class='note'>{html.h(said)}</p>")
     return out
 
 
