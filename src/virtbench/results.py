@@ -54,6 +54,8 @@ def shown_scenario(scenario: str, labels: dict[str, Any]) -> str:
 # between samples taken over different paths: the ratio would measure the path.
 NET_PATH_LABEL = "net_path"
 PATH_LABELS = (NET_PATH_LABEL,)
+# a co-location environment offered this % of its own solo peak (`load=PCT`)
+LOAD_PCT_LABEL = "load_pct"
 
 # The labels of a per-environment summary sample (metrics/sampler.py `summary_samples`): its
 # statistic and the spread of its 1 s readings. Facts of one sample, never a result's identity:

@@ -206,3 +206,18 @@ def test_report_shows_why_a_ratio_is_missing():
         "Client paths differ: net_path=host-bridge: vm; net_path=loopback: native"
         " (docs/network.md)."
     )
+
+
+def test_no_ratio_between_loads_relative_to_each_platforms_own_peak():
+    # identical:load=50 offered each platform 50 % of ITS solo peak: both served everything,
+    # so native 15,000 vs vm 800 would read as "vm ×0.05", the ratio of the peaks
+    gs = [
+        group("native", [15000, 15100], "bridge", False),
+        group("vm", [800, 810], "bridge", False),
+    ]
+    for g in gs:
+        g.labels["load_pct"] = 50
+    assert gs[1].key not in normalize.against_baseline(gs, "native")
+    why = normalize.incomparable(gs, "native")
+    assert list(why) == [gs[1].key] and why[gs[1].key].startswith(normalize.OWN_PEAK)
+    assert "50 % of its own solo peak" in why[gs[1].key]

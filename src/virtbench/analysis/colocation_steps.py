@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..results import is_solo_peak, shown_scenario
+from ..results import LOAD_PCT_LABEL, is_solo_peak, shown_scenario
 from .colocation import labels_of, value_order
 
 SOLO = "solo"
@@ -56,8 +56,8 @@ def intensity(labels: dict[str, Any]) -> float | None:
     capacity-mode sweep whose parameters were recorded), else None."""
     p = labels.get("env_params") or {}
     step = labels.get("step")
-    if labels.get("load_pct") is not None:  # one fixed-rate step at PCT % of its solo peak
-        return float(labels["load_pct"])
+    if labels.get(LOAD_PCT_LABEL) is not None:  # one fixed-rate step at PCT % of its solo peak
+        return float(labels[LOAD_PCT_LABEL])
     if step is None or p.get("mode", "capacity") != "capacity":
         return None
     if "start_fraction" in p and "step_fraction" in p:

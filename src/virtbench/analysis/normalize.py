@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..results import NET_PATH_LABEL, PATH_LABELS
+from ..results import LOAD_PCT_LABEL, NET_PATH_LABEL, PATH_LABELS
 from .groups import Group, GroupKey
 from .stats import CONFIDENCE, t_critical, welch_df
 
@@ -112,12 +112,23 @@ def against_baseline(groups: list[Group], baseline: str | None) -> dict[GroupKey
     out: dict[GroupKey, Comparison] = {}
     for g in groups:
         base = by_key.get(g.key.on(baseline))
-        if base is None:
+        if base is None or own_peak_load(g) or own_peak_load(base):
             continue
         c = compare(g, base)
         if c is not None:
             out[g.key] = c
     return out
+
+
+# --- results whose load was relative to each platform's own peak ---------------------------
+def own_peak_load(g: Group) -> bool:
+    """A result measured at `load=PCT` % of its own platform's solo peak (co-location): every
+    platform was offered a different rate, so a ratio would compare their peaks, not a
+    slowdown at one load."""
+    return g.labels.get(LOAD_PCT_LABEL) is not None
+
+
+OWN_PEAK = "own-peak load"
 
 
 # --- results measured over different paths ---------------------------------------------------
@@ -142,8 +153,8 @@ def path_mismatch(platform: str, path: str, other: str, other_paths: list[str]) 
 
 def incomparable(groups: list[Group], baseline: str | None) -> dict[GroupKey, str]:
     """Groups that have no ratio to the baseline only because the baseline measured the
-    same result over another network path: key -> the reason (shown where the ratio
-    would be)."""
+    same result over another network path, or because each platform was offered a share of
+    its own peak: key -> the reason (shown where the ratio would be)."""
     if not baseline:
         return {}
     keys = {g.key for g in groups}
@@ -157,6 +168,13 @@ def incomparable(groups: list[Group], baseline: str | None) -> dict[GroupKey, st
             base_paths.setdefault(test(g.key), []).append(p)
     out: dict[GroupKey, str] = {}
     for g in groups:
+        if g.key.platform != baseline and own_peak_load(g):
+            out[g.key] = (
+                f"{OWN_PEAK}: {g.key.platform} was offered {g.labels[LOAD_PCT_LABEL]} % of its"
+                " own solo peak (load=PCT), each platform a different rate; a ratio would"
+                " compare the peaks, not a slowdown at one load"
+            )
+            continue
         if g.key.platform == baseline or g.key.on(baseline) in keys:
             continue
         path, others = path_of(g), base_paths.get(test(g.key))

@@ -25,6 +25,7 @@ from ..drivers.sweep import Lockstep
 from ..errors import VirtbenchError, WorkloadError
 from ..metrics.sampler import Sampler, Span, Window, summary_samples
 from ..platforms.base import Platform, PlatformSpec
+from ..results import LOAD_PCT_LABEL
 from ..workloads.base import RunContext, Sample
 from . import weights as weights_mod
 from .base import ScenarioEnv
@@ -388,7 +389,7 @@ def _collect(
     for e in envs:
         extra = base | {"env_params": params.get(e.plan.role)}
         if e.plan.load_pct is not None:
-            extra["load_pct"] = e.plan.load_pct
+            extra[LOAD_PCT_LABEL] = e.plan.load_pct
         if e.peak is not None:  # which measured value was the denominator, and where it is
             extra["solo_peak"] = e.peak.value
             if e.peak.cell_id is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ...analysis import normalize
 from ...analysis.groups import Group
-from ...analysis.normalize import BETTER, NO_CI, UNDECIDED, WORSE, Comparison
+from ...analysis.normalize import BETTER, NO_CI, OWN_PEAK, UNDECIDED, WORSE, Comparison
 from ...analysis.stats import HIGH_CV
 from .. import fmt
 from ..data import ReportData
@@ -159,8 +159,9 @@ def md_summary(data: ReportData, suite: str, gs: list[Group]) -> str:
             text += f" {md_ratio(c)}"
             ratios = True
         elif g.key in data.incomparable:
-            text += " (no ratio: other net_path)"
-            paths = True
+            own = data.incomparable[g.key].startswith(OWN_PEAK)
+            text += f" (no ratio: {OWN_PEAK if own else 'other net_path'})"
+            paths = paths or not own
         text += " ⚠CV" if s.noisy else ""
         text += f" +{g.n_invalid} invalid" if g.n_invalid else ""
         rows.setdefault(k, {})[g.key.platform] = text
