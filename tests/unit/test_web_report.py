@@ -81,7 +81,6 @@ def _net() -> dict[str, list[Sample]]:
 
 
 def _store(tmp_path) -> Store:
-    st = Store.in_dir(tmp_path)
     cells: list[tuple[str, str, str, str, int, list[Sample]]] = []
     for platform, scale in (("native", 1.0), ("container", 0.8)):
         for rep in (1, 2):
@@ -92,18 +91,7 @@ def _store(tmp_path) -> Store:
     )
     for tc, samples in _net().items():
         cells.append(("native", "network", tc, "solo", 1, samples))
-    described = describe(c[2] for c in cells)
-    st.create_run(
-        RUN, "web", "web.toml", "", 1, {}, {"baseline": "native"}, "0.1.0", description=described
-    )
-    st.add_cells(
-        (f"{RUN}/{i:04d}", RUN, i, p, json.dumps({"name": p, "type": p}), su, tc, sc, rep, "{}")
-        for i, (p, su, tc, sc, rep, _samples) in enumerate(cells)
-    )
-    for i, (*_rest, samples) in enumerate(cells):
-        st.finish_cell(RUN, f"{RUN}/{i:04d}", "ok", samples, [], None, {})
-    st.set_run_status(RUN, "finished")
-    return st
+    return _store_of(tmp_path, cells, {"baseline": "native"})
 
 
 def test_web_section_curves_tables_and_invalid_steps(tmp_path):
@@ -165,11 +153,11 @@ def test_whole_report_includes_web_section(tmp_path):
     assert "Network: bandwidth and round-trip latency" in html
 
 
-def _store_of(tmp_path, cells) -> Store:
+def _store_of(tmp_path, cells, settings: dict | None = None) -> Store:
+    """A store holding one run of `cells` (platform, suite, test case, scenario, rep, samples)."""
     st = Store.in_dir(tmp_path)
-    st.create_run(
-        RUN, "web", "web.toml", "", 1, {}, {}, "0.1.0", description=describe(c[2] for c in cells)
-    )
+    described = describe(c[2] for c in cells)
+    st.create_run(RUN, "web", "web.toml", "", 1, {}, settings or {}, "0.1.0", description=described)
     st.add_cells(
         (f"{RUN}/{i:04d}", RUN, i, p, json.dumps({"name": p, "type": p}), su, tc, sc, rep, "{}")
         for i, (p, su, tc, sc, rep, _samples) in enumerate(cells)
