@@ -429,9 +429,9 @@ def _label_storm(target: _Env, late: list[_Env]) -> None:
     so a storm that begins with the first size may be over before a later one starts: that
     size's figure is the target after the storm, not during it (seed 003 Fig. 14 ran one
     size per experiment)."""
-    storms = [e.window for e in late if e.window is not None]
     if not late:
         return
+    storms = [e.window for e in late if e.window is not None]
     for labels, start, end in target.points:
         inside = _union_s([(max(a, start), min(b, end)) for a, b in storms])
         for s in target.samples:
