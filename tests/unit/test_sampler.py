@@ -272,3 +272,46 @@ def test_the_first_reading_in_a_window_covers_the_window_only(tmp_path):
         s.tick()  # the target used nothing since the window opened
     ((_a, _b, value),) = window.points[("target", "cpu_util")]
     assert value == 0.0
+
+
+class _FlakyCgroup(CgroupPlatform):
+    """A cgroup environment whose reads can fail for a tick: `accounting()` raises (a
+    container restarting), or its cpu.stat is gone (a transient cgroup read error)."""
+
+    def __init__(self, name, cgroup_dir, pids=()):
+        super().__init__(name, cgroup_dir)
+        self.pids, self.raises = list(pids), False
+
+    def hide(self):
+        (self.dir / "cpu.stat").unlink()
+
+    def accounting(self):
+        if self.raises:
+            raise OSError("gone for a tick")
+        return Accounting(pids=self.pids, cgroups={"unified": str(self.dir)})
+
+
+def test_a_failed_read_leaves_a_gap_not_a_two_tick_rate_kept_as_one(tmp_path):
+    """A role whose read failed kept its older CPU reading: the next rate ran over two ticks
+    but was kept with the last tick's span only, so a 2 s average counted as the 1 s (b, c]
+    at the point holding it. The interval after a failed read has no cpu_util reading."""
+    for fail in ("no counter", "raise"):
+        target = _FlakyCgroup("target", tmp_path / fail)
+        s = Sampler()
+        with s.window({"target": target}) as window:
+            s.tick()
+            t_a = window.last_t
+            if fail == "raise":
+                target.raises = True
+            else:
+                target.hide()
+            s.tick()
+            t_b = window.last_t
+            target.raises = False
+            target.use(300_000)  # 0.3 s of CPU, all of it in (a, c], none known of (b, c]
+            s.tick()
+            t_c = window.last_t
+            s.tick()  # the readings go on from c
+        spans = [(a, b) for a, b, _v in window.points[("target", "cpu_util")]]
+        assert all(a != t_b for a, _b in spans), fail
+        assert (t_c, window.last_t) in spans and t_a in {b for _a, b in spans}

@@ -58,7 +58,7 @@ class _Detail:
 @dataclass
 class _Role:
     platform: Platform
-    cpu: tuple[float, float] | None = None  # (t, CPU seconds) of the last reading
+    cpu: tuple[float, float] | None = None  # (t, CPU seconds) of the previous tick's; None: missed
     detail: _Detail | None = None  # last detailed snapshot, while in a window
 
 
@@ -224,7 +224,9 @@ class Sampler:
                 try:
                     readings = self._read(r, now, detailed=win is not None and role in win.roles)
                 except Exception:  # noqa: BLE001 - a vanished environment must not kill the cell
-                    r.detail = None
+                    # no reading this tick: the next starts afresh, or its rate would span two
+                    # ticks and be kept (and time-stamped) as the last one's
+                    r.cpu = r.detail = None
                     continue
                 for metric, value, unit in readings:
                     self._emit(win, role, metric, t, value, unit)
@@ -259,11 +261,12 @@ class Sampler:
         from_cgroup = cpu is not None
         if cpu is None:
             cpu = processes_cpu_seconds(acct.pids)
+        # a rate only against the previous tick's reading: after a miss (no counter read) the
+        # baseline restarts, a gap, not a two-tick rate kept as the last tick's
+        r.cpu = None if cpu is None else (now, cpu)
         util = None
-        if cpu is not None:
-            r.cpu = (now, cpu)
-            if prev is not None and now > prev[0] and cpu >= prev[1]:
-                util = 100.0 * (cpu - prev[1]) / (now - prev[0])
+        if cpu is not None and prev is not None and now > prev[0] and cpu >= prev[1]:
+            util = 100.0 * (cpu - prev[1]) / (now - prev[0])
         if not detailed:
             return [] if util is None else [("cpu_util", util, "%")]
         task_util, more = self._read_detail(r, acct, now)
