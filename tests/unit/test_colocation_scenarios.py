@@ -356,3 +356,55 @@ def test_what_an_environment_measured_before_it_failed_is_kept_not_dropped(dies_
     assert set(ops) == {"target", "neighbour-1"}
     if dies_on == "other":
         assert "neighbour-1: the server exited" in ops["neighbour-1"].labels["invalid"]
+
+
+class SizesWorkload(FakeWorkload):
+    """Serves each size of a list one after another, reporting each as a point."""
+
+    params = {"rate": Param(0), "size_kb": Param([1])}
+
+    def run(self, platform, ctx):
+        out = []
+        for size in ctx.params["size_kb"]:
+            start = time.monotonic()
+            time.sleep(0.1)
+            ctx.point({"file_size_kb": size}, start, time.monotonic())
+            out.append(self.sample("ops", 1000.0 * size, file_size_kb=size))
+        return out
+
+
+def test_a_start_up_storm_runs_once_per_size_each_newcomer_labelled_with_it():
+    """Seed 003 Fig. 14 started the newcomers beside a 1 kB and beside a 70 kB target: with
+    one storm per cell, the 70 kB figure was the target after the storm."""
+    log: list[str] = []
+    env = _env(log)
+    env.workload = SizesWorkload()
+    env.ctx = RunContext(params={"rate": 0, "size_kb": [1, 70]})
+    out = registry.parse("startup:1:native:0").run(env)
+    assert log.count("up neighbour-1") == 2 and log.count("down neighbour-1") == 2
+    assert log.index("down neighbour-1") < log.index("up neighbour-1", 1)  # torn down between
+    news = {s.labels["file_size_kb"]: s for s in out if s.metric == "startup_s"}
+    assert set(news) == {1, 70}
+    one, big = news[1].labels["scene_s"], news[70].labels["scene_s"]
+    assert one[0] < one[1] <= big[0] < big[1]  # each storm inside its own size's scene
+    ops = {s.labels["file_size_kb"]: s for s in out if s.metric == "ops" and s.role == "target"}
+    assert set(ops) == {1, 70}
+    assert all(s.labels["storm_per_size"] and "storm_overlap_s" in s.labels for s in ops.values())
+
+
+def test_a_size_that_fails_keeps_the_sizes_measured_before_it(monkeypatch):
+    from virtbench.errors import WorkloadError
+
+    class FailsAt70(SizesWorkload):
+        def run(self, platform, ctx):
+            if ctx.params["size_kb"] == [70]:
+                raise WorkloadError("nginx died", samples=[])
+            return super().run(platform, ctx)
+
+    env = _env([])
+    env.workload = FailsAt70()
+    env.ctx = RunContext(params={"rate": 0, "size_kb": [1, 70]})
+    with pytest.raises(WorkloadError, match="nginx died") as exc:
+        registry.parse("startup:1:native:0").run(env)
+    kept = [s for s in exc.value.samples if s.metric == "ops"]
+    assert [s.labels["file_size_kb"] for s in kept] == [1]

@@ -504,13 +504,48 @@ def test_startup_chart_does_not_normalize_bytes_across_file_sizes():
         ),
     ]  # fmt: skip
     data = SimpleNamespace(cells=[cell], series=series, samples=samples, colour=lambda p: "#123")
-    (chart,) = figures.startup_charts(data)
+    (chart,), _ = figures.startup_charts(data)
     assert "normalized throughput" not in chart and "÷" not in chart
     assert "1 KB, 70 KB" in chart  # says why: several sizes one after another
     # one size: the undisturbed mean is a fair 1.0 line
     data.samples = samples[:2]
-    (chart,) = figures.startup_charts(data)
+    (chart,), _ = figures.startup_charts(data)
     assert "normalized throughput" in chart
+
+
+def test_each_sizes_storm_is_its_own_chart_normalized_by_its_own_size():
+    """One storm per size (the engine's scenes): the 70 KB storm is drawn over the 70 KB part
+    only and divided by its own undisturbed bytes, not by the 1 KB part's."""
+    cell = SimpleNamespace(
+        cell_id="c/3", scenario="startup:2:vm-virtio", repetition=1, seq=3,
+        platform="container", test_case="wrk-max",
+    )  # fmt: skip
+    one = [10e6, 10e6, 10e6, 5e6, 5e6, 10e6, 10e6]  # t 1..7, storm 3..5
+    big = [80e6, 80e6, 80e6, 40e6, 40e6, 80e6, 80e6]  # t 11..17, storm 13..15
+    series = [
+        {"cell_id": "c/3", "role": "target", "metric": "net_tx_bytes_per_s", "t": t, "value": v}
+        for t, v in [*zip(range(1, 8), one, strict=True), *zip(range(11, 18), big, strict=True)]
+    ]  # fmt: skip
+
+    def newcomer(size, started, ready, scene):
+        labels = {"started_at_s": started, "ready_at_s": ready, "env_platform": "vm-virtio",
+                  "scene_s": scene, "file_size_kb": size}  # fmt: skip
+        return {"cell_id": "c/3", "role": "neighbour-1", "metric": "startup_s",
+                "value": ready - started, "labels": labels}  # fmt: skip
+
+    samples = [newcomer(1, 2.5, 5.5, [0.0, 8.0]), newcomer(70, 12.5, 15.5, [10.0, 18.0])]
+    samples += [
+        {"cell_id": "c/3", "role": "target", "metric": "requests_per_s", "value": v,
+         "labels": {"file_size_kb": size, "connections": 32}}
+        for size, v in ((1, 4757.0), (70, 1041.0))
+    ]  # fmt: skip
+    data = SimpleNamespace(cells=[cell], series=series, samples=samples, colour=lambda p: "#123")
+    charts, note = figures.startup_charts(data)
+    assert len(charts) == 2 and not note
+    assert "· 1 KB" in charts[0] and "· 70 KB" in charts[1]
+    for chart in charts:  # each normalized by its own size's undisturbed mean: dips to 0.5
+        assert "normalized throughput" in chart and "raw" not in chart
+        assert f"→ {svg.num(0.5)}<" in chart and f"→ {svg.num(8.0)}<" not in chart
 
 
 def test_degradation_compares_at_solos_rate_not_at_a_step_up_to_10_percent_off():

@@ -272,3 +272,68 @@ def test_the_first_reading_in_a_window_covers_the_window_only(tmp_path):
         s.tick()  # the target used nothing since the window opened
     ((_a, _b, value),) = window.points[("target", "cpu_util")]
     assert value == 0.0
+
+
+class _FlakyCgroup(CgroupPlatform):
+    """A cgroup environment whose reads can fail for a tick: `accounting()` raises (a
+    container restarting), or its cpu.stat is gone (a transient cgroup read error)."""
+
+    def __init__(self, name, cgroup_dir, pids=()):
+        super().__init__(name, cgroup_dir)
+        self.pids, self.raises = list(pids), False
+
+    def hide(self):
+        (self.dir / "cpu.stat").unlink()
+
+    def accounting(self):
+        if self.raises:
+            raise OSError("gone for a tick")
+        return Accounting(pids=self.pids, cgroups={"unified": str(self.dir)})
+
+
+def test_a_failed_read_leaves_a_gap_not_a_two_tick_rate_kept_as_one(tmp_path):
+    """A role whose read failed kept its older CPU reading: the next rate ran over two ticks
+    but was kept with the last tick's span only, so a 2 s average counted as the 1 s (b, c]
+    at the point holding it. The interval after a failed read has no cpu_util reading."""
+    for fail in ("no counter", "raise"):
+        target = _FlakyCgroup("target", tmp_path / fail)
+        s = Sampler()
+        with s.window({"target": target}) as window:
+            s.tick()
+            t_a = window.last_t
+            if fail == "raise":
+                target.raises = True
+            else:
+                target.hide()
+            s.tick()
+            t_b = window.last_t
+            target.raises = False
+            target.use(300_000)  # 0.3 s of CPU, all of it in (a, c], none known of (b, c]
+            s.tick()
+            t_c = window.last_t
+            s.tick()  # the readings go on from c
+        spans = [(a, b) for a, b, _v in window.points[("target", "cpu_util")]]
+        assert all(a != t_b for a, _b in spans), fail
+        assert (t_c, window.last_t) in spans and t_a in {b for _a, b in spans}
+
+
+def test_cpu_is_never_differenced_across_sources(tmp_path):
+    """A transient cgroup read error fell back to /proc: the next reading differenced the
+    cgroup's cumulative counter against this process's /proc times (or the other way round),
+    a rate of thousands of %. A source change restarts the baseline."""
+    target = _FlakyCgroup("target", tmp_path / "t", pids=[os.getpid()])
+    target.use(1_000_000_000)  # the cgroup has used 1000 s since it was made
+    points = []
+    s = Sampler(lambda *a: points.append(a))
+    s.add("target", target)
+    s.tick()
+    for step in range(1, 5):
+        time.sleep(0.1)
+        if step == 2:
+            target.hide()  # this tick reads /proc: this process's few seconds
+        else:
+            target.use(1_000_000_000 + 5_000 * step)  # 5 ms of CPU a 0.1 s tick: ~5 %
+        s.tick()
+    values = [v for metric, _t, v, _u, role in points if metric == "cpu_util"]
+    # ticks 1 and 4 are cgroup against cgroup; 2 is /proc after the cgroup, 3 the other way
+    assert len(values) == 2 and all(0 <= v <= 100 * (os.cpu_count() or 1) for v in values)

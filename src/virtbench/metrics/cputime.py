@@ -8,6 +8,7 @@ from pathlib import Path
 from ..platforms.base import Accounting
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+CGROUP, PROC = "cgroup", "proc"  # where a CPU reading came from
 
 
 def _proc_cpu_seconds(pid: int) -> float | None:
@@ -38,13 +39,16 @@ def cgroup_cpu_seconds(cgroups: dict[str, str]) -> float | None:
     return None
 
 
-def cpu_seconds(acct: Accounting) -> float | None:
-    """Total CPU seconds an environment consumed so far: its cgroup's if it has one, else the
-    /proc times of its processes (which miss children until they are reaped)."""
+def cpu_reading(acct: Accounting) -> tuple[float, str] | None:
+    """Total CPU seconds an environment consumed so far and the counter they came from: its
+    cgroup's (CGROUP) if it has one, else the /proc times of its processes (PROC, which miss
+    children until they are reaped). The two count different things (the cgroup keeps exited
+    tasks' time), so a rate may only difference two readings of the same one."""
     total = cgroup_cpu_seconds(acct.cgroups)
     if total is not None:
-        return total
-    return processes_cpu_seconds(acct.pids)
+        return total, CGROUP
+    total = processes_cpu_seconds(acct.pids)
+    return None if total is None else (total, PROC)
 
 
 def processes_cpu_seconds(pids: list[int]) -> float | None:

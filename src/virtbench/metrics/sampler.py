@@ -24,7 +24,7 @@ from typing import Any
 from ..platforms.base import Accounting, Platform
 from ..results import Sample
 from . import hostwork, resources, schedstat
-from .cputime import cgroup_cpu_seconds, cpu_seconds, processes_cpu_seconds
+from .cputime import CGROUP, cpu_reading
 
 HOST_ROLE = "host"
 # a series point: (metric, t_seconds_on_the_cell_axis, value, unit, role)
@@ -58,7 +58,8 @@ class _Detail:
 @dataclass
 class _Role:
     platform: Platform
-    cpu: tuple[float, float] | None = None  # (t, CPU seconds) of the last reading
+    # (t, CPU seconds, cputime source) of the previous tick's reading; None after a miss
+    cpu: tuple[float, float, str] | None = None
     detail: _Detail | None = None  # last detailed snapshot, while in a window
 
 
@@ -224,7 +225,9 @@ class Sampler:
                 try:
                     readings = self._read(r, now, detailed=win is not None and role in win.roles)
                 except Exception:  # noqa: BLE001 - a vanished environment must not kill the cell
-                    r.detail = None
+                    # no reading this tick: the next starts afresh, or its rate would span two
+                    # ticks and be kept (and time-stamped) as the last one's
+                    r.cpu = r.detail = None
                     continue
                 for metric, value, unit in readings:
                     self._emit(win, role, metric, t, value, unit)
@@ -246,8 +249,8 @@ class Sampler:
         """A first reading where a role has none yet, so the next tick gives rates."""
         try:
             acct = r.platform.accounting()
-            if r.cpu is None and (cpu := cpu_seconds(acct)) is not None:
-                r.cpu = (now, cpu)
+            if r.cpu is None and (cpu := cpu_reading(acct)) is not None:
+                r.cpu = (now, *cpu)
             if detailed:
                 r.detail = _detail(acct, now)
         except Exception:  # noqa: BLE001 - not there yet: the first tick reads it instead
@@ -255,14 +258,16 @@ class Sampler:
 
     def _read(self, r: _Role, now: float, detailed: bool) -> list[Reading]:
         acct = r.platform.accounting()
-        cpu, prev = cgroup_cpu_seconds(acct.cgroups), r.cpu
-        from_cgroup = cpu is not None
-        if cpu is None:
-            cpu = processes_cpu_seconds(acct.pids)
+        reading, prev = cpu_reading(acct), r.cpu
+        from_cgroup = reading is not None and reading[1] == CGROUP
+        # a rate only against the previous tick's reading of the same counter: a miss (no
+        # counter read) or a source change (a transient cgroup error reads /proc, a task sum
+        # far below the cgroup's cumulative count) restarts the baseline, a gap, not a rate
+        r.cpu = None if reading is None else (now, *reading)
         util = None
-        if cpu is not None:
-            r.cpu = (now, cpu)
-            if prev is not None and now > prev[0] and cpu >= prev[1]:
+        if reading is not None and prev is not None and prev[2] == reading[1]:
+            cpu = reading[0]
+            if now > prev[0] and cpu >= prev[1]:
                 util = 100.0 * (cpu - prev[1]) / (now - prev[0])
         if not detailed:
             return [] if util is None else [("cpu_util", util, "%")]

@@ -32,7 +32,7 @@ from .base import ScenarioEnv
 from .colocation_placement import SharedCpu
 from .neighbours import NeighbourPlan, Neighbours, idle
 from .peaks import Peak
-from .rates import apply_load, apply_schedule, schedule_param
+from .rates import apply_load, apply_schedule, schedule_param, size_param
 
 MIN_COVERAGE = 0.95  # busy environments must overlap this much of each other's run...
 # ...or miss at most this long: starting a command in a VM goes through its guest agent
@@ -205,7 +205,45 @@ def run(
     (see scenarios/weights.py). `placement` pins every environment to one shared CPU and the
     load generators to the others (colocation_placement.py); it lifts each environment's own
     CFS quota for the cell (a shared budget stays: the weights divide it) and is recorded on
-    every sample."""
+    every sample.
+
+    A start-up storm runs once per served size: seed 003 Fig. 14 started the newcomers
+    beside a 1 kB and beside a 70 kB target, each its own experiment. With one storm per
+    cell, sizes served after the newcomers were ready measured the target after the storm."""
+    sizes = _storm_sizes(env, plans)
+    if len(sizes) < 2:
+        return _scene(env, plans, what, labels, host_weight, placement)
+    param = size_param(type(env.workload))
+    out: list[Sample] = []
+    for size in sizes:
+        one = replace(env, ctx=replace(env.ctx, params=env.ctx.params | {param: [size]}))
+        try:
+            out += _scene(
+                one, plans, what, labels | {"storm_per_size": True}, host_weight, placement
+            )
+        except WorkloadError as exc:  # the sizes measured before it go with the failure
+            raise WorkloadError(str(exc), samples=out + list(exc.samples)) from exc
+    return out
+
+
+def _storm_sizes(env: ScenarioEnv, plans: list[EnvPlan]) -> list[Any]:
+    """The sizes a start-up cell serves one after another (one storm each); [] otherwise."""
+    param = size_param(type(env.workload))
+    value = env.ctx.params.get(param) if param else None
+    if not any(p.start_after_s is not None for p in plans) or not isinstance(value, list):
+        return []
+    return list(dict.fromkeys(value))
+
+
+def _scene(
+    env: ScenarioEnv,
+    plans: list[EnvPlan],
+    what: str,
+    labels: dict[str, Any],
+    host_weight: int | None,
+    placement: SharedCpu | None,
+) -> list[Sample]:
+    """One scene: the neighbours provisioned, the workloads run together, torn down."""
     if placement is not None:
         labels = labels | placement.labels()
     budget = env.budget
@@ -407,7 +445,7 @@ def _collect(
                 "started_at_s": round(e.window[0] - t0, 3),
                 "ready_at_s": round(e.window[1] - t0, 3),
                 "env_platform": e.platform.name if e.platform else None,
-            }
+            } | _scene_of(envs, target, t0)
             out.append(Sample("startup_s", e.startup_s, "s", False, e.plan.role, base | when))
     _label_storm(target, [e for e in envs if e.plan.start_after_s is not None])
     # every role's readings per point the target served, labelled with that point (a
@@ -423,12 +461,27 @@ def _collect(
     return out + summaries
 
 
+def _scene_of(envs: list[_Env], target: _Env, t0: float) -> dict[str, Any]:
+    """Where a newcomer's storm sits: the scene's span on the cell's time axis (from the
+    target's start to the last run or start-up that ended) and what the target served in it
+    (the labels common to all its points, e.g. its file size), so a report can draw each
+    storm over the target's own throughput at that size."""
+    spans = [e.window for e in envs if e.window is not None]
+    if target.window is None or not spans:
+        return {}
+    out: dict[str, Any] = {
+        "scene_s": [round(target.window[0] - t0, 3), round(max(b for _a, b in spans) - t0, 3)]
+    }
+    points = [labels for labels, _a, _b in target.points]
+    if points:
+        out |= {k: v for k, v in points[0].items() if all(p.get(k) == v for p in points)}
+    return out
+
+
 def _label_storm(target: _Env, late: list[_Env]) -> None:
     """`storm_overlap_s` / `point_s` on the target's results at each point it served: the
-    seconds of that point during which a newcomer was starting. Sizes run one after another,
-    so a storm that begins with the first size may be over before a later one starts: that
-    size's figure is the target after the storm, not during it (seed 003 Fig. 14 ran one
-    size per experiment)."""
+    seconds of that point during which a newcomer was starting. Each size has its own storm
+    (`run`), but the steps of a sweep at one size may still outlast it."""
     if not late:
         return
     storms = [e.window for e in late if e.window is not None]

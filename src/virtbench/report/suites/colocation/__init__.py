@@ -181,12 +181,12 @@ def colocation_section(data) -> Section | None:
                 "not the change between sizes; whiskers: min–max over repetitions.",
             )
         )
-    starts = figures.startup_charts(data)
+    starts, not_drawn = figures.startup_charts(data)
     if starts:
         parts.append(
             "<h3>Start-up storms: target throughput over time, newcomers' ready times</h3>"
         )
-        parts.append(_charts(starts))
+        parts.append(_charts(starts, not_drawn))
     parts.append(figures.env_metrics_table(data))
     md_headers = ["platform", "scenario", *shown, "target", "degr. %", "agg. ratio", "Jain"]
     md = html.md_table(md_headers, md_rows) + (f"\n{shared}\n" if shared else "")

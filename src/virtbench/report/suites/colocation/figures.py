@@ -1,8 +1,9 @@
 """Figure shapes of seeds 000 and 003 for co-location cells, from the store only.
 
-- start-up storms (seed 003 Fig. 14): the target's throughput over time, normalized to its
-  mean before the first newcomer started (raw when one series spans several file sizes),
-  with each newcomer's ready time as a vertical line named in the legend with its start and
+- start-up storms (seed 003 Fig. 14): one chart per storm (one per served size), the
+  target's throughput over time normalized to its mean before the first newcomer started
+  (raw when one series spans several file sizes, as in cells from before one storm per
+  size), each newcomer's ready time a vertical line named in the legend with its start and
   start-up time;
 - per-environment scheduler metrics (Xenmon/Xentop columns; seed 000 Fig. 2-4, seed 003 Fig.
   1-4, 25-29): one row per cell group, served point (file size...) and role, means over
@@ -33,7 +34,7 @@ ENV_METRICS = (
     ("mem_mib", "MiB"),
 )
 HOST_METRICS = (("softirq_pct", "softirq %"), ("ksoftirqd_util", "ksoftirqd %"))
-MAX_STARTUP_CHARTS = 6
+MAX_STARTUP_CHARTS = 12
 
 
 def _kind(scenario: str) -> str:
@@ -54,11 +55,14 @@ def _throughput_metric(points: list[dict[str, Any]]) -> str | None:
     return "cpu_util" if "cpu_util" in metrics else None
 
 
-def startup_charts(data) -> list[str]:
-    """One chart per start-up cell (first repetitions first, at most MAX_STARTUP_CHARTS)."""
+def startup_charts(data) -> tuple[list[str], str]:
+    """One chart per start-up storm, and a note on the storms not drawn. A cell has one
+    storm per served size (scenarios/colocation_engine.run); per cell the first and the last
+    size are drawn (seed 003 Fig. 14: 1 kB and 70 kB), first repetitions first, at most
+    MAX_STARTUP_CHARTS."""
     cells = [c for c in data.cells if _kind(c.scenario) == "startup"]
     if not cells:
-        return []
+        return [], ""
     by_cell: dict[str, list[dict[str, Any]]] = defaultdict(list)
     wanted = {c.cell_id for c in cells}
     for p in data.series:
@@ -71,67 +75,98 @@ def startup_charts(data) -> list[str]:
             newcomers[s["cell_id"]].append(s)
         elif s["cell_id"] in wanted and s["role"] == "target" and "file_size_kb" in s["labels"]:
             sizes[s["cell_id"]].add(s["labels"]["file_size_kb"])
-    out = []
-    for c in sorted(cells, key=lambda c: (c.repetition, c.seq))[:MAX_STARTUP_CHARTS]:
-        target = [p for p in by_cell[c.cell_id] if p["role"] == "target"]
-        metric = _throughput_metric(target)
-        if metric is None:
-            continue
-        pts = sorted((p["t"], p["value"]) for p in target if p["metric"] == metric)
-        news = sorted(newcomers[c.cell_id], key=lambda s: s["labels"].get("ready_at_s", 0))
-        offered = {
-            p["t"]: p["value"]
-            for p in target
-            if p["metric"] == metric.replace("reply_rate", "offered_rate", 1) and p["value"] > 0
-        }
-        # one series over sizes served one after another (wrk: the bytes sent)
-        mixed = len(sizes[c.cell_id]) > 1 and not metric.startswith("reply_rate.")
-        if metric.startswith("reply_rate") and all(t in offered for t, _v in pts):
-            # seed 003 Fig. 14: replies ÷ the rate offered at the same moment (1.0 = all
-            # served), which holds for a sweep whose rate rises step by step
-            ys = [v / offered[t] for t, v in pts]
-            base, how = 1.0, "the offered rate at each step"
-        elif mixed:
-            # a 1.0 line from the first size made a 70 KB part read 4.8x while it sent
-            # 20-34 % of its solo 70 KB bytes: drawn raw, in its unit, and the sizes said
-            base, how = None, ""
-            ys = [v for _t, v in pts]
-        else:
-            base, how = startup_base(pts, news)
-            ys = [v / base if base else v for _t, v in pts]
-        line = svg.Line(
-            f"target {metric}" + (f" ÷ {how}" if base else ""),
-            data.colour(c.platform),
-            [(t, y, None, None) for (t, _v), y in zip(pts, ys, strict=True)],
+    out, storms = [], 0
+    for c in sorted(cells, key=lambda c: (c.repetition, c.seq)):
+        scenes = _scenes(newcomers[c.cell_id])
+        storms += len(scenes)
+        for span, news in scenes[:1] + scenes[1:][-1:]:
+            if len(out) == MAX_STARTUP_CHARTS:
+                break
+            pts = by_cell[c.cell_id]
+            if span is not None:  # this storm's size only
+                pts = [p for p in pts if span[0] < p["t"] <= span[1]]
+                served = {news[0]["labels"].get("file_size_kb")} - {None}
+            else:
+                served = sizes[c.cell_id]
+            chart = _startup_chart(data, c, pts, news, served)
+            if chart:
+                out.append(chart)
+    left = storms - len(out)
+    note = (
+        f"{left} more start-up storm(s) not drawn (per cell the first and last size, first "
+        "repetitions first); the co-location table gives every size's figure."
+        if left > 0
+        else ""
+    )
+    return out, note
+
+
+def _scenes(news: list[dict[str, Any]]) -> list[tuple[tuple[float, float] | None, list]]:
+    """The cell's storms in time order: (span on the cell's axis, its newcomers). Cells from
+    before one storm per size have no span: one storm over the whole cell."""
+    groups: dict[tuple[float, float] | None, list[dict[str, Any]]] = defaultdict(list)
+    for s in news:
+        span = s["labels"].get("scene_s")
+        groups[tuple(span) if span else None].append(s)
+    order = sorted(groups, key=lambda k: (k is not None, k or (0.0, 0.0)))
+    return [(k, sorted(groups[k], key=lambda s: s["labels"].get("ready_at_s", 0))) for k in order]
+
+
+def _startup_chart(data, c, points, news, served: set[Any]) -> str | None:
+    target = [p for p in points if p["role"] == "target"]
+    metric = _throughput_metric(target)
+    if metric is None:
+        return None
+    pts = sorted((p["t"], p["value"]) for p in target if p["metric"] == metric)
+    offered = {
+        p["t"]: p["value"]
+        for p in target
+        if p["metric"] == metric.replace("reply_rate", "offered_rate", 1) and p["value"] > 0
+    }
+    # one series over sizes served one after another (wrk: the bytes sent)
+    mixed = len(served) > 1 and not metric.startswith("reply_rate.")
+    if metric.startswith("reply_rate") and all(t in offered for t, _v in pts):
+        # seed 003 Fig. 14: replies ÷ the rate offered at the same moment (1.0 = all
+        # served), which holds for a sweep whose rate rises step by step
+        ys = [v / offered[t] for t, v in pts]
+        base, how = 1.0, "the offered rate at each step"
+    elif mixed:
+        # a 1.0 line from the first size made a 70 KB part read 4.8x while it sent
+        # 20-34 % of its solo 70 KB bytes: drawn raw, in its unit, and the sizes said
+        base, how = None, ""
+        ys = [v for _t, v in pts]
+    else:
+        base, how = startup_base(pts, news)
+        ys = [v / base if base else v for _t, v in pts]
+    line = svg.Line(
+        f"target {metric}" + (f" ÷ {how}" if base else ""),
+        data.colour(c.platform),
+        [(t, y, None, None) for (t, _v), y in zip(pts, ys, strict=True)],
+    )
+    top = max(ys, default=1.0) or 1.0
+    lines = [line]
+    for i, s in enumerate(news):
+        lab = s["labels"]
+        started = lab.get("started_at_s")
+        t1 = lab.get("ready_at_s", (started or 0.0) + s["value"])
+        if started is None:
+            started = t1 - s["value"]
+        colour = svg.PALETTE[(i + 3) % len(svg.PALETTE)]
+        name = (
+            f"{s['role']} ({lab.get('env_platform') or '?'}): started {started:.1f} s, "
+            f"ready {t1:.1f} s ({s['value']:.1f} s)"
         )
-        top = max(ys, default=1.0) or 1.0
-        lines = [line]
-        for i, s in enumerate(news):
-            lab = s["labels"]
-            started = lab.get("started_at_s")
-            t1 = lab.get("ready_at_s", (started or 0.0) + s["value"])
-            if started is None:
-                started = t1 - s["value"]
-            colour = svg.PALETTE[(i + 3) % len(svg.PALETTE)]
-            name = (
-                f"{s['role']} ({lab.get('env_platform') or '?'}): started {started:.1f} s, "
-                f"ready {t1:.1f} s ({s['value']:.1f} s)"
-            )
-            # every newcomer is named: a vertical line at the moment it ran its first command
-            lines.append(svg.Line(name, colour, [(t1, 0.0, None, None), (t1, top, None, None)]))
-        title = f"{c.platform} · {c.test_case} · {c.scenario} · rep {c.repetition}"
-        if mixed:
-            served = ", ".join(f"{x} KB" for x in sorted(sizes[c.cell_id], key=value_order))
-            title += f" · {served} one after another (raw, not normalized)"
-        out.append(
-            svg.line_chart(
-                title,
-                lines,
-                "seconds since the cell started",
-                "normalized throughput" if base else metric,
-            )
-        )
-    return out
+        # every newcomer is named: a vertical line at the moment it ran its first command
+        lines.append(svg.Line(name, colour, [(t1, 0.0, None, None), (t1, top, None, None)]))
+    title = f"{c.platform} · {c.test_case} · {c.scenario} · rep {c.repetition}"
+    listed = ", ".join(f"{x} KB" for x in sorted(served, key=value_order))
+    if mixed:
+        title += f" · {listed} one after another (raw, not normalized)"
+    elif listed:
+        title += f" · {listed}"
+    return svg.line_chart(
+        title, lines, "seconds since the cell started", "normalized throughput" if base else metric
+    )
 
 
 def startup_base(
