@@ -62,9 +62,22 @@ def measure(
     except WorkloadError as exc:
         samples, error = list(getattr(exc, "samples", [])), str(exc)  # partial results kept
         status = "timeout" if "timed out" in error else "failed"
+        flag_unfinished(samples, status, error)
     except VirtbenchError as exc:
         samples, status, error = [], "failed", str(exc)
     except Exception as exc:  # a bug must fail the cell, not lose the run
         samples, status = [], "failed"
         error = f"internal error: {exc!r}\n{traceback.format_exc(limit=5)}"
     return Outcome(status, samples, series, error, time.monotonic() - sampler.t0)
+
+
+def flag_unfinished(samples: list[Sample], status: str, error: str) -> None:
+    """What a cell measured before it failed or timed out is kept (nothing measured is lost)
+    but flagged invalid: the cell did not finish, so its statistics leave it out and the
+    report lists it with this reason. A sample that has its own reason keeps it."""
+    lines = error.strip().splitlines()
+    what = "timed out" if status == "timeout" else "failed"
+    reason = f"cell {what}: {lines[0][:200] if lines else 'no error text'}"
+    for s in samples:
+        if not s.labels.get("invalid"):
+            s.labels["invalid"] = reason
