@@ -9,7 +9,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from ..errors import VirtbenchError, WorkloadError
+from ..errors import VirtbenchError, WorkloadError, WorkloadTimeout
 from ..metrics.sampler import Sampler
 from ..platforms.base import Platform, PlatformSpec
 from ..results import Sample
@@ -61,7 +61,7 @@ def measure(
         status, error = "ok", None
     except WorkloadError as exc:
         samples, error = list(getattr(exc, "samples", [])), str(exc)  # partial results kept
-        status = "timeout" if "timed out" in error else "failed"
+        status = "timeout" if timed_out(exc) else "failed"
         flag_unfinished(samples, status, error)
     except VirtbenchError as exc:
         samples, status, error = [], "failed", str(exc)
@@ -81,3 +81,14 @@ def flag_unfinished(samples: list[Sample], status: str, error: str) -> None:
     for s in samples:
         if not s.labels.get("invalid"):
             s.labels["invalid"] = reason
+
+
+def timed_out(exc: BaseException) -> bool:
+    """True if virtbench's time limit killed a command (WorkloadTimeout), also when a workload
+    re-raised it with more words (`raise WorkloadError(...) from exc`); never from the text."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, WorkloadTimeout):
+            return True
+        seen = seen.__cause__
+    return False
