@@ -65,3 +65,9 @@ class WorkloadError(Exception):
     def __init__(self, *args: object, samples: list | None = None) -> None:
         super().__init__(*args)
         self.samples: list = list(samples or [])
+
+
+class WorkloadTimeout(WorkloadError):
+    """A command overran the time limit virtbench gave it (the cell timeout, or a step's own)
+    and was killed: the cell's status is "timeout". Only this type says so, never the error's
+    words: a tool's own "connection timed out" is a failure like any other."""

@@ -39,6 +39,8 @@ def records(store: Store, run_id: str) -> Iterator[dict[str, Any]]:
         accel = cell.get("platform", {}).get("accel_used")
         if accel:
             labels.setdefault("accel", accel)
+        if cell.get("warmup"):  # measured after a failed warm-up (runner/run.py)
+            labels.setdefault("warmup", cell["warmup"])
         rec["labels"] = labels
         yield rec
 

@@ -11,7 +11,7 @@ import abc
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from ..errors import WorkloadError
+from ..errors import WorkloadError, WorkloadTimeout
 from ..naming import NAME_PREFIX
 from ..tools import missing_hint
 from .options import PlatformOptions
@@ -52,7 +52,7 @@ class ExecResult:
 def check(result: ExecResult, what: str) -> None:
     """Raise WorkloadError with the tool's own words if the run failed."""
     if result.timed_out:
-        raise WorkloadError(
+        raise WorkloadTimeout(
             f"{what}: timed out after {result.elapsed_s:.0f}s: {' '.join(result.argv)}"
         )
     if result.returncode != 0:

@@ -9,7 +9,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from ..errors import VirtbenchError, WorkloadError
+from ..errors import VirtbenchError, WorkloadError, WorkloadTimeout
 from ..metrics.sampler import Sampler
 from ..platforms.base import Platform, PlatformSpec
 from ..results import Sample
@@ -61,10 +61,34 @@ def measure(
         status, error = "ok", None
     except WorkloadError as exc:
         samples, error = list(getattr(exc, "samples", [])), str(exc)  # partial results kept
-        status = "timeout" if "timed out" in error else "failed"
+        status = "timeout" if timed_out(exc) else "failed"
+        flag_unfinished(samples, status, error)
     except VirtbenchError as exc:
         samples, status, error = [], "failed", str(exc)
     except Exception as exc:  # a bug must fail the cell, not lose the run
         samples, status = [], "failed"
         error = f"internal error: {exc!r}\n{traceback.format_exc(limit=5)}"
     return Outcome(status, samples, series, error, time.monotonic() - sampler.t0)
+
+
+def flag_unfinished(samples: list[Sample], status: str, error: str) -> None:
+    """What a cell measured before it failed or timed out is kept (nothing measured is lost)
+    but flagged invalid: the cell did not finish, so its statistics leave it out and the
+    report lists it with this reason. A sample that has its own reason keeps it."""
+    lines = error.strip().splitlines()
+    what = "timed out" if status == "timeout" else "failed"
+    reason = f"cell {what}: {lines[0][:200] if lines else 'no error text'}"
+    for s in samples:
+        if not s.labels.get("invalid"):
+            s.labels["invalid"] = reason
+
+
+def timed_out(exc: BaseException) -> bool:
+    """True if virtbench's time limit killed a command (WorkloadTimeout), also when a workload
+    re-raised it with more words (`raise WorkloadError(...) from exc`); never from the text."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, WorkloadTimeout):
+            return True
+        seen = seen.__cause__
+    return False

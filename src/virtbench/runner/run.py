@@ -33,7 +33,7 @@ from .. import __version__, hostinfo
 from ..campaign import expand, loader
 from ..campaign.model import Adaptive, Campaign, Cell
 from ..cgroups import CpuBudget
-from ..errors import PlatformError, VirtbenchError
+from ..errors import PlatformError, VirtbenchError, WorkloadError
 from ..metrics.sampler import Sampler
 from ..platforms import registry as platform_registry
 from ..platforms.base import NAME_PREFIX, Platform, PlatformSpec
@@ -387,7 +387,8 @@ class Runner:
                     )
                     continue
                 try:
-                    warmed: set[tuple[str, ...]] = set()
+                    # warm-up key -> its error, None if it went well
+                    warmed: dict[tuple[str, ...], str | None] = {}
                     for cell in cells:
                         progress.update(
                             task,
@@ -396,11 +397,22 @@ class Runner:
                                 f"{cell.scenario} · rep {cell.repetition}"
                             ),
                         )
-                        key = warmup_key(cell, campaign.settings.warmup_scope)
+                        scope = campaign.settings.warmup_scope
+                        key = warmup_key(cell, scope)
                         if key not in warmed:
-                            warmed.add(key)
-                            self._warmup(platform, workloads[cell.test_case], cell, campaign)
-                        self._run_cell(run_id, platform, workloads[cell.test_case], cell, campaign)
+                            warmed[key] = self._warmup(
+                                platform, workloads[cell.test_case], cell, campaign
+                            )
+                            if warmed[key] is not None:
+                                self._warmup_failed(cell, scope, str(warmed[key]))
+                        self._run_cell(
+                            run_id,
+                            platform,
+                            workloads[cell.test_case],
+                            cell,
+                            campaign,
+                            warmup_error=warmed[key],
+                        )
                         progress.advance(task)
                 finally:
                     cm.__exit__(None, None, None)
@@ -485,22 +497,46 @@ class Runner:
             budget_note=budget_mod.note(platform.spec),
         )
 
-    def _warmup(self, platform: Platform, wcls, cell: Cell, campaign: Campaign) -> None:
+    def _warmup(self, platform: Platform, wcls, cell: Cell, campaign: Campaign) -> str | None:
+        """The unmeasured runs before the cells they serve; the error of the first that
+        failed, None if all went well. A failure does not stop the cells (the measured run
+        says for itself whether it works), but they are labelled with it: they were measured
+        on a target whose warm-up failed, so possibly cold or left in a bad state."""
         for _ in range(campaign.settings.warmup):
             ctx = self._context(cell, campaign)
             try:
                 cell.parsed_scenario.run(self._scenario_env(platform, wcls(), ctx, campaign))
-            except Exception:  # noqa: BLE001 - the measured run will fail too and record why
-                return
+            except (WorkloadError, VirtbenchError) as exc:
+                return str(exc)
+            except Exception as exc:  # noqa: BLE001 - a bug in a warm-up must not lose the run
+                return f"internal error: {exc!r}"
+        return None
+
+    def _warmup_failed(self, cell: Cell, scope: str, error: str) -> None:
+        served = "its scenarios" if scope == "platform" else cell.scenario
+        first = error.strip().splitlines()[0] if error.strip() else error
+        self.console.print(
+            f"[yellow]warm-up failed[/] {escape(cell.platform.name)} {escape(cell.test_case)}"
+            f" ({escape(served)}): {escape(first)}; its cells are measured anyway and labelled"
+            " warmup.failed"
+        )
 
     def _run_cell(
-        self, run_id: str, platform: Platform, wcls, cell: Cell, campaign: Campaign
+        self,
+        run_id: str,
+        platform: Platform,
+        wcls,
+        cell: Cell,
+        campaign: Campaign,
+        warmup_error: str | None = None,
     ) -> None:
         self.store.start_cell(cell_id(run_id, cell.seq))
         overlapped = set(locks.other_runners())
         ctx = self._context(cell, campaign)
         scenario = cell.parsed_scenario
         labels = {"params": cell.params, "platform": platform.labels()}
+        if warmup_error is not None:  # said with the cell: the report and export show it
+            labels["warmup"] = {"failed": warmup_error}
         out = measure(
             platform,
             ctx,
@@ -522,6 +558,8 @@ class Runner:
                 s.labels["overlapped_runs"] = ",".join(sorted(overlapped))
         self._commit(run_id, cell, out, labels)
         where = f"{cell.platform.name} {cell.test_case} {cell.scenario} #{cell.repetition}"
+        if warmup_error is not None:
+            where += " (after a failed warm-up)"
         self._print(where, cell.test_case, out)
 
     def _commit(self, run_id: str, cell: Cell, out: Outcome, labels) -> None:

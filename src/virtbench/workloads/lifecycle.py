@@ -19,7 +19,7 @@ from __future__ import annotations
 import statistics
 import time
 
-from ..errors import WorkloadError
+from ..errors import WorkloadError, WorkloadTimeout
 from ..platforms.capabilities import ColdStart
 from .base import Metric, Param, RunContext, Workload
 from .registry import register
@@ -75,7 +75,8 @@ class ContainerStartup(Workload):
                 t = cold(PROBE, timeout=ctx.timeout)
                 if not t.result.ok:
                     tail = (t.result.stderr or t.result.stdout).strip()[-300:]
-                    raise WorkloadError(f"{self.name}: cold start failed: {tail}")
+                    error = WorkloadTimeout if t.result.timed_out else WorkloadError
+                    raise error(f"{self.name}: cold start failed: {tail}")
                 first = parse_probe(t.result.stdout)
                 # an engine that cannot say when its runtime began: after its preparation
                 runtime_at = (
@@ -91,7 +92,8 @@ class ContainerStartup(Workload):
                 r = platform.exec(PROBE, timeout=ctx.timeout)
                 done = time.time()
                 if not r.ok:
-                    raise WorkloadError(f"{self.name}: probe failed: {r.stderr.strip()[-300:]}")
+                    error = WorkloadTimeout if r.timed_out else WorkloadError
+                    raise error(f"{self.name}: probe failed: {r.stderr.strip()[-300:]}")
                 startup.append((parse_probe(r.stdout) - t0) * 1e3)
                 runtime.append(startup[-1])  # a process start: nothing to prepare
                 run.append((done - t0) * 1e3)

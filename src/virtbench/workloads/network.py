@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from ..drivers import iperf3, sockperf
-from ..errors import WorkloadError
+from ..errors import WorkloadTimeout
 from ..platforms.base import Platform
 from ..results import NET_PATH_LABEL
 from ..serving import netpath
@@ -85,7 +85,7 @@ class _Iperf3(_NetWorkload):
             argv = self.client_argv(served.host, served.port, ctx)
             run, attempts = self.connect_and_run(argv, ctx)
         if run.result.timed_out:
-            raise WorkloadError(f"{self.name}: iperf3 client timed out")
+            raise WorkloadTimeout(f"{self.name}: iperf3 client timed out")
         res = iperf3.parse(run.result.stdout)
         out = self.samples_from(res, run, ctx)
         if attempts > 1:  # visible, not hidden: the path needed time (e.g. a stale neighbour)

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..drivers import httperf, nginx, sweep, wrk
 from ..drivers.validity import first, http_errors
-from ..errors import WorkloadError
+from ..errors import WorkloadError, WorkloadTimeout
 from ..platforms.base import Platform
 from ..results import NET_PATH_LABEL
 from ..serving.loadgen import (
@@ -144,7 +144,8 @@ class _NginxWorkload(Workload):
         if not run.result.ok:
             tail = (run.result.stderr or run.result.stdout).strip().splitlines()[-3:]
             late = f" (killed after {secs + 30:.0f} s)" if run.result.timed_out else ""
-            raise WorkloadError(f"{self.name}: wrk failed{late}: {' | '.join(tail)}")
+            error = WorkloadTimeout if run.result.timed_out else WorkloadError
+            raise error(f"{self.name}: wrk failed{late}: {' | '.join(tail)}")
         return wrk.parse(run.result.stdout), run
 
 
@@ -433,7 +434,8 @@ class HttperfSweep(_NginxWorkload):
         for i, run in enumerate(par.runs):
             if not run.result.ok:
                 tail = (run.result.stderr or run.result.stdout).strip().splitlines()[-3:]
-                raise WorkloadError(
+                error = WorkloadTimeout if run.result.timed_out else WorkloadError
+                raise error(
                     f"{self.name}: httperf {i + 1}/{len(par.runs)} failed at {rate:.0f} req/s:"
                     f" {' | '.join(tail)}",
                     samples=st.samples,

@@ -27,8 +27,10 @@ def invalid_samples(data: ReportData) -> Section | None:
     if not rows:
         return None
     note = Raw(
-        '<p class="note">These samples were recorded but flagged invalid by their '
-        "workload; they are counted in n-invalid and excluded from every statistic.</p>"
+        '<p class="note">These samples were recorded but flagged invalid: by their '
+        "workload, by a cross-sample check, or because their cell failed or timed out before"
+        ' it finished (reason "cell failed: …"). They are counted in n-invalid and excluded'
+        " from every statistic.</p>"
     )
     body = note + table(
         ["platform", "test case", "scenario", "role", "metric", "rep", "value", "reason"], rows

@@ -95,6 +95,24 @@ def run_section(data: ReportData) -> Section:
         body += Raw("<h3>Cells that did not finish ok</h3>") + table(
             ["#", "platform", "test case", "scenario", "rep", "status", "error"], rows
         )
+    warmups = failed_warmups(data)
+    if warmups:
+        body += Raw(
+            "<h3>Warm-ups that failed</h3>"
+            '<p class="note">These cells were measured anyway, on a target whose unmeasured'
+            " warm-up failed (cell label <code>warmup.failed</code>).</p>"
+        ) + table(
+            ["platform", "test case", "cells", "warm-up error"],
+            [
+                [
+                    p,
+                    t,
+                    ", ".join(str(s) for s in seqs),
+                    Raw(f'<pre class="err">{h(e[:MAX_ERROR])}</pre>'),
+                ]
+                for (p, t, e), seqs in warmups.items()
+            ],
+        )
     md = [
         f"# virtbench run {data.run_id}: campaign {r['name']} ({r['status']})",
         "cells: "
@@ -110,7 +128,24 @@ def run_section(data: ReportData) -> Section:
                 f"- {c.platform} {c.test_case} {c.scenario} #{c.repetition}: {c.status}"
                 + (f": {err[0][:200]}" if err else "")
             )
+    if warmups:
+        md.append("")
+        md.append("Warm-ups that failed (their cells were measured anyway):")
+        for (p, t, e), seqs in warmups.items():
+            first = e.strip().splitlines()[0][:200] if e.strip() else ""
+            md.append(f"- {p} {t}, cells {', '.join(str(s) for s in seqs)}: {first}")
     return Section("Run", body, "\n".join(md))
+
+
+def failed_warmups(data: ReportData) -> dict[tuple[str, str, str], list[int]]:
+    """(platform, test case, warm-up error) -> the cells measured after that failed warm-up
+    (runner/run.py labels them `warmup.failed`)."""
+    out: dict[tuple[str, str, str], list[int]] = {}
+    for c in data.cells:
+        warmup = c.labels.get("warmup")
+        if isinstance(warmup, dict) and warmup.get("failed"):
+            out.setdefault((c.platform, c.test_case, str(warmup["failed"])), []).append(c.seq)
+    return out
 
 
 def _gib(n: int | None) -> str:
