@@ -579,3 +579,19 @@ def test_degradation_rows_in_numeric_size_order():
                 rows.append(_row(scenario, "target", "reply_rate", i, v * (i + 1), size))
     sizes = list(dict.fromkeys(r.size for r in cs.degradation_rows(rows)))
     assert sizes == [1, 4, 10, 100]
+
+
+def test_newcomers_start_up_time_is_tabled_per_size_the_target_served():
+    """Seed 003 Fig. 14's right axis: start-up time beside a 1 kB and beside a 70 kB target
+    (47 s vs 75 s for two guests in the paper): never pooled across sizes."""
+
+    def up(size, value, rep):
+        return {"cell_id": f"c/{rep}", "platform": "container", "scenario": "startup:2:vm-virtio",
+                "role": "neighbour-1", "metric": "startup_s", "value": value,
+                "labels": {"file_size_kb": size, "env_platform": "vm-virtio"}}  # fmt: skip
+
+    rows = [up(70, 8.0, 1), up(1, 12.0, 1), up(1, 14.0, 2), up(70, 10.0, 2)]
+    table = figures.startup_table(SimpleNamespace(samples=rows))
+    assert table.index("1 KB") < table.index("70 KB")  # numeric order
+    assert "13 ± 1.4 s" in table and "9 ± 1.4 s" in table
+    assert figures.startup_table(SimpleNamespace(samples=rows[:0])) == ""

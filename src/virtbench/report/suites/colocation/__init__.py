@@ -187,6 +187,7 @@ def colocation_section(data) -> Section | None:
             "<h3>Start-up storms: target throughput over time, newcomers' ready times</h3>"
         )
         parts.append(_charts(starts, not_drawn))
+    parts.append(figures.startup_table(data))
     parts.append(figures.env_metrics_table(data))
     md_headers = ["platform", "scenario", *shown, "target", "degr. %", "agg. ratio", "Jain"]
     md = html.md_table(md_headers, md_rows) + (f"\n{shared}\n" if shared else "")

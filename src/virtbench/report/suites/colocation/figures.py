@@ -101,6 +101,35 @@ def startup_charts(data) -> tuple[list[str], str]:
     return out, note
 
 
+def startup_table(data) -> str:
+    """Seed 003 Fig. 14's right axis: how long the newcomers took to start beside the target,
+    per target platform, scenario, the size the target served meanwhile and newcomer platform:
+    mean ± sd over repetitions and newcomers."""
+    acc: dict[tuple[str, str, Any, str], list[float]] = defaultdict(list)
+    for s in data.samples:
+        if s["metric"] == "startup_s" and _kind(s["scenario"]) == "startup":
+            lab = s["labels"]
+            size = lab.get("file_size_kb")  # None: a cell from before one storm per size
+            acc[(s["platform"], s["scenario"], size, lab.get("env_platform") or "?")].append(
+                s["value"]
+            )
+    if not acc:
+        return ""
+    rows = [
+        [platform, scenario, f"{size} KB" if size is not None else "all sizes (one storm)",
+         newcomer, f"{_fmt(v)} s", str(len(v))]
+        for (platform, scenario, size, newcomer), v in sorted(
+            acc.items(), key=lambda kv: (kv[0][0], kv[0][1], value_order(kv[0][2]), kv[0][3])
+        )
+    ]  # fmt: skip
+    headers = ["target platform", "scenario", "target served", "newcomer", "start-up", "n"]
+    return (
+        "<h3>Newcomers' start-up time beside the loaded target (seed 003 Fig. 14, right axis; "
+        "mean ± sd over repetitions and newcomers)</h3>"
+        + str(html.scroll(str(html.table(headers, rows))))
+    )
+
+
 def _scenes(news: list[dict[str, Any]]) -> list[tuple[tuple[float, float] | None, list]]:
     """The cell's storms in time order: (span on the cell's axis, its newcomers). Cells from
     before one storm per size have no span: one storm over the whole cell."""
