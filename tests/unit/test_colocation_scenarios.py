@@ -408,3 +408,25 @@ def test_a_size_that_fails_keeps_the_sizes_measured_before_it(monkeypatch):
         registry.parse("startup:1:native:0").run(env)
     kept = [s for s in exc.value.samples if s.metric == "ops"]
     assert [s.labels["file_size_kb"] for s in kept] == [1]
+
+
+@pytest.mark.parametrize("scenario", ["identical:load=50", "different:10:load=50"])
+def test_the_targets_solo_peak_is_measured_before_any_neighbour_is_up(scenario):
+    """Measured once the neighbours were provisioned, a booted idle TCG guest beside the
+    target in the shared budget took its share of the solo peak."""
+    from virtbench.scenarios.peaks import Peak, SoloPeaks
+
+    log: list[str] = []
+
+    class LoggedPeaks(SoloPeaks):
+        def measure(self, platform, workload, params, ctx):
+            log.append(f"peak {platform.name}")
+            return Peak(1000.0)
+
+    env = _env(log)
+    env.solo_peaks = LoggedPeaks()
+    registry.parse(scenario).run(env)
+    assert log[0] == "peak target" and log.index("peak target") < log.index("up neighbour-1")
+    # identical: measured once, read again inside the scene; different: the neighbour's own
+    # peak at its size is measured on its environment, once that exists
+    assert log.count("peak target") == (1 if scenario.startswith("identical") else 2)

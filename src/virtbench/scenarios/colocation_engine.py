@@ -244,6 +244,8 @@ def _scene(
     placement: SharedCpu | None,
 ) -> list[Sample]:
     """One scene: the neighbours provisioned, the workloads run together, torn down."""
+    if placement is None:  # a placement lifts the quota: that limit's peak is measured inside
+        _target_peaks_first(env, plans)
     if placement is not None:
         labels = labels | placement.labels()
     budget = env.budget
@@ -309,6 +311,18 @@ def _scene(
         if target.error:  # the cell fails; what was measured before goes with it (runner)
             raise WorkloadError(target.error, samples=out)
         return out
+
+
+def _target_peaks_first(env: ScenarioEnv, plans: list[EnvPlan]) -> None:
+    """Measure the target's solo peaks (the 100 % of its schedule or of load=PCT) before any
+    neighbour exists, so they are solo: measured once the neighbours were up, a booted idle
+    TCG guest beside it in the shared budget took its share of the CPU. The run keeps them
+    (SoloPeaks), and an identical neighbour (same platform and budget) reads the same."""
+    busy = [p for p in plans if p.activity == "workload" and p.start_after_s is None]
+    target = next((p for p in busy if p.role == "target"), None)
+    if target is not None:
+        scheduled = len(busy) > 1 and schedule_param(type(env.workload)) is not None
+        _params(env, _Env(target, env.target), scheduled)
 
 
 def _neighbour_plans(
