@@ -430,3 +430,27 @@ def test_the_targets_solo_peak_is_measured_before_any_neighbour_is_up(scenario):
     # identical: measured once, read again inside the scene; different: the neighbour's own
     # peak at its size is measured on its environment, once that exists
     assert log.count("peak target") == (1 if scenario.startswith("identical") else 2)
+
+
+def test_a_later_size_failing_with_a_virtbench_error_keeps_the_sizes_before_it(monkeypatch):
+    """Review: only a WorkloadError carried the earlier sizes; a VirtbenchError in a later
+    scene (the memory check before its newcomers, a neighbour failing to provision) lost
+    them (runner/cell.measure keeps no samples of a VirtbenchError)."""
+    from virtbench.errors import WorkloadError
+    from virtbench.scenarios import neighbours
+
+    calls = []
+
+    def check(plans, what, meminfo=None):
+        calls.append(what)
+        if len(calls) == 2:
+            raise VirtbenchError("need about 1600 MiB, only 900 MiB available")
+
+    monkeypatch.setattr(neighbours, "check_memory", check)
+    env = _env([])
+    env.workload = SizesWorkload()
+    env.ctx = RunContext(params={"rate": 0, "size_kb": [1, 70]})
+    with pytest.raises(WorkloadError, match="only 900 MiB") as exc:
+        registry.parse("startup:1:native:0").run(env)
+    kept = [s for s in exc.value.samples if s.metric == "ops"]
+    assert [s.labels["file_size_kb"] for s in kept] == [1]

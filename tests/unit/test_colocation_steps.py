@@ -595,3 +595,35 @@ def test_newcomers_start_up_time_is_tabled_per_size_the_target_served():
     assert table.index("1 KB") < table.index("70 KB")  # numeric order
     assert "13 ± 1.4 s" in table and "9 ± 1.4 s" in table
     assert figures.startup_table(SimpleNamespace(samples=rows[:0])) == ""
+
+
+def test_startup_table_keeps_test_cases_apart_and_leaves_invalid_samples_out():
+    """Review: the key had no test case (wrk-max and httperf-sweep beside the same storm
+    were one row) and an invalid startup_s (a failed cell) counted in the mean."""
+
+    def up(tc, value, invalid=None):
+        labels = {"file_size_kb": 1, "env_platform": "vm-virtio"}
+        return {"cell_id": "c/1", "platform": "container", "scenario": "startup:2:vm-virtio",
+                "test_case": tc, "role": "neighbour-1", "metric": "startup_s", "value": value,
+                "valid": invalid is None, "invalid_reason": invalid, "labels": labels}  # fmt: skip
+
+    rows = [up("wrk-max", 10.0), up("httperf-sweep", 30.0), up("wrk-max", 99.0, "cell failed")]
+    table = figures.startup_table(SimpleNamespace(samples=rows))
+    assert "wrk-max" in table and "httperf-sweep" in table
+    assert ">10 s<" in table and ">30 s<" in table and "20 ±" not in table and "99" not in table
+
+
+def test_a_startup_cell_whose_newcomers_all_failed_is_still_drawn_or_counted():
+    """Review: a cell with no startup_s sample (every newcomer failed to start) had a chart
+    before one storm per size; now it vanished without a word."""
+    cell = SimpleNamespace(
+        cell_id="c/5", scenario="startup:2:vm-virtio", repetition=1, seq=5,
+        platform="container", test_case="wrk-max",
+    )  # fmt: skip
+    series = [
+        {"cell_id": "c/5", "role": "target", "metric": "net_tx_bytes_per_s", "t": t, "value": 1e7}
+        for t in range(1, 8)
+    ]  # fmt: skip
+    data = SimpleNamespace(cells=[cell], series=series, samples=[], colour=lambda p: "#123")
+    charts, note = figures.startup_charts(data)
+    assert charts or "not drawn" in note

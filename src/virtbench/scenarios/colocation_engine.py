@@ -223,6 +223,10 @@ def run(
             )
         except WorkloadError as exc:  # the sizes measured before it go with the failure
             raise WorkloadError(str(exc), samples=out + list(exc.samples)) from exc
+        except VirtbenchError as exc:  # a later scene's set-up (memory check, a neighbour)
+            if not out:  # nothing measured yet: the user-facing error as it was
+                raise
+            raise WorkloadError(str(exc), samples=out) from exc
     return out
 
 

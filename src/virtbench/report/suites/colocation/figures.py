@@ -77,7 +77,8 @@ def startup_charts(data) -> tuple[list[str], str]:
             sizes[s["cell_id"]].add(s["labels"]["file_size_kb"])
     out, storms = [], 0
     for c in sorted(cells, key=lambda c: (c.repetition, c.seq)):
-        scenes = _scenes(newcomers[c.cell_id])
+        # no newcomer ever ready (all failed to start): the target's line alone, as before
+        scenes = _scenes(newcomers[c.cell_id]) or [(None, [])]
         storms += len(scenes)
         for span, news in scenes[:1] + scenes[1:][-1:]:
             if len(out) == MAX_STARTUP_CHARTS:
@@ -105,24 +106,32 @@ def startup_table(data) -> str:
     """Seed 003 Fig. 14's right axis: how long the newcomers took to start beside the target,
     per target platform, scenario, the size the target served meanwhile and newcomer platform:
     mean ± sd over repetitions and newcomers."""
-    acc: dict[tuple[str, str, Any, str], list[float]] = defaultdict(list)
+    acc: dict[tuple[str, str, str, Any, str], list[float]] = defaultdict(list)
+    invalid: dict[tuple[str, str, str, Any, str], int] = defaultdict(int)
     for s in data.samples:
         if s["metric"] == "startup_s" and _kind(s["scenario"]) == "startup":
             lab = s["labels"]
             size = lab.get("file_size_kb")  # None: a cell from before one storm per size
-            acc[(s["platform"], s["scenario"], size, lab.get("env_platform") or "?")].append(
-                s["value"]
-            )
+            key = (s["platform"], s.get("test_case", ""), s["scenario"], size,
+                   lab.get("env_platform") or "?")  # fmt: skip
+            acc[key]  # a row also when all its samples are invalid
+            if s.get("valid", True):  # a failed cell's start-ups: flagged, not averaged
+                acc[key].append(s["value"])
+            else:
+                invalid[key] += 1
     if not acc:
         return ""
     rows = [
-        [platform, scenario, f"{size} KB" if size is not None else "all sizes (one storm)",
-         newcomer, f"{_fmt(v)} s", str(len(v))]
-        for (platform, scenario, size, newcomer), v in sorted(
-            acc.items(), key=lambda kv: (kv[0][0], kv[0][1], value_order(kv[0][2]), kv[0][3])
+        [platform, tc, scenario, f"{size} KB" if size is not None else "all sizes (one storm)",
+         newcomer, f"{_fmt(v)} s" if v else "–", str(len(v)), str(invalid.get(key, 0))]
+        for key, v in sorted(
+            acc.items(),
+            key=lambda kv: (kv[0][0], kv[0][1], kv[0][2], value_order(kv[0][3]), kv[0][4]),
         )
+        for platform, tc, scenario, size, newcomer in [key]
     ]  # fmt: skip
-    headers = ["target platform", "scenario", "target served", "newcomer", "start-up", "n"]
+    headers = ["target platform", "test case", "scenario", "target served", "newcomer",
+               "start-up", "n", "invalid"]  # fmt: skip
     return (
         "<h3>Newcomers' start-up time beside the loaded target (seed 003 Fig. 14, right axis; "
         "mean ± sd over repetitions and newcomers)</h3>"
