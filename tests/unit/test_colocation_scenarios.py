@@ -454,3 +454,29 @@ def test_a_later_size_failing_with_a_virtbench_error_keeps_the_sizes_before_it(m
         registry.parse("startup:1:native:0").run(env)
     kept = [s for s in exc.value.samples if s.metric == "ops"]
     assert [s.labels["file_size_kb"] for s in kept] == [1]
+
+
+def test_a_newcomer_says_how_much_of_its_start_up_the_target_was_serving():
+    env = _env([])
+    env.workload = SizesWorkload()
+    env.ctx = RunContext(params={"rate": 0, "size_kb": [1]})
+    out = registry.parse("startup:1:native:0").run(env)
+    (new,) = [s for s in out if s.metric == "startup_s"]
+    assert 0 <= new.labels["under_load_s"] <= new.value + 1e-3
+
+
+def test_a_target_that_hit_the_time_limit_makes_a_timeout_not_a_failure():
+    """Review: the engine re-raised the target's error without its cause, so the runner's
+    timed_out() (which follows __cause__) never saw the WorkloadTimeout."""
+    from virtbench.errors import WorkloadError, WorkloadTimeout
+    from virtbench.runner.cell import timed_out
+
+    class TimesOut(FakeWorkload):
+        def run(self, platform, ctx):
+            raise WorkloadTimeout("wrk timed out after 40 s")
+
+    env = _env([])
+    env.workload = TimesOut()
+    with pytest.raises(WorkloadError) as exc:
+        registry.parse("identical").run(env)
+    assert timed_out(exc.value)

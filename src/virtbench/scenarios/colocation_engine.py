@@ -60,6 +60,8 @@ class _Env:
     platform: Platform | None  # None until a start-up storm newcomer is provisioned
     samples: list[Sample] = field(default_factory=list)
     error: str | None = None
+    cause: BaseException | None = None  # what raised it: a WorkloadTimeout makes the cell's
+    # status "timeout" (runner/cell.timed_out follows __cause__)
     window: tuple[float, float] | None = None  # the workload's run() call
     marks: list[float] = field(default_factory=list)  # times it recorded series points
     points: list[Span] = field(default_factory=list)  # points it served (monotonic times)
@@ -139,7 +141,7 @@ def _run_workload(
     try:
         e.samples = type(env.workload)().run(e.platform, ctx)
     except (WorkloadError, VirtbenchError) as exc:
-        e.error = str(exc)
+        e.error, e.cause = str(exc), exc
         e.samples = list(getattr(exc, "samples", []))  # what it measured before: kept, flagged
     except Exception as exc:  # noqa: BLE001 - reported as this environment's failure
         e.error = f"internal error: {exc!r}"
@@ -313,7 +315,7 @@ def _scene(
             envs, target, window, labels | weight_notes, params, env.sampler.t0, lockstep
         )
         if target.error:  # the cell fails; what was measured before goes with it (runner)
-            raise WorkloadError(target.error, samples=out)
+            raise WorkloadError(target.error, samples=out) from target.cause
         return out
 
 
@@ -463,6 +465,9 @@ def _collect(
                 "started_at_s": round(e.window[0] - t0, 3),
                 "ready_at_s": round(e.window[1] - t0, 3),
                 "env_platform": e.platform.name if e.platform else None,
+                # how much of its start-up the target was serving: a VM newcomer may boot
+                # past the target's run (18 s beside an 8 s run), partly beside an idle one
+                "under_load_s": round(_union_s([_clip(e.window, target.window)]), 3),
             } | _scene_of(envs, target, t0)
             out.append(Sample("startup_s", e.startup_s, "s", False, e.plan.role, base | when))
     _label_storm(target, [e for e in envs if e.plan.start_after_s is not None])
@@ -509,6 +514,12 @@ def _label_storm(target: _Env, late: list[_Env]) -> None:
             if s.role == "target" and all(s.labels.get(k) == v for k, v in labels.items()):
                 s.labels["storm_overlap_s"] = round(inside, 2)
                 s.labels["point_s"] = round(end - start, 2)
+
+
+def _clip(span: tuple[float, float], within: tuple[float, float] | None) -> tuple[float, float]:
+    if within is None:
+        return (0.0, 0.0)
+    return (max(span[0], within[0]), min(span[1], within[1]))
 
 
 def _union_s(spans: list[tuple[float, float]]) -> float:

@@ -108,6 +108,7 @@ def startup_table(data) -> str:
     mean ± sd over repetitions and newcomers."""
     acc: dict[tuple[str, str, str, Any, str], list[float]] = defaultdict(list)
     invalid: dict[tuple[str, str, str, Any, str], int] = defaultdict(int)
+    loaded: dict[tuple[str, str, str, Any, str], list[float]] = defaultdict(list)
     for s in data.samples:
         if s["metric"] == "startup_s" and _kind(s["scenario"]) == "startup":
             lab = s["labels"]
@@ -117,13 +118,16 @@ def startup_table(data) -> str:
             acc[key]  # a row also when all its samples are invalid
             if s.get("valid", True):  # a failed cell's start-ups: flagged, not averaged
                 acc[key].append(s["value"])
+                if "under_load_s" in lab and s["value"] > 0:
+                    loaded[key].append(100.0 * lab["under_load_s"] / s["value"])
             else:
                 invalid[key] += 1
     if not acc:
         return ""
     rows = [
         [platform, tc, scenario, f"{size} KB" if size is not None else "all sizes (one storm)",
-         newcomer, f"{_fmt(v)} s" if v else "–", str(len(v)), str(invalid.get(key, 0))]
+         newcomer, f"{_fmt(v)} s" if v else "–", f"{_fmt(loaded[key])} %" if loaded[key]
+         else "–", str(len(v)), str(invalid.get(key, 0))]
         for key, v in sorted(
             acc.items(),
             key=lambda kv: (kv[0][0], kv[0][1], kv[0][2], value_order(kv[0][3]), kv[0][4]),
@@ -131,10 +135,12 @@ def startup_table(data) -> str:
         for platform, tc, scenario, size, newcomer in [key]
     ]  # fmt: skip
     headers = ["target platform", "test case", "scenario", "target served", "newcomer",
-               "start-up", "n", "invalid"]  # fmt: skip
+               "start-up", "of it beside the target's load", "n", "invalid"]  # fmt: skip
     return (
         "<h3>Newcomers' start-up time beside the loaded target (seed 003 Fig. 14, right axis; "
-        "mean ± sd over repetitions and newcomers)</h3>"
+        "mean ± sd over repetitions and newcomers)</h3><p class='note'>A start-up that "
+        "outlasts the target's run at that size ran partly beside an idle target: the share "
+        "says how much; give the target a run longer than DELAY_S plus a boot.</p>"
         + str(html.scroll(str(html.table(headers, rows))))
     )
 
