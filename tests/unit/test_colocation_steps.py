@@ -632,9 +632,10 @@ def test_a_startup_cell_whose_newcomers_all_failed_is_still_drawn_or_counted():
 def test_startup_table_says_how_much_of_a_start_up_was_beside_the_targets_load():
     """Review: a VM newcomer starting in 18 s beside an 8 s run (2 s delay) ran mostly beside
     an idle target, while the table said 'beside the loaded target'."""
+    labels = {"file_size_kb": 1, "env_platform": "vm-virtio", "under_load_s": 6.0}
     row = {"cell_id": "c/1", "platform": "container", "scenario": "startup:2:vm-virtio",
            "role": "neighbour-1", "metric": "startup_s", "value": 18.0, "test_case": "wrk-max",
-           "labels": {"file_size_kb": 1, "env_platform": "vm-virtio", "under_load_s": 6.0}}  # fmt: skip
+           "labels": labels}  # fmt: skip
     table = figures.startup_table(SimpleNamespace(samples=[row]))
     assert "beside the target&#x27;s load" in table or "beside the target's load" in table
     assert f"{svg.num(33.3)} %" in table or "33.3 %" in table
