@@ -21,7 +21,7 @@ from typing import Any
 
 from ..appstack import build as appstack
 from ..drivers import jmeter, jvm
-from ..errors import WorkloadError
+from ..errors import WorkloadError, WorkloadTimeout
 from ..naming import NAME_PREFIX
 from ..platforms.base import Platform
 from ..results import NET_PATH_LABEL
@@ -154,6 +154,8 @@ class DayTraderJMeter(Workload):
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         r = run.result
+        if r.timed_out:  # killed at our limit (dry run + duration + 120 s), not JMeter's failure
+            raise WorkloadTimeout(f"{self.name}: jmeter killed after {total + 120} s")
         jmeter.check_run(r.returncode, r.stdout, r.stderr)
         return r.stdout, run
 

@@ -195,6 +195,8 @@ class _Sockperf(_NetWorkload):
                 served.host, served.port, self.tcp, p["duration"], p["msg_size"]
             )
             run = run_client(argv, ctx, timeout=float(p["duration"]) + 60)
+        if run.result.timed_out:  # killed at our limit: its partial output has no summary
+            raise WorkloadTimeout(f"{self.name}: sockperf client timed out")
         res = sockperf.parse(run.result.stdout + "\n" + run.result.stderr)
         labels: dict[str, Any] = {"msg_size": p["msg_size"]}
         if why := sockperf.invalid_reason(res, run.cpu_util):
