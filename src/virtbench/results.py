@@ -56,6 +56,10 @@ NET_PATH_LABEL = "net_path"
 PATH_LABELS = (NET_PATH_LABEL,)
 # a co-location environment offered this % of its own solo peak (`load=PCT`)
 LOAD_PCT_LABEL = "load_pct"
+# on a sample of a finished scene (one start-up storm per size) whose cell failed in a later
+# scene: the later error's first line. Its own experiment finished, so the runner keeps it
+# valid (runner/cell.flag_unfinished); the cell's status still says failed.
+LATER_SCENE_FAILED_LABEL = "later_scene_failed"
 
 # The labels of a per-environment summary sample (metrics/sampler.py `summary_samples`): its
 # statistic and the spread of its 1 s readings. Facts of one sample, never a result's identity:

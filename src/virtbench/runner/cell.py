@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from ..errors import VirtbenchError, WorkloadError, WorkloadTimeout
 from ..metrics.sampler import Sampler
 from ..platforms.base import Platform, PlatformSpec
-from ..results import Sample
+from ..results import LATER_SCENE_FAILED_LABEL, Sample
 from ..workloads.base import RunContext
 
 # what the store keeps of a series point: (role, metric, t, value, unit)
@@ -74,12 +74,13 @@ def measure(
 def flag_unfinished(samples: list[Sample], status: str, error: str) -> None:
     """What a cell measured before it failed or timed out is kept (nothing measured is lost)
     but flagged invalid: the cell did not finish, so its statistics leave it out and the
-    report lists it with this reason. A sample that has its own reason keeps it."""
+    report lists it with this reason. A sample that has its own reason keeps it; one of a
+    scene that finished before a later scene failed (LATER_SCENE_FAILED_LABEL) stays valid."""
     lines = error.strip().splitlines()
     what = "timed out" if status == "timeout" else "failed"
     reason = f"cell {what}: {lines[0][:200] if lines else 'no error text'}"
     for s in samples:
-        if not s.labels.get("invalid"):
+        if not s.labels.get("invalid") and LATER_SCENE_FAILED_LABEL not in s.labels:
             s.labels["invalid"] = reason
 
 

@@ -25,7 +25,7 @@ from ..drivers.sweep import Lockstep
 from ..errors import VirtbenchError, WorkloadError
 from ..metrics.sampler import Sampler, Span, Window, summary_samples
 from ..platforms.base import Platform, PlatformSpec
-from ..results import LOAD_PCT_LABEL
+from ..results import LATER_SCENE_FAILED_LABEL, LOAD_PCT_LABEL
 from ..workloads.base import RunContext, Sample
 from . import weights as weights_mod
 from .base import ScenarioEnv
@@ -224,12 +224,22 @@ def run(
                 one, plans, what, labels | {"storm_per_size": True}, host_weight, placement
             )
         except WorkloadError as exc:  # the sizes measured before it go with the failure
+            _finished_before(out, exc)
             raise WorkloadError(str(exc), samples=out + list(exc.samples)) from exc
         except VirtbenchError as exc:  # a later scene's set-up (memory check, a neighbour)
             if not out:  # nothing measured yet: the user-facing error as it was
                 raise
+            _finished_before(out, exc)
             raise WorkloadError(str(exc), samples=out) from exc
     return out
+
+
+def _finished_before(samples: list[Sample], exc: BaseException) -> None:
+    """The sizes before a failed one were experiments of their own (own neighbours, own
+    storm, torn down): they stay valid, labelled with what failed after them."""
+    lines = str(exc).strip().splitlines()
+    for s in samples:
+        s.labels[LATER_SCENE_FAILED_LABEL] = lines[0][:200] if lines else "no error text"
 
 
 def _storm_sizes(env: ScenarioEnv, plans: list[EnvPlan]) -> list[Any]:
