@@ -639,3 +639,37 @@ def test_startup_table_says_how_much_of_a_start_up_was_beside_the_targets_load()
     table = figures.startup_table(SimpleNamespace(samples=[row]))
     assert "beside the target&#x27;s load" in table or "beside the target's load" in table
     assert f"{svg.num(33.3)} %" in table or "33.3 %" in table
+
+
+def test_a_storm_chart_divides_by_solo_at_that_size_and_stops_when_the_target_stopped():
+    """Run cq-1127 (container, startup:2:vm-virtio, 1 KB, 8 s): 2 s before the storm held one
+    ramp-up reading, so the 1.0 line fell back to the mean over the scene, zeros included,
+    and the chart read 3.3x; after the target's 8 s it idled while the VMs still booted, and
+    those zeros looked like the storm's damage."""
+    cell = SimpleNamespace(
+        cell_id="c/15", scenario="startup:2:vm-virtio", repetition=1, seq=15,
+        platform="container", test_case="wrk-max",
+    )  # fmt: skip
+    tx = [(1, 10e6), (2, 23e6), (3, 9e6), (5, 5e6), (9, 2e6), (12, 0.0), (16, 0.0)]
+    series = [
+        {"cell_id": "c/15", "role": "target", "metric": "net_tx_bytes_per_s", "t": t, "value": v}
+        for t, v in tx
+    ]  # fmt: skip
+    new = {"started_at_s": 2.0, "ready_at_s": 17.0, "env_platform": "vm-virtio",
+           "scene_s": [0.0, 17.2], "target_run_s": [0.0, 10.0], "file_size_kb": 1}  # fmt: skip
+    samples = [
+        {"cell_id": "c/15", "platform": "container", "scenario": "startup:2:vm-virtio",
+         "role": "neighbour-1", "metric": "startup_s", "value": 15.0, "labels": new},
+        *(
+            {"cell_id": f"s/{i}", "platform": "container", "scenario": "solo",
+             "test_case": "wrk-max", "role": "target", "metric": "net_tx_bytes_per_s",
+             "value": v, "labels": {"file_size_kb": size, "stdev": 1.0}}
+            for i, (size, v) in enumerate(((1, 23e6), (1, 23e6), (70, 246e6)))
+        ),
+    ]  # fmt: skip
+    data = SimpleNamespace(cells=[cell], series=series, samples=samples, colour=lambda p: "#123")
+    (chart,), _ = figures.startup_charts(data)
+    assert "mean at 1 KB (2 run(s))" in chart  # solo's, escaped in the SVG
+    target = re.findall(r"<title>target [^<]*: ([\d.]+) → ([\d.]+)</title>", chart)
+    assert [t for t, _y in target] == ["1", "2", "3", "5", "9"]  # the idle tail (12, 16) cut
+    assert target[1][1] == svg.num(1.0)  # 23e6 ÷ solo's 23e6, not ÷ a mean with zeros

@@ -503,7 +503,9 @@ def _scene_of(envs: list[_Env], target: _Env, t0: float) -> dict[str, Any]:
     if target.window is None or not spans:
         return {}
     out: dict[str, Any] = {
-        "scene_s": [round(target.window[0] - t0, 3), round(max(b for _a, b in spans) - t0, 3)]
+        "scene_s": [round(target.window[0] - t0, 3), round(max(b for _a, b in spans) - t0, 3)],
+        # the target's own run: after it the target idles while a newcomer may still boot
+        "target_run_s": [round(target.window[0] - t0, 3), round(target.window[1] - t0, 3)],
     }
     points = [labels for labels, _a, _b in target.points]
     if points:

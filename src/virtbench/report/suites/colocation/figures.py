@@ -84,8 +84,9 @@ def startup_charts(data) -> tuple[list[str], str]:
             if len(out) == MAX_STARTUP_CHARTS:
                 break
             pts = by_cell[c.cell_id]
-            if span is not None:  # this storm's size only
-                pts = [p for p in pts if span[0] < p["t"] <= span[1]]
+            if span is not None:  # this storm's size, while the target ran (it idles after)
+                run = news[0]["labels"].get("target_run_s") or span
+                pts = [p for p in pts if run[0] < p["t"] <= run[1]]
                 served = {news[0]["labels"].get("file_size_kb")} - {None}
             else:
                 served = sizes[c.cell_id]
@@ -180,7 +181,11 @@ def _startup_chart(data, c, points, news, served: set[Any]) -> str | None:
         base, how = None, ""
         ys = [v for _t, v in pts]
     else:
-        base, how = startup_base(pts, news)
+        # seed 003 Fig. 14 divides by the rate the target served alone: the run's solo
+        # cells at this size; a 2 s stretch before the storm is one ramp-up reading
+        base, how = solo_base(data, c, metric, served)
+        if base is None:
+            base, how = startup_base(pts, news)
         ys = [v / base if base else v for _t, v in pts]
     line = svg.Line(
         f"target {metric}" + (f" ÷ {how}" if base else ""),
@@ -211,6 +216,29 @@ def _startup_chart(data, c, points, news, served: set[Any]) -> str | None:
     return svg.line_chart(
         title, lines, "seconds since the cell started", "normalized throughput" if base else metric
     )
+
+
+def solo_base(data, c, metric: str, served: set[Any]) -> tuple[float | None, str]:
+    """The mean of `metric` for the target role in the run's solo cells of c's platform and
+    test case, at the one size served (their per-point summaries), else None."""
+    if len(served) != 1:
+        return None, ""
+    (size,) = served
+    values = [
+        s["value"]
+        for s in data.samples
+        if s["metric"] == metric
+        and s["role"] == "target"
+        and _kind(s.get("scenario", "")) == "solo"
+        and s.get("platform") == c.platform
+        and s.get("test_case", c.test_case) == c.test_case
+        and "stdev" in s["labels"]
+        and s["labels"].get("file_size_kb") == size
+        and s.get("valid", True)
+    ]
+    if not values:
+        return None, ""
+    return statistics.fmean(values), f"solo's mean at {size} KB ({len(values)} run(s))"
 
 
 def startup_base(
