@@ -480,3 +480,14 @@ def test_a_target_that_hit_the_time_limit_makes_a_timeout_not_a_failure():
     with pytest.raises(WorkloadError) as exc:
         registry.parse("identical").run(env)
     assert timed_out(exc.value)
+
+
+def test_start_up_newcomers_are_listed_as_members_of_the_budget_they_booted_in():
+    """cq-1127: the label listed the target alone (read before the storm), so two VMs that
+    booted inside the container's half CPU looked as if they had booted outside it."""
+    budget = FakeBudget()
+    env, calls = _budget_env([], budget)
+    samples = registry.parse("startup:2:native:0").run(env)
+    assert [role for role, b in calls if b is budget] == ["neighbour-1", "neighbour-2"]
+    (members,) = {tuple(s.labels["cpu_budget_members"]) for s in samples}
+    assert len(members) == 3

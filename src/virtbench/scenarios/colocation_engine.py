@@ -275,7 +275,6 @@ def _scene(
                 commands_on_enter=False,
             )
         )
-        labels = labels | _budget_labels(env)
         envs = [_Env(p, env.target if p.spec is None else _started(group, p.role)) for p in plans]
         weight_notes = weights_mod.apply(
             [(e.platform, e.plan.cpu_weight, e.plan.role) for e in envs if e.platform],
@@ -315,7 +314,8 @@ def _scene(
             for th in threads:
                 th.join()
             storm.join()
-        labels = labels | throttled.labels()
+        # members now: start-up newcomers joined the budget during the scene
+        labels = labels | _budget_labels(env) | throttled.labels()
         dead = group.exited()
         for e in envs:  # an idle neighbour whose process died was not there all along
             e.error = e.error or dead.get(e.plan.role)
