@@ -79,6 +79,19 @@ def test_a_role_added_during_a_window_joins_it(tmp_path):
     assert points == []  # both roles came with the window and left with it
 
 
+def test_a_role_added_during_a_window_is_read_from_its_first_tick(tmp_path):
+    """Unprimed, a storm newcomer's first tick only set its baseline: its first second after
+    it was ready had no cpu_util."""
+    target = CgroupPlatform("target", tmp_path / "t")
+    late = CgroupPlatform("late", tmp_path / "l")
+    s = Sampler()
+    with s.window({"target": target}) as window:
+        s.add("neighbour-1", late)
+        late.use(10_000)
+        s.tick()
+    assert window.summary()[("neighbour-1", "cpu_util")].n == 1
+
+
 def _two_size_window():
     """A cell serving 1 KB over (1, 9] and 70 KB over (10, 18] (cell-axis seconds), with a
     set-up second before each; CPU 20 % at 1 KB, 60 % at 70 KB, 95 % while setting up."""

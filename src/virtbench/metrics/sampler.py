@@ -163,6 +163,9 @@ class Sampler:
         with self._lock:
             self._roles[role] = _Role(platform)
             if self._window is not None:
+                # read it now, as window() does its roles: unprimed, a storm newcomer's
+                # first tick only set its baseline and its first second after ready was lost
+                self._prime(self._roles[role], time.monotonic(), detailed=True)
                 self._window.roles.add(role)
                 self._window.added.add(role)
 
