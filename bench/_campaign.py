@@ -41,6 +41,13 @@ class CliRun:
         print(self.stdout[-chars:], self.stderr[-chars:])
 
 
+def _sigint_default() -> None:
+    """In the child before exec: a shell starts background jobs (`cmd &`, nohup) with SIGINT
+    ignored, and Python then never turns it into KeyboardInterrupt, so the piece's SIGINT did
+    nothing (a 2,400 s piece ran on until SIGTERM, 27 Nov)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def cli(*args: str, stop_after: float | None = None) -> CliRun:
     """`virtbench ARGS` with this interpreter (the venv's, and PYTHONPATH's code), captured.
     After `stop_after` seconds it gets SIGINT, as from Ctrl-C (a run tears down, keeps its
@@ -51,6 +58,7 @@ def cli(*args: str, stop_after: float | None = None) -> CliRun:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_sigint_default,
     ) as proc:
         try:
             stdout, stderr = proc.communicate(timeout=stop_after)

@@ -115,3 +115,24 @@ def test_paired_ratio_is_stats_summary_of_per_round_ratios():
 def test_cv_pct():
     assert bench.cv_pct([9.0, 10.0, 11.0]) == pytest.approx(10.0)
     assert math.isnan(bench.cv_pct([5.0])) and math.isnan(bench.cv_pct([]))
+
+
+def test_a_piece_can_be_interrupted_even_when_started_in_the_background():
+    """A shell starts `cmd &` with SIGINT ignored; the child inherited it and the piece's
+    SIGINT did nothing. The child is started with SIGINT at its default."""
+    import signal
+    import subprocess
+
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a background job has it
+    try:
+        probe = "import signal; print(signal.getsignal(signal.SIGINT) is signal.SIG_IGN)"
+        out = subprocess.run(
+            [sys.executable, "-c", probe],
+            capture_output=True,
+            text=True,
+            preexec_fn=bench._sigint_default,
+            check=True,
+        )
+    finally:
+        signal.signal(signal.SIGINT, old)
+    assert out.stdout.strip() == "False"
