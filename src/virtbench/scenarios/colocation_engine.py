@@ -151,18 +151,21 @@ def _run_workload(
             lockstep.abort()
 
 
+def _overlap_s(a: tuple[float, float], b: tuple[float, float]) -> float:
+    """Seconds the two spans share."""
+    return max(0.0, min(a[1], b[1]) - max(a[0], b[0]))
+
+
 def _coverage(target: tuple[float, float], other: tuple[float, float]) -> float:
     span = target[1] - target[0]
     if span <= 0:
         return 1.0
-    overlap = min(target[1], other[1]) - max(target[0], other[0])
-    return max(0.0, overlap) / span
+    return _overlap_s(target, other) / span
 
 
 def _uncovered_s(measured: tuple[float, float], running: tuple[float, float]) -> float:
     """Seconds of a measured window outside the other environment's run."""
-    overlap = max(0.0, min(measured[1], running[1]) - max(measured[0], running[0]))
-    return (measured[1] - measured[0]) - overlap
+    return (measured[1] - measured[0]) - _overlap_s(measured, running)
 
 
 def _measured(e: _Env) -> tuple[float, float] | None:
@@ -477,7 +480,9 @@ def _collect(
                 "env_platform": e.platform.name if e.platform else None,
                 # how much of its start-up the target was serving: a VM newcomer may boot
                 # past the target's run (18 s beside an 8 s run), partly beside an idle one
-                "under_load_s": round(_union_s([_clip(e.window, target.window)]), 3),
+                "under_load_s": round(
+                    _overlap_s(e.window, target.window) if target.window else 0.0, 3
+                ),
             } | _scene_of(envs, target, t0)
             out.append(Sample("startup_s", e.startup_s, "s", False, e.plan.role, base | when))
     _label_storm(target, [e for e in envs if e.plan.start_after_s is not None])
@@ -526,12 +531,6 @@ def _label_storm(target: _Env, late: list[_Env]) -> None:
             if s.role == "target" and all(s.labels.get(k) == v for k, v in labels.items()):
                 s.labels["storm_overlap_s"] = round(inside, 2)
                 s.labels["point_s"] = round(end - start, 2)
-
-
-def _clip(span: tuple[float, float], within: tuple[float, float] | None) -> tuple[float, float]:
-    if within is None:
-        return (0.0, 0.0)
-    return (max(span[0], within[0]), min(span[1], within[1]))
 
 
 def _union_s(spans: list[tuple[float, float]]) -> float:
