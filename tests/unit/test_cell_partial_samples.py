@@ -63,21 +63,11 @@ def test_a_later_storm_scene_failing_leaves_the_finished_sizes_valid(monkeypatch
     provisioned, storm, torn down). A 70 kB scene refused by the memory check flagged the
     finished 1 kB scene's results 'cell failed: need about 1600 MiB ...' and left them out
     of every statistic; they stay valid, labelled with what failed after them."""
-    from tests.unit.test_colocation_scenarios import SizesWorkload, _env
-    from virtbench.errors import VirtbenchError
-    from virtbench.scenarios import neighbours, registry
+    from tests.unit.test_colocation_scenarios import refuse_second_scene, sizes_env
+    from virtbench.scenarios import registry
 
-    calls = []
-
-    def check(plans, what, meminfo=None):
-        calls.append(what)
-        if len(calls) == 2:
-            raise VirtbenchError("need about 1600 MiB, only 900 MiB available")
-
-    monkeypatch.setattr(neighbours, "check_memory", check)
-    env = _env([])
-    env.workload = SizesWorkload()
-    env.ctx = RunContext(params={"rate": 0, "size_kb": [1, 70]})
+    refuse_second_scene(monkeypatch)
+    env = sizes_env()
     out = measure(env.target, env.ctx, lambda c, s: registry.parse("startup:1:native:0").run(env))
     assert out.status == "failed"
     ops = [s for s in out.samples if s.metric == "ops"]

@@ -373,13 +373,33 @@ class SizesWorkload(FakeWorkload):
         return out
 
 
+def sizes_env(log=None, workload=None, sizes=(1, 70)):
+    """A fake env whose workload serves `sizes` one after another (SizesWorkload)."""
+    env = _env([] if log is None else log)
+    env.workload = workload or SizesWorkload()
+    env.ctx = RunContext(params={"rate": 0, "size_kb": list(sizes)})
+    return env
+
+
+def refuse_second_scene(monkeypatch):
+    """The memory check refuses the second scene's newcomers (the 70 kB storm)."""
+    from virtbench.scenarios import neighbours
+
+    calls = []
+
+    def check(plans, what, meminfo=None):
+        calls.append(what)
+        if len(calls) == 2:
+            raise VirtbenchError("need about 1600 MiB, only 900 MiB available")
+
+    monkeypatch.setattr(neighbours, "check_memory", check)
+
+
 def test_a_start_up_storm_runs_once_per_size_each_newcomer_labelled_with_it():
     """Seed 003 Fig. 14 started the newcomers beside a 1 kB and beside a 70 kB target: with
     one storm per cell, the 70 kB figure was the target after the storm."""
     log: list[str] = []
-    env = _env(log)
-    env.workload = SizesWorkload()
-    env.ctx = RunContext(params={"rate": 0, "size_kb": [1, 70]})
+    env = sizes_env(log)
     out = registry.parse("startup:1:native:0").run(env)
     assert log.count("up neighbour-1") == 2 and log.count("down neighbour-1") == 2
     assert log.index("down neighbour-1") < log.index("up neighbour-1", 1)  # torn down between
@@ -401,9 +421,7 @@ def test_a_size_that_fails_keeps_the_sizes_measured_before_it(monkeypatch):
                 raise WorkloadError("nginx died", samples=[])
             return super().run(platform, ctx)
 
-    env = _env([])
-    env.workload = FailsAt70()
-    env.ctx = RunContext(params={"rate": 0, "size_kb": [1, 70]})
+    env = sizes_env(workload=FailsAt70())
     with pytest.raises(WorkloadError, match="nginx died") as exc:
         registry.parse("startup:1:native:0").run(env)
     kept = [s for s in exc.value.samples if s.metric == "ops"]
@@ -437,19 +455,9 @@ def test_a_later_size_failing_with_a_virtbench_error_keeps_the_sizes_before_it(m
     scene (the memory check before its newcomers, a neighbour failing to provision) lost
     them (runner/cell.measure keeps no samples of a VirtbenchError)."""
     from virtbench.errors import WorkloadError
-    from virtbench.scenarios import neighbours
 
-    calls = []
-
-    def check(plans, what, meminfo=None):
-        calls.append(what)
-        if len(calls) == 2:
-            raise VirtbenchError("need about 1600 MiB, only 900 MiB available")
-
-    monkeypatch.setattr(neighbours, "check_memory", check)
-    env = _env([])
-    env.workload = SizesWorkload()
-    env.ctx = RunContext(params={"rate": 0, "size_kb": [1, 70]})
+    refuse_second_scene(monkeypatch)
+    env = sizes_env()
     with pytest.raises(WorkloadError, match="only 900 MiB") as exc:
         registry.parse("startup:1:native:0").run(env)
     kept = [s for s in exc.value.samples if s.metric == "ops"]
@@ -457,9 +465,7 @@ def test_a_later_size_failing_with_a_virtbench_error_keeps_the_sizes_before_it(m
 
 
 def test_a_newcomer_says_how_much_of_its_start_up_the_target_was_serving():
-    env = _env([])
-    env.workload = SizesWorkload()
-    env.ctx = RunContext(params={"rate": 0, "size_kb": [1]})
+    env = sizes_env(sizes=(1,))
     out = registry.parse("startup:1:native:0").run(env)
     (new,) = [s for s in out if s.metric == "startup_s"]
     assert 0 <= new.labels["under_load_s"] <= new.value + 1e-3
