@@ -1,6 +1,7 @@
 """Co-location scenario parsing and engine behaviour with fake platforms (no host changes)."""
 
 import contextlib
+import threading
 import time
 
 import pytest
@@ -497,3 +498,37 @@ def test_start_up_newcomers_are_listed_as_members_of_the_budget_they_booted_in()
     assert [role for role, b in calls if b is budget] == ["neighbour-1", "neighbour-2"]
     (members,) = {tuple(s.labels["cpu_budget_members"]) for s in samples}
     assert len(members) == 3
+
+
+def test_an_interrupted_storm_leaves_no_newcomer_behind(monkeypatch):
+    """Ctrl-C while the storm waits for its newcomers: one still being provisioned and one
+    still waiting for its DELAY_S are both gone (or never made) once run() has raised."""
+    log: list[str] = []
+    env = _env(log)
+    made = threading.Event()
+    new_platform = env.new_platform
+
+    @contextlib.contextmanager
+    def slow(spec, role):
+        if role == "neighbour-1":
+            made.set()
+            time.sleep(0.3)  # a VM booting
+        with new_platform(spec, role) as p:
+            yield p
+
+    env.new_platform = slow
+    plans = [engine.EnvPlan("target")] + [
+        engine.EnvPlan(f"neighbour-{i}", PlatformSpec("native", "native"), "idle", **late)
+        for i, late in ((1, {"start_after_s": 0}), (2, {"start_after_s": 0.3}))
+    ]
+
+    def interrupted(storm):
+        assert made.wait(timeout=10)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(engine._Storm, "join", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        engine.run(env, plans, "startup:2:native:0", {})
+    assert log == ["up neighbour-1", "down neighbour-1"]  # before run() raised
+    time.sleep(0.6)  # neighbour-2's delay is over: its thread has tried to start it
+    assert log == ["up neighbour-1", "down neighbour-1"]

@@ -257,3 +257,52 @@ def test_idle_neighbours_go_through_the_layer_and_a_dead_one_invalidates_the_cel
         "spawn neighbour-2",
     ]
     assert host.log[-2:] == ["down neighbour-2", "down neighbour-1"]
+
+
+class SlowHost(Host):
+    """`new_platform` of `slow` blocks until `release` is set (a VM still booting)."""
+
+    def __init__(self, slow: str) -> None:
+        super().__init__()
+        self.slow = slow
+        self.provisioning, self.release = threading.Event(), threading.Event()
+
+    @contextlib.contextmanager
+    def new_platform(self, spec, role):
+        if role == self.slow:
+            self.provisioning.set()
+            assert self.release.wait(timeout=10)
+        with super().new_platform(spec, role) as p:
+            yield p
+
+
+def test_a_start_still_provisioning_when_the_group_closes_is_torn_down_before_exit_returns():
+    """Ctrl-C while a storm thread is inside `start()`: the group's teardown must not return
+    (and let virtbench exit) while that environment is still being made, and what it made
+    must not outlive the group (before: pushed onto the closed stack, never torn down)."""
+    host = SlowHost("neighbour-2")
+    plans = [
+        NeighbourPlan("neighbour-1", NATIVE),
+        NeighbourPlan("neighbour-2", NATIVE, deferred=True),
+    ]
+    errors: list[BaseException] = []
+
+    def start(group: Neighbours) -> None:
+        try:
+            group.start(group.plan("neighbour-2"))
+        except BaseException as exc:  # noqa: BLE001 - the test reads it
+            errors.append(exc)
+
+    with pytest.raises(KeyboardInterrupt), Neighbours(host.env(), plans, meminfo=PLENTY) as group:
+        th = threading.Thread(target=start, args=(group,), daemon=True)
+        th.start()
+        assert host.provisioning.wait(timeout=10)
+        threading.Timer(0.2, host.release.set).start()  # the boot ends during the teardown
+        raise KeyboardInterrupt
+    assert host.log.count("up neighbour-2") == host.log.count("down neighbour-2") == 1
+    th.join(timeout=10)
+    assert [type(e) for e in errors] == [VirtbenchError]  # the storm records a failed start
+    # a start that begins after the group closed provisions nothing
+    with pytest.raises(VirtbenchError, match="neighbour-2 .* the group was closed"):
+        group.start(group.plan("neighbour-2"))
+    assert host.log.count("up neighbour-2") == 1

@@ -17,7 +17,8 @@ with `Platform.spawn(cpus=...)` (or later, by `start_commands()`, with
 `commands_on_enter=False`), and after `settle_s` all are checked to be running. A neighbour that
 fails to start fails the group with a VirtbenchError naming it; whatever was started is torn
 down, in reverse order, as it is on exit. Deferred plans (start-up storms) are started later
-with `start()` from any thread.
+with `start()` from any thread; once the group has exited, a start provisions nothing, and one
+still provisioning when it exits tears down what it made (the exit waits for it, bounded).
 """
 
 from __future__ import annotations
@@ -36,6 +37,11 @@ from .memory_check import check_memory
 
 # An idle neighbour keeps one sleeping process, so it has something to account.
 IDLE_ARGV = ["sleep", "infinity"]
+# how long exiting the group waits for a start still provisioning in another thread (a storm
+# newcomer when the scene is interrupted): past it virtbench may exit while that environment
+# is half made, its QEMU, tap and overlay left to `virtbench cleanup`. A VM's boot_timeout
+# defaults to 120 s
+START_WAIT_S = 300.0
 
 
 def idle(_platform: Platform) -> list[str]:
@@ -87,6 +93,9 @@ class Neighbours:
         self.finished: list[RunningNeighbour] = []
         self._stack = ExitStack()
         self._lock = threading.Lock()  # deferred starts come from other threads
+        self._closed = False  # exited: starts from other threads provision nothing more
+        self._provisioning = 0  # starts inside new_platform() right now
+        self._provisioned = threading.Condition(self._lock)
 
     def __enter__(self) -> Neighbours:
         check_memory(self.plans, self.what, self.meminfo)
@@ -113,17 +122,33 @@ class Neighbours:
             ) from exc
 
     def provision(self, plan: NeighbourPlan) -> RunningNeighbour:
-        """Provision `plan`'s environment; it is torn down when the group exits."""
-        if plan.budget is None:
-            cm = self.env.new_platform(plan.spec, plan.role)
-        else:
-            cm = self.env.new_platform(plan.spec, plan.role, budget=plan.budget)
-        platform = cm.__enter__()
-        n = RunningNeighbour(plan, platform)
+        """Provision `plan`'s environment; it is torn down when the group exits (or at once,
+        if the group exited while it was being made)."""
+        closed = VirtbenchError(f"{plan.role} not started: the group was closed ({self.what})")
         with self._lock:
-            self._stack.push(cm.__exit__)
-            self.running.append(n)
-        return n
+            if self._closed:
+                raise closed
+            self._provisioning += 1
+        try:
+            if plan.budget is None:
+                cm = self.env.new_platform(plan.spec, plan.role)
+            else:
+                cm = self.env.new_platform(plan.spec, plan.role, budget=plan.budget)
+            platform = cm.__enter__()
+            n = RunningNeighbour(plan, platform)
+            with self._lock:
+                late = self._closed
+                if not late:
+                    self._stack.push(cm.__exit__)
+                    self.running.append(n)
+            if late:  # the group's teardown has run: nobody else will tear this one down
+                cm.__exit__(None, None, None)
+                raise closed
+            return n
+        finally:
+            with self._lock:
+                self._provisioning -= 1
+                self._provisioned.notify_all()
 
     def _spawn(self, n: RunningNeighbour) -> None:
         if n.process is None and n.plan.argv is not None:
@@ -188,7 +213,20 @@ class Neighbours:
         return self.finished
 
     def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._closed = True
         try:
             self.stop()
         finally:
-            self._stack.close()  # environments torn down in reverse order of start
+            try:
+                self._stack.close()  # environments torn down in reverse order of start
+            finally:
+                # a start still inside new_platform() (Ctrl-C during a storm) tears down what
+                # it made when it gets there: do not let virtbench exit before it has
+                with self._lock:
+                    done = self._provisioned.wait_for(lambda: not self._provisioning, START_WAIT_S)
+                if not done:
+                    self.env.ctx.log(
+                        f"{self.what}: a neighbour was still being provisioned {START_WAIT_S:.0f}"
+                        " s after the scene ended; if virtbench exits first, run virtbench cleanup"
+                    )
