@@ -118,6 +118,14 @@ def test_cell_stats_never_pool_file_sizes():
     assert diff.aggregated_ratio == pytest.approx(10000 / 14336 + 2550 / 5101)
     assert diff.environments == 2
     assert len(stats) == 6
+    # the matrix keeps each size's degradation: it showed the last size read for every victim
+    m = c.interference_matrix(list(stats.values()))
+    assert m["container · file_size_kb=1"]["web | identical"] == pytest.approx(
+        100 * (1 - 7000 / 14336)
+    )
+    assert m["container · file_size_kb=50"]["web | identical"] == pytest.approx(
+        100 * (1 - 2500 / 5101)
+    )
 
 
 def test_limit_names_the_side_that_limited_each_headline():

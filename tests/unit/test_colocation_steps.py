@@ -168,8 +168,12 @@ def test_pair_chart_draws_neighbour_at_its_own_size_and_the_sum():
     assert len(charts) == 1
     chart = charts[0]
     assert 'data-legend="neighbour-1 (50 KB)"' in chart
-    assert 'data-series="sum (steps valid in all)"' in chart
+    assert f'data-series="{steps.SUM_LINE}"' in chart
     assert chart.count('data-invalid="target"') == 1  # the fall is drawn, marked
+    # and so is the sum's, flagged with the environment whose step was invalid: it stopped
+    # where saturation began (native pairs' clients run out of sockets past it)
+    assert chart.count(f'data-invalid="{steps.SUM_LINE}"') == 1
+    assert "target: overloaded" in chart
 
 
 def test_idle_neighbour_bars_normalized_per_size():
@@ -374,7 +378,7 @@ def test_pair_sum_is_the_mean_of_per_repetition_sums_over_repetitions_valid_in_a
     rows += _sweep("identical", "neighbour-1", rep=1, values=(10, 20), bad=())
     rows += _sweep("identical", "neighbour-1", rep=2, values=(12, 22), bad=(0,))
     (chart,) = steps.pair_charts(_data(rows), cs.sweep_points(rows, x="offered"))
-    sums = [t for t in chart.split("<title>") if t.startswith("sum (steps valid in all)")]
+    sums = [t for t in chart.split("<title>") if t.startswith(steps.SUM_LINE)]
     # step 0: rep 1 alone, 100 + 10 (not the target's 110 over reps 1-2 plus 10 from rep 1);
     # step 1: the mean of 220 and 242
     assert [s.split("→ ")[1].split("<")[0] for s in sums] == [svg.num(110.0), svg.num(231.0)]
@@ -453,10 +457,10 @@ def test_a_different_neighbour_is_one_sweep_per_target_size_never_pooled():
     series += _series(cell, "target", "reply_rate.50KB", [(6, 1), (8, 1)], sc)
     series += _series(cell, "neighbour-1", "reply_rate.100KB", [(2, 1), (4, 1), (6, 1), (8, 1)], sc)
     one, fifty = steps.pair_charts(_data(rows, series), pts)
-    sums = [t for t in one.split("<title>") if t.startswith("sum (steps valid in all)")]
+    sums = [t for t in one.split("<title>") if t.startswith(steps.SUM_LINE)]
     assert [s.split("→ ")[1].split("<")[0] for s in sums] == [svg.num(110.0), svg.num(220.0)]
     assert 'data-legend="neighbour-1 (100 KB)"' in one and "beside" not in one
-    sums = [t for t in fifty.split("<title>") if t.startswith("sum (steps valid in all)")]
+    sums = [t for t in fifty.split("<title>") if t.startswith(steps.SUM_LINE)]
     assert [s.split("→ ")[1].split("<")[0] for s in sums] == [svg.num(35.0), svg.num(46.0)]
 
 

@@ -358,9 +358,12 @@ def dims_order(dims: Dims) -> tuple:
 
 
 def interference_matrix(stats: list[CellStats]) -> dict[str, dict[str, float]]:
-    """victim platform -> aggressor scenario -> target degradation % (solo excluded)."""
+    """victim (platform, and its sweep point when there is one) -> aggressor scenario ->
+    target degradation % (solo excluded). Each point is a victim row of its own: one row per
+    platform would keep whichever size was read last."""
     matrix: dict[str, dict[str, float]] = defaultdict(dict)
     for st in stats:
         if st.scenario != SOLO and st.degradation_pct is not None:
-            matrix[st.platform][f"{st.test_case} | {st.scenario}"] = st.degradation_pct
+            victim = f"{st.platform} · {st.point}" if st.point else st.platform
+            matrix[victim][f"{st.test_case} | {st.scenario}"] = st.degradation_pct
     return dict(matrix)

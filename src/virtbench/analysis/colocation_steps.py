@@ -47,8 +47,9 @@ class StepPoint:
     high: float | None
     n: int  # repetitions behind the mean
     invalid: str | None = None  # set when no repetition of the step was valid: the reason
-    # cell (one repetition) -> its valid value: sums across environments pair the same runs
-    valid_by_cell: dict[str, float] = field(default_factory=dict)
+    # cell (one repetition) -> its value among those averaged (the valid ones; with none valid
+    # the flagged ones): sums across environments pair the same runs
+    by_cell: dict[str, float] = field(default_factory=dict)
 
 
 def intensity(labels: dict[str, Any]) -> float | None:
@@ -128,7 +129,7 @@ def sweep_points(
             at = pct if x == "intensity" and pct is not None else off
             if at is None:
                 continue
-            by_cell = {rep[5]: rep[0] for rep in used if why is None}
+            by_cell = {rep[5]: rep[0] for rep in used}
             pts.append(StepPoint(step, at, off, mean, low, high, len(used), why, by_cell))
         out[key] = pts
     return out

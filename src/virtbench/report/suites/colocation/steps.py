@@ -32,6 +32,7 @@ ENV_TITLES = {
     "cpu_us_per_exe": ("CPU time per execution", "µs/exe"),
     "exe_per_s": ("executions per second", "exe/s"),
 }
+SUM_LINE = "sum of the environments"
 INVALID_NOTE = (
     "Hollow red-ringed markers: steps measured but invalid (no repetition valid; hover for "
     "the reason), drawn so the fall after saturation shows."
@@ -141,18 +142,29 @@ def _pair_chart(
         for i, (role, pts) in enumerate(roles.items())
     ]
     lines.append(_line("target", svg.PALETTE[1], target))  # drawn last: on top
-    # the sum only at steps every environment measured validly: a gap is not a zero; at a
-    # step, the mean over the repetitions (cells) valid in all of each one's sum, so two
-    # environments' means over different runs are never added
-    steps = [{p.step: p for p in pts if p.invalid is None} for pts in [target, *roles.values()]]
-    total = []
+    # the sum at steps every environment measured: a gap is not a zero; at a step, the mean
+    # over the repetitions (cells) present in all of each one's sum, so two environments'
+    # means over different runs are never added. Past saturation a step is often flagged in
+    # one environment (its client out of sockets): the sum is drawn there too, flagged as
+    # the environments' own lines are, so the aggregate's plateau or fall shows
+    steps = [{p.step: p for p in pts} for pts in [target, *roles.values()]]
+    total, flagged = [], {}
     for st in sorted(set.intersection(*(set(s) for s in steps))):
-        cells = set.intersection(*(set(s[st].valid_by_cell) for s in steps))
-        sums = [sum(s[st].valid_by_cell[c] for s in steps) for c in cells]
-        if sums:
-            total.append((steps[0][st].x, statistics.fmean(sums), None, None))
+        cells = set.intersection(*(set(s[st].by_cell) for s in steps))
+        sums = [sum(s[st].by_cell[c] for s in steps) for c in cells]
+        if not sums:
+            continue
+        x = steps[0][st].x
+        total.append((x, statistics.fmean(sums), None, None))
+        why = [
+            f"{name}: {s[st].invalid}"
+            for name, s in zip(["target", *roles], steps, strict=True)
+            if s[st].invalid
+        ]
+        if why:
+            flagged[x] = "; ".join(why)
     if total:
-        lines.insert(0, svg.Line("sum (steps valid in all)", "#222", total, dashed=True))
+        lines.insert(0, svg.Line(SUM_LINE, "#222", total, invalid=flagged, dashed=True))
     pct = all(p.x <= 200 for p in target) and len({p.x for p in target}) > 1
     return svg.line_chart(
         f"{platform} · {scenario}: throughput per environment, target {_size(size)}",
