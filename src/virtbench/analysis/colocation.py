@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..results import SOLO_PEAK_SCENARIO
+from ..results import PATH_LABELS, SOLO_PEAK_SCENARIO
 from .stats import summarize
 
 SOLO = "solo"
@@ -128,11 +128,20 @@ def _what(dims: Dims) -> Dims:
 Groups = dict[tuple[str, str, str], dict[int, dict[str, dict[Dims, list[float]]]]]
 
 
+def _served(dims: Dims) -> Dims:
+    """What a point served, without how its environment was reached: a heterogeneous VM
+    neighbour's client took the host bridge where the native target's took loopback."""
+    return tuple(kv for kv in dims if kv[0] not in PATH_LABELS)
+
+
 def _role_values(by_dims: dict[Dims, list[float]], dims: Dims) -> tuple[Dims, list[float]]:
-    """A role's values at the target's point; a neighbour serving one other point (different:
-    SIZE) is taken at that point."""
+    """A role's values at the target's point (over its own network path); a neighbour
+    serving one other point (different:SIZE) is taken at that point."""
     if dims in by_dims:
         return dims, by_dims[dims]
+    same = [d for d in by_dims if _served(d) == _served(dims)]
+    if len(same) == 1:
+        return same[0], by_dims[same[0]]
     if len(by_dims) == 1:
         return next(iter(by_dims.items()))
     return dims, []
@@ -236,7 +245,7 @@ def cell_stats(
             roles, peaks, missing = {}, [], False
             for role, by_dims in rep.items():
                 at, values = _role_values(by_dims, dims)
-                if at != dims and values:  # its runs beside this point only, where known
+                if _served(at) != _served(dims) and values:  # its runs beside this point only
                     values = _beside(
                         stepped[(*key[:3], rep_no, role, at)],
                         stepped[(*key[:3], rep_no, "target", dims)],
