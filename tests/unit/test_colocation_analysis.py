@@ -274,3 +274,24 @@ def test_a_neighbour_of_another_platform_is_summed_though_its_client_took_anothe
     assert small.aggregated_ratio is None  # no vm-e1000 solo: no ratio, not the target's alone
     big = stats[(sc, "file_size_kb=100, net_path=loopback")]
     assert big.aggregated == 3100 + 170
+
+
+def test_every_point_of_a_cell_gets_its_own_limit():
+    # one cell served two points that are not file sizes (two connection counts): keyed by
+    # (cell, file size), the second headline overwrote the first, which was left with none
+    plat = json.dumps({"platform": {"cpu_quota_us": 50000}})
+
+    def head(conns, value, **more):
+        row = _row("native", "identical", "target", 1, value) | {"cell_id": "x", **more}
+        row["labels_json"] = json.dumps({"connections": conns})
+        return row | {"cell_labels": plat}
+
+    rows = [
+        head(32, 5000),
+        head(64, 9000, valid=0, invalid_reason="load generator CPU saturated"),
+    ]
+    stats = c.cell_stats(rows, {"web": "req_per_s"}, {"web": {"connections"}})
+    assert [(s.point, s.limit) for s in stats] == [
+        ("connections=32", "server (CPU budget 0.5)"),
+        ("connections=64", "client"),
+    ]
