@@ -255,3 +255,51 @@ def test_a_start_up_storm_row_says_how_much_of_its_point_had_a_newcomer_starting
     (page,) = normalized_charts(list(stats.values()), lambda p: "#000")
     assert page.count('stroke-dasharray="4 2"') == 1  # the 70 KB bar alone is hatched
     assert "ran after the start-up storm" in page
+
+
+def test_a_neighbour_of_another_platform_is_summed_though_its_client_took_another_path():
+    # heterogeneous:vm-e1000 beside a native target (run 20261127-054853-d90a): the target's
+    # client reached it over loopback, the VM's over the host bridge. net_path says how each
+    # environment was reached, not what was served: the VM must be summed at the same size
+    # (it was dropped: envs 1, "aggregated" = the target alone, no Jain)
+    sc = "heterogeneous:vm-e1000"
+    lo, br = {"net_path": "loopback"}, {"net_path": "host-bridge"}
+    vm = {"env_platform": "vm-e1000"}
+    rows = [
+        _sized("solo", "target", 1, 17000, 1, **lo),
+        _sized("solo", "target", 1, 5400, 100, **lo),
+        _sized(sc, "target", 1, 8900, 1, **lo),
+        _sized(sc, "neighbour-1", 1, 630, 1, **vm, **br),
+        _sized(sc, "target", 1, 3100, 100, **lo),
+        _sized(sc, "neighbour-1", 1, 170, 100, **vm, **br),
+    ]
+    dims = {"web": {"file_size_kb", "net_path"}}
+    stats = {(s.scenario, s.point): s for s in c.cell_stats(rows, {"web": "req_per_s"}, dims)}
+    small = stats[(sc, "file_size_kb=1, net_path=loopback")]
+    assert small.environments == 2
+    assert small.aggregated == 8900 + 630  # the VM's 1 KB figure, never its 100 KB one
+    assert small.jain == pytest.approx(c.jain([8900, 630]))
+    assert small.aggregated_ratio is None  # no vm-e1000 solo: no ratio, not the target's alone
+    big = stats[(sc, "file_size_kb=100, net_path=loopback")]
+    assert big.aggregated == 3100 + 170
+
+
+def test_every_point_of_a_cell_gets_its_own_limit():
+    # one cell served two points that are not file sizes (two connection counts): keyed by
+    # (cell, file size), the second headline overwrote the first, which was left with none
+    plat = json.dumps({"platform": {"cpu_quota_us": 50000}})
+
+    def head(conns, value, **more):
+        row = _row("native", "identical", "target", 1, value) | {"cell_id": "x", **more}
+        row["labels_json"] = json.dumps({"connections": conns})
+        return row | {"cell_labels": plat}
+
+    rows = [
+        head(32, 5000),
+        head(64, 9000, valid=0, invalid_reason="load generator CPU saturated"),
+    ]
+    stats = c.cell_stats(rows, {"web": "req_per_s"}, {"web": {"connections"}})
+    assert [(s.point, s.limit) for s in stats] == [
+        ("connections=32", "server (CPU budget 0.5)"),
+        ("connections=64", "client"),
+    ]

@@ -677,3 +677,23 @@ def test_a_storm_chart_divides_by_solo_at_that_size_and_stops_when_the_target_st
     target = re.findall(r"<title>target [^<]*: ([\d.]+) → ([\d.]+)</title>", chart)
     assert [t for t, _y in target] == ["1", "2", "3", "5", "9"]  # the idle tail (12, 16) cut
     assert target[1][1] == svg.num(1.0)  # 23e6 ÷ solo's 23e6, not ÷ a mean with zeros
+
+
+def test_idle_neighbours_never_pool_a_test_cases_points_other_than_file_size():
+    # a memory sweep beside idle neighbours: one row per block size, each against its own
+    # solo (keyed by file size alone, both sizes fell into one "None KB" row, 4 KiB and 1 MiB
+    # bandwidths averaged: solo 30,000, 3 idle 29,000 (+3.3 %) n=2)
+    def bw(scenario, v, block):
+        r = _row(scenario, "target", "bandwidth_mib_s", 0, v) | {
+            "test_case": "sysbench-memory-sweep"
+        }
+        r["labels"] = {"block_size_bytes": block}
+        return r
+
+    rows = [bw("solo", 50000, 4096), bw("solo", 10000, 1 << 20)]
+    rows += [bw("idle-neighbours:3", 45000, 4096), bw("idle-neighbours:3", 13000, 1 << 20)]
+    data = _data(rows)
+    data.description = describe(["sysbench-memory-sweep"])
+    _charts, table = roles.idle_neighbours(data, {"sysbench-memory-sweep": "bandwidth_mib_s"})
+    assert "4.5e+04 (+10.0 %)" in table and "1.3e+04 (-30.0 %)" in table
+    assert "None" not in table

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..results import SOLO_PEAK_SCENARIO
+from ..results import PATH_LABELS, SOLO_PEAK_SCENARIO
 from .stats import summarize
 
 SOLO = "solo"
@@ -128,11 +128,20 @@ def _what(dims: Dims) -> Dims:
 Groups = dict[tuple[str, str, str], dict[int, dict[str, dict[Dims, list[float]]]]]
 
 
+def _served(dims: Dims) -> Dims:
+    """What a point served, without how its environment was reached: a heterogeneous VM
+    neighbour's client took the host bridge where the native target's took loopback."""
+    return tuple(kv for kv in dims if kv[0] not in PATH_LABELS)
+
+
 def _role_values(by_dims: dict[Dims, list[float]], dims: Dims) -> tuple[Dims, list[float]]:
-    """A role's values at the target's point; a neighbour serving one other point (different:
-    SIZE) is taken at that point."""
+    """A role's values at the target's point (over its own network path); a neighbour
+    serving one other point (different:SIZE) is taken at that point."""
     if dims in by_dims:
         return dims, by_dims[dims]
+    same = [d for d in by_dims if _served(d) == _served(dims)]
+    if len(same) == 1:
+        return same[0], by_dims[same[0]]
     if len(by_dims) == 1:
         return next(iter(by_dims.items()))
     return dims, []
@@ -236,7 +245,7 @@ def cell_stats(
             roles, peaks, missing = {}, [], False
             for role, by_dims in rep.items():
                 at, values = _role_values(by_dims, dims)
-                if at != dims and values:  # its runs beside this point only, where known
+                if _served(at) != _served(dims) and values:  # its runs beside this point only
                     values = _beside(
                         stepped[(*key[:3], rep_no, role, at)],
                         stepped[(*key[:3], rep_no, "target", dims)],
@@ -301,32 +310,32 @@ def _limits(
     """Which side limited each target headline, over repetitions: the load generator (the
     headline invalid by the tool's own client verdict) or the server (with its CPU budget
     where it had one); the client's CPU at the headline's step is given as context."""
-    heads: dict[tuple[Any, Any], tuple[tuple[str, str, str, Dims], Any, bool]] = {}
+    # (cell, point) -> (stats key, client-limited, where its client CPU is: (cell, file size,
+    # peak step)); one per point a cell served: keyed by (cell, file size) alone, a cell's
+    # other points (connections, block sizes) overwrote each other
+    heads: dict[tuple[Any, Dims], tuple[tuple[str, str, str, Dims], bool, tuple]] = {}
     for r in rows:
         if r["metric"] == primary.get(r["test_case"]) and r["role"] == "target":
             lab = labels_of(r)
             key = (r["platform"], r["test_case"], r["scenario"])
             dims = _dims(lab, dimensions.get(r["test_case"], ()))
             cell = r.get("cell_id") or r["repetition"]
-            heads[(cell, lab.get("file_size_kb"))] = (
-                (*key, dims),
-                lab.get("peak_step"),
-                _client_limited(r),
-            )
+            step = (cell, lab.get("file_size_kb"), lab.get("peak_step"))
+            heads[(cell, dims)] = ((*key, dims), _client_limited(r), step)
     budgets = {r.get("cell_id") or r["repetition"]: b for r in rows if (b := _budget(r))}
-    client_pct: dict[tuple[Any, Any], float] = {}
+    # the target's client CPU per (cell, file size, step): a headline's is at its peak step
+    client_at: dict[tuple[Any, Any, Any], float] = {}
     for r in rows:
         lab = labels_of(r)
         if r["metric"] != "client_cpu_pct" or lab.get("client_of", "target") != "target":
             continue
-        at = (r.get("cell_id") or r["repetition"], lab.get("file_size_kb"))
-        head = heads.get(at)
-        if head is not None and lab.get("step") == head[1] and lab.get("phase") != "probe":
-            client_pct[at] = float(r["value"])
+        if lab.get("phase") != "probe":
+            cell = r.get("cell_id") or r["repetition"]
+            client_at[(cell, lab.get("file_size_kb"), lab.get("step"))] = float(r["value"])
     sides: dict[tuple[str, str, str, Dims], list[tuple[bool, float | None, str | None]]]
     sides = defaultdict(list)
-    for at, (key, _step, client) in heads.items():
-        sides[key].append((client, client_pct.get(at), budgets.get(at[0])))
+    for at, (key, client, step) in heads.items():
+        sides[key].append((client, client_at.get(step), budgets.get(at[0])))
     out = {}
     for key, found in sides.items():
         pcts = [p for _c, p, _b in found if p is not None]

@@ -18,9 +18,8 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from ....analysis.colocation import value_order
-from ....analysis.colocation_steps import labels_of
-from ....results import SOLO_PEAK_SCENARIO
+from ....analysis.colocation import dims_order, value_order
+from ....results import PATH_LABELS, SOLO_PEAK_SCENARIO
 from ....store.description import DIMENSION
 from ... import html, svg
 
@@ -45,10 +44,11 @@ def _idle_count(scenario: str) -> int | None:
 
 
 def idle_neighbours(data, primary: dict[str, str]) -> tuple[list[str], str]:
-    """Per platform: a bar chart (groups: file sizes; bars: 0..N idle neighbours) of the
-    target's peak normalized to solo's, whiskers min-max over repetitions; and a table."""
-    # (platform, tc) -> size -> idle count -> [values]
-    acc: dict[tuple[str, str], dict[Any, dict[int, list[float]]]] = defaultdict(
+    """Per platform: a bar chart (groups: served points, the file sizes of a web test case;
+    bars: 0..N idle neighbours) of the target's peak normalized to solo's, whiskers min-max
+    over repetitions; and a table."""
+    # (platform, tc) -> served point -> idle count -> [values]
+    acc: dict[tuple[str, str], dict[Point, dict[int, list[float]]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(list))
     )
     lower: set[tuple[str, str]] = set()  # lower is better (a time): degradation is a rise
@@ -59,20 +59,23 @@ def idle_neighbours(data, primary: dict[str, str]) -> tuple[list[str], str]:
         if not r.get("higher_is_better", True):
             lower.add((r["platform"], r["test_case"]))
         if r["valid"]:
-            size = labels_of(r).get("file_size_kb")
-            acc[(r["platform"], r["test_case"])][size][n].append(float(r["value"]))
+            # every dimension but the client's path (one per platform): a memory sweep's
+            # block sizes keyed by file size alone were averaged into one row
+            pt = tuple(kv for kv in sample_point(data, r) if kv[0] not in PATH_LABELS)
+            acc[(r["platform"], r["test_case"])][pt][n].append(float(r["value"]))
     charts, rows = [], []
     every = sorted({n for sizes in acc.values() for per in sizes.values() for n in per})
     for (platform, tc), sizes in sorted(acc.items()):
         counts = sorted({n for per in sizes.values() for n in per})
         if len(counts) < 2 or 0 not in counts:
             continue
-        groups = [f"{s} KB" for s in sorted(sizes, key=value_order)]
+        groups = [point_text(pt) or tc for pt in sorted(sizes, key=dims_order)]
         series = [(f"{n} idle", svg.PALETTE[i % len(svg.PALETTE)]) for i, n in enumerate(counts)]
         bars = {}
-        for size, per in sorted(sizes.items(), key=lambda kv: value_order(kv[0])):
+        for pt, per in sorted(sizes.items(), key=lambda kv: dims_order(kv[0])):
             solo = statistics.fmean(per[0]) if per.get(0) else None
-            row = [platform, str(size)]
+            where = point_text(pt) or tc
+            row = [platform, where]
             for n in every:
                 vals = per.get(n, [])
                 if not vals:
@@ -86,7 +89,7 @@ def idle_neighbours(data, primary: dict[str, str]) -> tuple[list[str], str]:
                 row.append(f"{m:.4g}{deg} n={len(vals)}")
                 if solo:
                     lo, hi = (min(vals) / solo, max(vals) / solo) if len(vals) > 1 else (None,) * 2
-                    bars[(f"{size} KB", f"{n} idle")] = svg.Bar(m / solo, lo, hi, f"n={len(vals)}")
+                    bars[(where, f"{n} idle")] = svg.Bar(m / solo, lo, hi, f"n={len(vals)}")
             rows.append(row)
         charts.append(
             svg.bar_chart(
@@ -99,7 +102,7 @@ def idle_neighbours(data, primary: dict[str, str]) -> tuple[list[str], str]:
         )
     if not charts:
         return [], ""
-    headers = ["platform", "size KB", *(f"{n} idle" for n in every)]
+    headers = ["platform", "point", *(f"{n} idle" for n in every)]
     table = str(html.scroll(str(html.table(headers, rows))))
     return charts, (
         "<p class='note'>Peak throughput (req/s) with N idle neighbours of the same type, "
