@@ -68,14 +68,31 @@ def test_measured_once_stored_as_its_own_cell_and_read_back_on_resume(store):
     assert _get(StoredPeaks(store, RUN, lambda *a: None)) == first and Rated.runs == 1
 
 
-def test_a_failed_peak_fails_its_cell_and_is_measured_again_into_it(store):
+def test_a_failed_peak_fails_its_cell_and_is_kept_the_next_attempt_gets_its_own(store):
+    # a failed peak's cell is the evidence of why (colocation-web lost it: the retry of a
+    # vm-virtio peak in the next cell overwrote it)
     Rated.fail = True
+    peaks = StoredPeaks(store, RUN, lambda *a: None)
     with pytest.raises(WorkloadError, match="solo peak of rated on native: rated: tool exited"):
-        _get(StoredPeaks(store, RUN, lambda *a: None))
+        _get(peaks)
     assert store.cells(RUN)[-1].status == "failed"
     Rated.fail = False
-    assert _get(StoredPeaks(store, RUN, lambda *a: None)) == Peak(1000.0, f"{RUN}/0001")
-    assert [r.status for r in store.cells(RUN)] == ["pending", "ok"]
+    assert _get(peaks) == Peak(1000.0, f"{RUN}/0002")  # within the run
+    assert [r.status for r in store.cells(RUN)] == ["pending", "failed", "ok"]
+    assert _get(StoredPeaks(store, RUN, lambda *a: None)) == Peak(1000.0, f"{RUN}/0002")
+
+
+def test_a_failed_peak_is_kept_on_resume_and_an_interrupted_one_measured_again_into_it(store):
+    Rated.fail = True
+    with pytest.raises(WorkloadError):
+        _get(StoredPeaks(store, RUN, lambda *a: None))
+    Rated.fail = False
+    assert _get(StoredPeaks(store, RUN, lambda *a: None)) == Peak(1000.0, f"{RUN}/0002")
+    store.start_cell(f"{RUN}/0002")  # as if a later run had been killed while measuring it
+    row = store.cells(RUN)[-1]
+    assert row.status == "running"
+    assert _get(StoredPeaks(store, RUN, lambda *a: None)) == Peak(1000.0, f"{RUN}/0002")
+    assert [r.status for r in store.cells(RUN)] == ["pending", "failed", "ok"]
 
 
 def test_load_cells_name_the_peak_they_used(store):
