@@ -5,7 +5,9 @@ scenario `solo-peak`, repetition 1, the unlimited params in its labels; its samp
 are stored like any cell's, and its labels name the value taken (`solo_peak`, from the
 primary metric `solo_peak_metric`). The co-location cells that use it label their samples
 with `solo_peak` and `peak_cell_id`. `--resume` reads finished ones back instead of measuring
-them again; an unfinished one is measured again into the same cell.
+them again; an unfinished one (interrupted, or never finished) is measured again into the same
+cell. A failed one stays as it is, the evidence of why (its samples' invalid reasons), and the
+next attempt gets a cell of its own.
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ from ..workloads.base import RunContext, Workload
 from .cell import Outcome, cell_id, measure, spec_json
 
 SCENARIO = SOLO_PEAK_SCENARIO  # the scenario column of a solo-peak cell
+# a peak cell that ended so is kept: measured again into it, its samples (why no sample was
+# valid) would be overwritten by the next attempt's
+FINAL = ("failed", "timeout")
 
 
 class StoredPeaks(SoloPeaks):
@@ -40,7 +45,7 @@ class StoredPeaks(SoloPeaks):
         super().__init__()
         self.store, self.run_id = store, run_id
         self.report = report  # (where, test case, outcome) of each measurement, for the console
-        self.unfinished: dict[PeakKey, str] = {}  # key -> its cell that did not finish ok
+        self.unfinished: dict[PeakKey, str] = {}  # key -> its cell to measure again
         for row in store.cells(run_id):
             if row.scenario != SCENARIO:
                 continue
@@ -53,7 +58,7 @@ class StoredPeaks(SoloPeaks):
             )
             if row.status == "ok" and "solo_peak" in labels:
                 self.known[key] = Peak(labels["solo_peak"], row.cell_id)
-            else:
+            elif row.status not in FINAL:
                 self.unfinished[key] = row.cell_id
 
     def measure(
@@ -86,7 +91,8 @@ class StoredPeaks(SoloPeaks):
         )
         self.report(f"{platform.name} {workload.name} {SCENARIO}", workload.name, out)
         if value is None:
-            self.unfinished[key] = cid
+            if out.status not in FINAL:  # interrupted: measured again into this cell
+                self.unfinished[key] = cid
             raise WorkloadError(f"solo peak of {workload.name} on {platform.name}: {out.error}")
         return Peak(value, cid)
 
