@@ -33,7 +33,7 @@ HEADERS = [
 
 
 def describe_test(g: Group) -> str:
-    return g.key.test_case + (f" [{fmt.dims(g.key.dims)}]" if g.key.dims else "")
+    return fmt.test(g.key.test_case, g.key.dims)
 
 
 def n_cell(g: Group) -> Td | Raw:
