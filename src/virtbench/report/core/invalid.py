@@ -24,7 +24,7 @@ from ..sections import Section, register_section
 # 4K, 2.0s): the part of a reason that varies from sample to sample
 _NUMBER = re.compile(r"(?<![\w./-])\d+(?:\.\d+)?(?!\w|\.\d)")
 _SLOT = "\0"
-MAX_LISTED = 8  # values of one column listed before "+N more"
+MAX_LISTED = 20  # values of one column listed before "+N more"
 MAX_EXAMPLE = 600  # characters of the example reason shown (a cell's error can be long)
 
 
