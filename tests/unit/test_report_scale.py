@@ -11,8 +11,9 @@ import re
 
 import pytest
 
+from virtbench.analysis.groups import Group, GroupKey
 from virtbench.report import fmt
-from virtbench.report.core import invalid
+from virtbench.report.core import invalid, results
 from virtbench.report.core.run import run_section
 from virtbench.report.data import ReportData
 from virtbench.runner.describe import describe
@@ -129,3 +130,18 @@ def test_pending_cells_are_counted_failed_ones_listed(data):
     assert ">6–8<" in pending and ">12–14<" in pending
     assert "10 cells not run yet (pending): vm 4, container 6" in section.markdown
     assert "identical #3: pending" not in section.markdown  # not listed one by one
+
+
+def test_suite_table_leaves_digests_out_unless_they_tell_rows_apart():
+    def group(client_of: str, env: dict) -> Group:
+        dims = (("client_of", client_of), ("env_params", json.dumps(env)), ("step", 5))
+        key = GroupKey("native", "web", "httperf-sweep", "identical", "client", "cpu", dims)
+        return Group(key, "%", False, False)
+
+    target, neighbour = group("target", {"a": 1}), group("neighbour-1", NEIGHBOUR)
+    assert not results.digests_needed([target, neighbour])  # client_of tells them apart
+    assert results.describe_test(neighbour, False) == (
+        "httperf-sweep [client_of=neighbour-1, step=5]"
+    )
+    # two rows that differ only in their env params keep the digests that tell them apart
+    assert results.digests_needed([neighbour, group("neighbour-1", {"a": 2})])

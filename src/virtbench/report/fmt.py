@@ -75,25 +75,28 @@ def digest(v: object) -> str:
     return "#" + hashlib.sha1(text.encode()).hexdigest()[:6]
 
 
-def dims(pairs: tuple[tuple[str, object], ...]) -> str:
+def dims(pairs: tuple[tuple[str, object], ...], digests: bool = True) -> str:
     """Dimension labels for display: byte-valued ones shortened (block_size=64K), dict and list
     ones (a co-location cell's schedule, env_params, solo_peak: hundreds of characters) as a
-    short digest, so two results that differ only there still read differently; their values
-    are in `virtbench results`."""
+    short digest, so two results that differ only there still read differently, or left out
+    (`digests=False`, for a table whose rows other labels tell apart); their values are in
+    `virtbench results`."""
     out = []
     for k, v in pairs:
         if k.endswith("_bytes") and isinstance(v, int | float) and not isinstance(v, bool):
             out.append(f"{k[: -len('_bytes')]}={size(v)}")
         elif is_container(v):
-            out.append(f"{k}={digest(v)}")
+            if digests:
+                out.append(f"{k}={digest(v)}")
         else:
             out.append(f"{k}={v}")
     return ", ".join(out)
 
 
-def test(test_case: str, pairs: tuple[tuple[str, object], ...]) -> str:
+def test(test_case: str, pairs: tuple[tuple[str, object], ...], digests: bool = True) -> str:
     """A test case with its dimension labels, as every table names it."""
-    return test_case + (f" [{dims(pairs)}]" if pairs else "")
+    shown = dims(pairs, digests)
+    return test_case + (f" [{shown}]" if shown else "")
 
 
 def int_ranges(values: Iterable[int]) -> str:

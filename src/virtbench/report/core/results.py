@@ -32,8 +32,19 @@ HEADERS = [
 ]
 
 
-def describe_test(g: Group) -> str:
-    return fmt.test(g.key.test_case, g.key.dims)
+def describe_test(g: Group, digests: bool = True) -> str:
+    return fmt.test(g.key.test_case, g.key.dims, digests)
+
+
+def digests_needed(gs: list[Group]) -> bool:
+    """Whether two rows of a table of `gs` would read the same without the digests of their
+    dict and list labels (fmt.dims): a co-location neighbour's client rows are told apart by
+    client_of, platform and scenario, and 3 digests a row only widened the table."""
+    seen = {
+        (describe_test(g, False), g.key.metric, g.key.scenario, g.key.platform, g.key.role)
+        for g in gs
+    }
+    return len(seen) < len(gs)
 
 
 def n_cell(g: Group) -> Td | Raw:
@@ -98,7 +109,7 @@ def md_ratio(c: Comparison) -> str:
     return f"(×{c.ratio:.3f}{mark})"
 
 
-def group_row(data: ReportData, g: Group) -> list:
+def group_row(data: ReportData, g: Group, digests: bool = True) -> list:
     s = g.summary
     cv = s.cv
     cv_td = Td(
@@ -108,7 +119,7 @@ def group_row(data: ReportData, g: Group) -> list:
     )
     direction = "higher is better" if g.higher_is_better else "lower is better"
     return [
-        Td(describe_test(g), "name"),
+        Td(describe_test(g, digests), "name"),
         Td(
             f"{g.key.metric} {'↑' if g.higher_is_better else '↓'}", "name", f"{g.unit}, {direction}"
         ),
@@ -246,7 +257,8 @@ def suite_sections(data: ReportData) -> list[Section]:
             )
             continue
         body = Raw(f'<p class="note">{h(notes[suite])}</p>') if suite in notes else Raw("")
-        body += scroll(table(HEADERS, [group_row(data, g) for g in primary]))
+        d = digests_needed(primary)
+        body += scroll(table(HEADERS, [group_row(data, g, d) for g in primary]))
         body += path_note(data, primary)
         charts = []
         for tc in dict.fromkeys(g.key.test_case for g in primary):
@@ -256,9 +268,10 @@ def suite_sections(data: ReportData) -> list[Section]:
         if charts:
             body += Raw('<div class="charts">' + "".join(charts) + "</div>")
         if others:
+            d = digests_needed(others)
             body += details(
                 f"Other metrics and roles ({len(others)} rows)",
-                scroll(table(HEADERS, [group_row(data, g) for g in others])),
+                scroll(table(HEADERS, [group_row(data, g, d) for g in others])),
             )
         if per_step:
             body += Raw(
