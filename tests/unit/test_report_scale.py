@@ -95,7 +95,7 @@ def test_invalid_samples_are_grouped_by_cause(data):
     assert "client_cpu_pct (60)" in html and "client (60)" in html
     # no dict or list label printed in full
     assert "schedule" not in html and "rate_start" not in html
-    assert "120 invalid samples in 2 groups" in section.markdown
+    assert section.markdown.startswith("120 invalid samples")
 
 
 def test_reason_template_leaves_numbers_inside_names():
