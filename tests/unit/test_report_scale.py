@@ -145,3 +145,10 @@ def test_suite_table_leaves_digests_out_unless_they_tell_rows_apart():
     )
     # two rows that differ only in their env params keep the digests that tell them apart
     assert results.digests_needed([neighbour, group("neighbour-1", {"a": 2})])
+
+
+def test_invalid_badge_gives_each_cause_once(data):
+    g = next(g for g in data.groups if g.n_invalid == 3 and g.key.role == "client")
+    title = results.n_cell(g).content
+    assert "+3 invalid" in title and title.count("ran out of sockets") == 1
+    assert re.search(r"fd-unavail=9\d\d–9\d\d;", title)
