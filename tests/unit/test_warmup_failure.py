@@ -95,7 +95,7 @@ def test_failed_warmup_labels_every_cell_it_served_and_is_said(
 
     section = run_section(ReportData.load(runner.store, run_id))
     assert "Warm-ups that failed" in str(section.html)
-    assert "native sysbench-cpu-1t, cells 0, 1, 2, 3: sysbench: exited 1" in section.markdown
+    assert "native sysbench-cpu-1t, cells 0–3: sysbench: exited 1" in section.markdown
     rec = next(export.records(runner.store, run_id))
     assert rec["labels"]["warmup"]["failed"].startswith("sysbench: exited 1")
 

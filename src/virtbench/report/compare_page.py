@@ -127,7 +127,7 @@ def _title(doc: CompareDoc) -> str:
 
 
 def _test(o: Outcome) -> str:
-    return o.test_case + (f" [{fmt.dims(o.dims)}]" if o.dims else "")
+    return fmt.test(o.test_case, o.dims)
 
 
 def _platforms(o: Outcome) -> str:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+from collections.abc import Iterable
 
 
 def num(v: float | None) -> str:
@@ -54,12 +57,55 @@ def size(v: float) -> str:
     return f"{v:.0f}"
 
 
-def dims(pairs: tuple[tuple[str, object], ...]) -> str:
-    """Dimension labels for display: byte-valued ones shortened (block_size=64K)."""
+def is_container(v: object) -> bool:
+    """A dict or list label (groups hold them as JSON text): a cell's schedule, env params."""
+    if isinstance(v, dict | list):
+        return True
+    if not isinstance(v, str) or v[:1] not in "{[":
+        return False
+    try:
+        return isinstance(json.loads(v), dict | list)
+    except ValueError:
+        return False
+
+
+def digest(v: object) -> str:
+    """A short stable stand-in for a long value: tells two values apart without showing them."""
+    text = v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=str)
+    return "#" + hashlib.sha1(text.encode()).hexdigest()[:6]
+
+
+def dims(pairs: tuple[tuple[str, object], ...], digests: bool = True) -> str:
+    """Dimension labels for display: byte-valued ones shortened (block_size=64K), dict and list
+    ones (a co-location cell's schedule, env_params, solo_peak: hundreds of characters) as a
+    short digest, so two results that differ only there still read differently, or left out
+    (`digests=False`, for a table whose rows other labels tell apart); their values are in
+    `virtbench results`."""
     out = []
     for k, v in pairs:
         if k.endswith("_bytes") and isinstance(v, int | float) and not isinstance(v, bool):
             out.append(f"{k[: -len('_bytes')]}={size(v)}")
+        elif is_container(v):
+            if digests:
+                out.append(f"{k}={digest(v)}")
         else:
             out.append(f"{k}={v}")
     return ", ".join(out)
+
+
+def test(test_case: str, pairs: tuple[tuple[str, object], ...], digests: bool = True) -> str:
+    """A test case with its dimension labels, as every table names it."""
+    shown = dims(pairs, digests)
+    return test_case + (f" [{shown}]" if shown else "")
+
+
+def int_ranges(values: Iterable[int]) -> str:
+    """Integers as runs: 0–9, 12, 14–15."""
+    vs = sorted(set(values))
+    runs: list[list[int]] = []
+    for v in vs:
+        if runs and v == runs[-1][1] + 1:
+            runs[-1][1] = v
+        else:
+            runs.append([v, v])
+    return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in runs)

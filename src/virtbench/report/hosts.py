@@ -78,7 +78,7 @@ def markdown(rows_: list[Row], title: str) -> str:
             ]
         s = r.group.summary
         lines.append(
-            f"| {k.platform} | {k.scenario} | {k.dims_text or '-'} | {r.host.host}"
+            f"| {k.platform} | {k.scenario} | {fmt.dims(k.dims) or '-'} | {r.host.host}"
             f" | {r.host.hypervisor} | {s.n} | {fmt.mean_ci(s.mean, s.ci_half)}"
             f" | {fmt.pct(s.cv)} | {r.group.n_invalid or ''} |"
         )

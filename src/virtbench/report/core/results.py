@@ -12,6 +12,7 @@ from ..data import ReportData
 from ..html import Raw, Td, badge, details, h, md_table, scroll, table
 from ..sections import Section, register_section
 from ..svg import Bar, bar_chart
+from .invalid import causes
 
 MAX_BARS_GROUPS = 12  # more x groups than this (a sweep) is a curve, not a bar chart
 MD_ROWS_PER_TEST = 6  # terminal summary: rows per test case before "+N more"
@@ -32,14 +33,27 @@ HEADERS = [
 ]
 
 
-def describe_test(g: Group) -> str:
-    return g.key.test_case + (f" [{fmt.dims(g.key.dims)}]" if g.key.dims else "")
+def describe_test(g: Group, digests: bool = True) -> str:
+    return fmt.test(g.key.test_case, g.key.dims, digests)
+
+
+def digests_needed(gs: list[Group]) -> bool:
+    """Whether two rows of a table of `gs` would read the same without the digests of their
+    dict and list labels (fmt.dims): a co-location neighbour's client rows are told apart by
+    client_of, platform and scenario, and 3 digests a row only widened the table."""
+    seen = {
+        (describe_test(g, False), g.key.metric, g.key.scenario, g.key.platform, g.key.role)
+        for g in gs
+    }
+    return len(seen) < len(gs)
 
 
 def n_cell(g: Group) -> Td | Raw:
     text = str(g.summary.n)
     if g.n_invalid:
-        reasons = "; ".join(sorted({i.reason for i in g.invalid}))
+        # one reason per cause, its varying numbers as a range: every distinct reason of a
+        # co-location step was 0.9 MB of titles in a partial run's report
+        reasons = "; ".join(sorted(c.reason() for c in causes([g])))
         return Td(Raw(text + badge(f"+{g.n_invalid} invalid", "bad", reasons)), "num bad")
     if g.summary.n < 2:
         return Td(Raw(text + badge("no CI", "warn", "fewer than 2 valid samples")), "num")
@@ -52,7 +66,9 @@ def ratio_cells(data: ReportData, g: Group) -> list[Td]:
         return [Td("baseline", "num base"), Td("", "num base")]
     if c is None:
         if why := data.incomparable.get(g.key):  # measured over another network path
-            return [Td(Raw(badge("not comparable", "warn", why)), "num", why), Td("–", "num")]
+            # the reason once, on the badge: repeated on the cell too it was 0.4 MB of a
+            # co-location report (every vm row of every step); path_note lists it in full
+            return [Td(Raw(badge("not comparable", "warn", why)), "num"), Td("–", "num")]
         return [Td("–", "num"), Td("–", "num")]
     # colour only differences the CI says are real (interval entirely above/below 1)
     cls = {BETTER: "good", WORSE: "worse"}.get(c.decision, "")
@@ -96,7 +112,7 @@ def md_ratio(c: Comparison) -> str:
     return f"(×{c.ratio:.3f}{mark})"
 
 
-def group_row(data: ReportData, g: Group) -> list:
+def group_row(data: ReportData, g: Group, digests: bool = True) -> list:
     s = g.summary
     cv = s.cv
     cv_td = Td(
@@ -106,7 +122,7 @@ def group_row(data: ReportData, g: Group) -> list:
     )
     direction = "higher is better" if g.higher_is_better else "lower is better"
     return [
-        Td(describe_test(g), "name"),
+        Td(describe_test(g, digests), "name"),
         Td(
             f"{g.key.metric} {'↑' if g.higher_is_better else '↓'}", "name", f"{g.unit}, {direction}"
         ),
@@ -244,7 +260,8 @@ def suite_sections(data: ReportData) -> list[Section]:
             )
             continue
         body = Raw(f'<p class="note">{h(notes[suite])}</p>') if suite in notes else Raw("")
-        body += scroll(table(HEADERS, [group_row(data, g) for g in primary]))
+        d = digests_needed(primary)
+        body += scroll(table(HEADERS, [group_row(data, g, d) for g in primary]))
         body += path_note(data, primary)
         charts = []
         for tc in dict.fromkeys(g.key.test_case for g in primary):
@@ -254,9 +271,10 @@ def suite_sections(data: ReportData) -> list[Section]:
         if charts:
             body += Raw('<div class="charts">' + "".join(charts) + "</div>")
         if others:
+            d = digests_needed(others)
             body += details(
                 f"Other metrics and roles ({len(others)} rows)",
-                scroll(table(HEADERS, [group_row(data, g) for g in others])),
+                scroll(table(HEADERS, [group_row(data, g, d) for g in others])),
             )
         if per_step:
             body += Raw(

@@ -5,8 +5,9 @@ from __future__ import annotations
 import time
 from collections import Counter
 
+from .. import fmt
 from ..data import ReportData
-from ..html import Raw, Td, badge, h, kv_table, table
+from ..html import Raw, Td, badge, details, h, kv_table, table
 from ..sections import Section, register_section
 
 STATUS_KIND = {"ok": "ok", "failed": "bad", "timeout": "bad", "pending": "warn", "running": "warn"}
@@ -78,7 +79,10 @@ def run_section(data: ReportData) -> Section:
         ("virtbench", r.get("virtbench_version") or "–"),
     ]
     body = kv_table(facts)
-    bad = [c for c in data.cells if c.status not in ("ok",)]
+    # a cell not run yet says nothing but "later": a count per platform and scenario, while a
+    # failed, timed-out or interrupted cell keeps its own row with its error
+    bad = [c for c in data.cells if c.status not in ("ok", "pending")]
+    pending = pending_cells(data)
     if bad:
         rows = [
             [
@@ -95,6 +99,24 @@ def run_section(data: ReportData) -> Section:
         body += Raw("<h3>Cells that did not finish ok</h3>") + table(
             ["#", "platform", "test case", "scenario", "rep", "status", "error"], rows
         )
+    if pending:
+        n = sum(len(seqs) for seqs in pending.values())
+        plats = len({p for p, _t, _s in pending})
+        scens = len({s for _p, _t, s in pending})
+        line = (
+            f"{n} cells not run yet (pending), {plats} platform{'s' * (plats != 1)} × "
+            f"{scens} scenario{'s' * (scens != 1)}"
+        )
+        body += Raw("<h3>Cells not run yet</h3>") + details(
+            line,
+            table(
+                ["platform", "test case", "scenario", "cells", "#"],
+                [
+                    [p, t, s, Td(str(len(seqs)), "num"), fmt.int_ranges(seqs)]
+                    for (p, t, s), seqs in pending.items()
+                ],
+            ),
+        )
     warmups = failed_warmups(data)
     if warmups:
         body += Raw(
@@ -107,7 +129,7 @@ def run_section(data: ReportData) -> Section:
                 [
                     p,
                     t,
-                    ", ".join(str(s) for s in seqs),
+                    fmt.int_ranges(seqs),
                     Raw(f'<pre class="err">{h(e[:MAX_ERROR])}</pre>'),
                 ]
                 for (p, t, e), seqs in warmups.items()
@@ -128,13 +150,32 @@ def run_section(data: ReportData) -> Section:
                 f"- {c.platform} {c.test_case} {c.scenario} #{c.repetition}: {c.status}"
                 + (f": {err[0][:200]}" if err else "")
             )
+    if pending:
+        n = sum(len(seqs) for seqs in pending.values())
+        md.append("")
+        per_platform: Counter = Counter()
+        for (p, _t, _s), seqs in pending.items():
+            per_platform[p] += len(seqs)
+        md.append(
+            f"{n} cells not run yet (pending): "
+            + ", ".join(f"{p} {k}" for p, k in per_platform.items())
+        )
     if warmups:
         md.append("")
         md.append("Warm-ups that failed (their cells were measured anyway):")
         for (p, t, e), seqs in warmups.items():
             first = e.strip().splitlines()[0][:200] if e.strip() else ""
-            md.append(f"- {p} {t}, cells {', '.join(str(s) for s in seqs)}: {first}")
+            md.append(f"- {p} {t}, cells {fmt.int_ranges(seqs)}: {first}")
     return Section("Run", body, "\n".join(md))
+
+
+def pending_cells(data: ReportData) -> dict[tuple[str, str, str], list[int]]:
+    """(platform, test case, scenario) -> the cells not run yet, in campaign order."""
+    out: dict[tuple[str, str, str], list[int]] = {}
+    for c in data.cells:
+        if c.status == "pending":
+            out.setdefault((c.platform, c.test_case, c.scenario), []).append(c.seq)
+    return out
 
 
 def failed_warmups(data: ReportData) -> dict[tuple[str, str, str], list[int]]:

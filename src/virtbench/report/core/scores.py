@@ -126,7 +126,7 @@ def seed_html(s: Seed004Suite) -> str:
     rows = []
     for t in s.tests:
         tc, _metric, dims = t  # type: ignore[misc]
-        label = tc + (f" [{fmt.dims(dims)}]" if dims else "")
+        label = fmt.test(tc, dims)
         top = s.maxima.get(t)
         where = f"{fmt.num(top[0])} ({_cfg_name(top[1], multi)})" if top else "–"
         cells = [_score_cell(s, t, c) for c in s.configs]
@@ -180,7 +180,7 @@ def _unchecked(data: ReportData) -> str:
 
 def _test_name(t) -> str:
     tc, _metric, dims = t
-    return tc + (f" [{fmt.dims(dims)}]" if dims else "")
+    return fmt.test(tc, dims)
 
 
 def _md_total(s: Seed004Suite, c) -> str:

@@ -142,7 +142,7 @@ class Part:
 
 def _full_label(x: XKey, scenarios: int) -> str:
     sc, tc, dims = x
-    text = tc + (f" [{fmt.dims(dims)}]" if dims else "")
+    text = fmt.test(tc, dims)
     return text + (f" · {sc}" if scenarios > 1 else "")
 
 
