@@ -152,3 +152,17 @@ def test_invalid_badge_gives_each_cause_once(data):
     title = results.n_cell(g).content
     assert "+3 invalid" in title and title.count("ran out of sockets") == 1
     assert re.search(r"fd-unavail=9\d\d–9\d\d;", title)
+
+
+def test_per_step_measurements_beyond_the_cap_are_left_to_the_export(data, monkeypatch):
+    # a full colocation-web run has ~80,000 per-step rows (40 MB of HTML): past the cap none
+    # is listed and the note says how many and where they are; below it they stay listed
+    (web,) = results.suite_sections(data)
+    listed = str(web.html)
+    assert "Other metrics and roles" in listed and "rows of per-step measurements" not in listed
+    monkeypatch.setattr(results, "MAX_PER_STEP_ROWS", 5)
+    (web,) = results.suite_sections(data)
+    body = str(web.html)
+    assert "Other metrics and roles" not in body
+    assert re.search(r"\d+ rows of per-step measurements .* more than 5", body)
+    assert "virtbench results" in body
