@@ -295,9 +295,10 @@ def suite_sections(data: ReportData) -> list[Section]:
             body += Raw(
                 f'<p class="note">{len(stepped)} rows of per-step measurements (one per sweep '
                 "step, role and metric: reply, connect and transfer times, errors, send rate…) "
-                f"are not listed, more than {MAX_PER_STEP_ROWS}: the throughput per step is drawn in "
-                "the web serving and co-location sections, reply and transfer time against "
-                "solo are its Table 3, and <code>virtbench results</code> exports every one.</p>"
+                f"are not listed, more than {MAX_PER_STEP_ROWS}: the throughput per step is "
+                "drawn in the web serving and co-location sections, reply and transfer time "
+                "against solo are its Table 3, and <code>virtbench results</code> exports every "
+                "one.</p>"
             )
         if per_step:
             body += Raw(
