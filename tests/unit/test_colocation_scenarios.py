@@ -532,3 +532,77 @@ def test_an_interrupted_storm_leaves_no_newcomer_behind(monkeypatch):
     assert log == ["up neighbour-1", "down neighbour-1"]  # before run() raised
     time.sleep(0.6)  # neighbour-2's delay is over: its thread has tried to start it
     assert log == ["up neighbour-1", "down neighbour-1"]
+
+
+class RateSizesWorkload(SizesWorkload):
+    """SizesWorkload that serves its offered rate when it has one (fixed-rate mode)."""
+
+    def run(self, platform, ctx):
+        out = super().run(platform, ctx)
+        for s in out:
+            s.value = ctx.params["rate"] or s.value
+        return out
+
+
+def test_startup_takes_load_pct_after_its_positional_arguments():
+    s = registry.parse("startup:1:vm:10:load=90")
+    assert (s.k, s.platform_ref, s.delay, s.load) == (1, "vm", 10.0, 90)
+    assert registry.parse("startup:2:load=90").load == 90
+    assert registry.parse("startup:2:vm:10").load is None  # as before: no load
+    # the cells' scenario strings (campaign expansion, resume) are the text as written
+    assert registry.parse("startup:2:vm-virtio").text() == "startup:2:vm-virtio"
+    with pytest.raises(ValueError, match="scenario 'startup': load must be"):
+        registry.parse("startup:1:vm:10:load=0")
+    with pytest.raises(ValueError, match="scenario 'idle-neighbours'"):
+        registry.parse("idle-neighbours:1:load=50")  # idle neighbours have no load
+
+
+def test_a_fixed_rate_storm_offers_each_size_its_share_of_that_sizes_solo_peak():
+    """Seed 003 Fig. 14: the target served a fixed rate, ~90 % of its maximum, at 1 kB and at
+    70 kB (900 and 150 req/s), each size its own storm, with its own solo peak."""
+    from virtbench.scenarios.peaks import SoloPeaks
+
+    log: list[str] = []
+
+    class LoggedPeaks(SoloPeaks):
+        def measure(self, platform, workload, params, ctx):
+            log.append(f"peak {platform.name} {params['size_kb']}")
+            return super().measure(platform, workload, params, ctx)
+
+    env = sizes_env(log, workload=RateSizesWorkload())
+    env.solo_peaks = LoggedPeaks()
+    out = registry.parse("startup:1:native:0:load=50").run(env)
+    ops = {s.labels["file_size_kb"]: s for s in out if s.metric == "ops" and s.role == "target"}
+    # 50 % of each size's own solo peak (1000 x size), never one rate for both sizes
+    assert {size: s.value for size, s in ops.items()} == {1: 500, 70: 35000}
+    assert all(s.labels["load_pct"] == 50 for s in ops.values())
+    assert {size: s.labels["solo_peak"] for size, s in ops.items()} == {1: 1000, 70: 70000}
+    assert {size: s.labels["env_params"]["rate"] for size, s in ops.items()} == {1: 500, 70: 35000}
+    # each size's peak is measured before that size's newcomer is up (solo, as identical's)
+    assert log[:2] == ["peak target [1]", "up neighbour-1"]
+    assert log.index("peak target [70]") < log.index("up neighbour-1", 2)
+    news = [s for s in out if s.metric == "startup_s"]
+    assert sorted(s.labels["file_size_kb"] for s in news) == [1, 70]
+
+
+def test_a_storm_without_load_offers_no_rate_as_before():
+    env = sizes_env(workload=RateSizesWorkload())
+    out = registry.parse("startup:1:native:0").run(env)
+    ops = [s for s in out if s.metric == "ops" and s.role == "target"]
+    assert sorted(s.value for s in ops) == [1000, 70000]
+    assert not any("load_pct" in s.labels or "solo_peak" in s.labels for s in out)
+
+
+@pytest.mark.parametrize("scenario", ["startup:1:native:0:load=90", "identical:load=10"])
+def test_load_on_a_workload_without_a_rate_knob_names_scenario_test_case_and_allowed(scenario):
+    """wrk-max runs closed-loop at its maximum: it has no rate to set to PCT %. Refused before
+    anything is provisioned or measured."""
+    log: list[str] = []
+    env = _env(log)
+    env.workload = type("NoRate", (FakeWorkload,), {"name": "norate", "params": {}})()
+    with pytest.raises(VirtbenchError) as exc:
+        registry.parse(scenario).run(env)
+    text = str(exc.value)
+    assert f"scenario '{scenario}'" in text and "test case norate" in text
+    assert "needs a workload with a 'rate' parameter" in text and "allowed:" in text
+    assert log == []

@@ -8,7 +8,9 @@
     weights:A:B:C[:load=PCT][:cpu=N][:clients=other|all]
                                      CPU weights host back end : target : neighbour, all
                                      environments on one shared CPU (colocation_placement.py)
-    startup:K[:PLATFORM[:DELAY_S]]   K newcomers start DELAY_S after the target's load began
+    startup:K[:PLATFORM[:DELAY_S]][:load=PCT]
+                                     K newcomers start DELAY_S after the target's load began;
+                                     load=PCT: the target at a fixed rate (seed 003 Fig. 14)
 
 PLATFORM names a [[platforms]] entry of the campaign (default: the target's own).
 load=PCT sets each environment's offered rate to PCT % of its solo peak (the workload's
@@ -19,6 +21,7 @@ neighbour environments come from neighbours.py.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from .. import parsing
@@ -116,6 +119,8 @@ class _Colocation(Scenario):
         return None
 
     def run(self, env: ScenarioEnv) -> list[Sample]:
+        if self.load is not None:  # before anything is provisioned or measured
+            rates.require_rate(type(env.workload), f"scenario '{self.text()}': load=PCT")
         plans = self.plans(env)
         lab = self.labels(env) | {
             "environments": {p.role: (p.spec or env.target.spec).name for p in plans}
@@ -329,8 +334,12 @@ class Startup(IdleNeighbours):
     """IdleNeighbours whose neighbours are provisioned DELAY_S after the target started."""
 
     kind = "startup"
-    usage = "startup:K[:PLATFORM[:DELAY_S]]"
-    description = "K newcomers start DELAY_S (default 2) after the target's load began"
+    usage = "startup:K[:PLATFORM[:DELAY_S]][:load=PCT]"
+    description = (
+        "K newcomers start DELAY_S (default 2) after the target's load began; load=PCT: the "
+        "target offered PCT % of its solo peak at each size (seed 003 Fig. 14: ~90 %)"
+    )
+    options = ("load",)
 
     def parse(self, pos):
         if len(pos) > 3:
@@ -346,3 +355,10 @@ class Startup(IdleNeighbours):
                 lambda t: parsing.number(t, 0, 3600),
                 "seconds (0..3600)",
             )
+
+    def plans(self, env):
+        # the target's fixed rate (None: as before, the workload's own); each size's storm is
+        # its own scene with one size, so load=PCT's one-size rule holds per scene
+        plans = super().plans(env)
+        plans[0] = replace(plans[0], load_pct=self.load)
+        return plans

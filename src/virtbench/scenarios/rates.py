@@ -27,6 +27,25 @@ def size_param(w: type[Workload]) -> str | None:
     return w.size_param if w.size_param in w.params else None
 
 
+def require_rate(w: type[Workload], what: str) -> str:
+    """The workload's rate parameter; without one (wrk-max runs closed-loop at its maximum)
+    `what` (the scenario) cannot set it to PCT % of a peak: an error naming the test case and
+    the test cases of its suite that have one."""
+    rate = rate_param(w)
+    if rate is not None:
+        return rate
+    from ..workloads import registry  # every test case of the suite, for "allowed"
+
+    wanted = f"a '{w.rate_param}' parameter" if w.rate_param else "an offered-rate parameter"
+    ok = sorted(x.name for x in registry.by_suite(w.suite) if rate_param(x))
+    raise VirtbenchError(
+        f"{what} needs a workload with {wanted} (Workload.rate_param); test case {w.name} has "
+        f"none (its parameters: {', '.join(sorted(w.params)) or 'none'}); allowed: test cases "
+        f"with an offered rate ({', '.join(ok) or f'none in suite {w.suite}'}), or the "
+        "scenario without load=PCT"
+    )
+
+
 def apply_load(
     env: ScenarioEnv, platform: Platform, params: dict[str, Any], load_pct: float | None
 ) -> tuple[dict[str, Any], Peak | None]:
@@ -35,13 +54,7 @@ def apply_load(
     if load_pct is None:
         return params, None
     w = type(env.workload)
-    rate = rate_param(w)
-    if rate is None:
-        wanted = f"a '{w.rate_param}' parameter" if w.rate_param else "an offered-rate parameter"
-        raise VirtbenchError(
-            f"load=PCT needs a workload with {wanted}; test case {w.name} "
-            f"has: {', '.join(sorted(w.params)) or 'none'}"
-        )
+    rate = require_rate(w, "load=PCT")
     size = size_param(w)
     sizes = params.get(size) if size else None
     sizes = sizes if isinstance(sizes, list) else []
