@@ -697,3 +697,78 @@ def test_idle_neighbours_never_pool_a_test_cases_points_other_than_file_size():
     _charts, table = roles.idle_neighbours(data, {"sysbench-memory-sweep": "bandwidth_mib_s"})
     assert "4.5e+04 (+10.0 %)" in table and "1.3e+04 (-30.0 %)" in table
     assert "None" not in table
+
+
+def _fixed_rate_storm(replies=810.0, tx_mean=1.08e6):
+    """container · httperf-sweep · startup:1:vm-virtio:2:load=90 at 1 KB: one fixed-rate step
+    (t 2..12) at 900 req/s (90 % of a 1,000 req/s solo peak), a VM newcomer 4..9 s."""
+    cell = SimpleNamespace(
+        cell_id="c/7", scenario="startup:1:vm-virtio:2:load=90", repetition=1, seq=7,
+        platform="container", test_case="httperf-sweep",
+    )  # fmt: skip
+    tx = {1: 0.0, 2: 0.0, 3: 1.2e6, 4: 1.2e6, 5: 0.6e6, 6: 0.6e6, 7: 1.2e6, 8: 1.2e6}
+    tx |= {9: 1.2e6, 10: 1.2e6, 11: 1.2e6, 12: 1.2e6, 13: 0.0}  # 1-2: set-up, 13: after
+    series = [
+        {"cell_id": "c/7", "role": "target", "metric": "net_tx_bytes_per_s", "t": float(t),
+         "value": v}
+        for t, v in tx.items()
+    ]  # fmt: skip
+    series += [
+        {"cell_id": "c/7", "role": "target", "metric": f"{m}.1KB", "t": 12.0, "value": v}
+        for m, v in (("reply_rate", replies), ("offered_rate", 900.0))
+    ]  # fmt: skip
+    point = {"file_size_kb": 1, "step": 0, "phase": "fixed-rate"}
+    step = point | {"offered_rate": 900.0, "load_pct": 90, "solo_peak": 1000.0, "point_s": 10.0}
+    new = {"started_at_s": 4.0, "ready_at_s": 9.0, "env_platform": "vm-virtio",
+           "scene_s": [0.0, 12.6], "target_run_s": [0.0, 12.5], "file_size_kb": 1}  # fmt: skip
+    base = {"platform": "container", "test_case": "httperf-sweep"}
+    samples = [
+        base | {"cell_id": "c/7", "scenario": cell.scenario, "role": "neighbour-1",
+                "metric": "startup_s", "value": 5.0, "labels": new},
+        base | {"cell_id": "c/7", "scenario": cell.scenario, "role": "target",
+                "metric": "reply_rate", "value": replies, "labels": step},
+        base | {"cell_id": "c/7", "scenario": cell.scenario, "role": "target",
+                "metric": "offered_rate", "value": 900.0, "labels": step},
+        base | {"cell_id": "c/7", "scenario": cell.scenario, "role": "target",
+                "metric": "net_tx_bytes_per_s", "value": tx_mean,
+                "labels": point | {"stdev": 2e5}},
+        # the run's solo at 1 KB: its maximum, not the rate this target was offered
+        base | {"cell_id": "s/1", "scenario": "solo", "role": "target",
+                "metric": "net_tx_bytes_per_s", "value": 1.6e6,
+                "labels": {"file_size_kb": 1, "step": 3, "stdev": 1.0}},
+    ]  # fmt: skip
+    return SimpleNamespace(cells=[cell], series=series, samples=samples, colour=lambda p: "#1")
+
+
+def test_a_fixed_rate_storm_is_divided_by_the_rate_the_target_was_offered():
+    """Seed 003 Fig. 14's baseline is the offered rate (900 req/s at 1 kB, ~90 % of its
+    maximum), not the solo maximum: 1.0 = every request offered served. The 1 s line is the
+    target's bytes sent, at its step's bytes per reply (810 replies/s for 1.08 MB/s: 1,333 B),
+    so the offered 900 req/s is 1.2 MB/s; the set-up before the step is not drawn."""
+    data = _fixed_rate_storm()
+    (chart,), note = figures.startup_charts(data)
+    assert "offered 900 req/s" in chart and "90 % of its solo peak" in chart
+    assert "solo" not in chart.replace("solo peak", "")  # never ÷ the solo mean
+    target = re.findall(r"<title>target [^<]*: ([\d.]+) → ([\d.]+)</title>", chart)
+    assert [t for t, _y in target] == [str(t) for t in range(3, 13)]  # the step only
+    ys = {t: y for t, y in target}
+    assert ys["3"] == svg.num(1.0) and ys["5"] == svg.num(0.5)
+    assert "offered rate" in note  # the base is said beside the charts too
+
+
+def test_a_fixed_rate_storm_without_byte_counts_is_its_step_over_the_offered_rate():
+    data = _fixed_rate_storm()
+    data.samples = [s for s in data.samples if s["metric"] != "net_tx_bytes_per_s"]
+    data.series = [p for p in data.series if p["metric"] != "net_tx_bytes_per_s"]
+    (chart,), _ = figures.startup_charts(data)
+    target = re.findall(r"<title>target [^<]*: ([\d.]+) → ([\d.]+)</title>", chart)
+    assert target == [("12", svg.num(0.9))]  # 810 of the 900 offered
+
+
+def test_startup_table_says_the_targets_load_when_it_had_one():
+    data = _fixed_rate_storm()
+    table = figures.startup_table(data)
+    assert "1 KB at 900 req/s (90 % of its solo peak)" in table
+    # without load=PCT the column reads as before
+    plain = [s for s in data.samples if s["metric"] == "startup_s"]
+    assert ">1 KB<" in figures.startup_table(SimpleNamespace(samples=plain))

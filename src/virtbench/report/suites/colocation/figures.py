@@ -1,10 +1,11 @@
 """Figure shapes of seeds 000 and 003 for co-location cells, from the store only.
 
 - start-up storms (seed 003 Fig. 14): one chart per storm (one per served size), the
-  target's throughput over time normalized to its mean before the first newcomer started
-  (raw when one series spans several file sizes, as in cells from before one storm per
-  size), each newcomer's ready time a vertical line named in the legend with its start and
-  start-up time;
+  target's throughput over time normalized to the rate it was offered (a fixed-rate target,
+  load=PCT: the paper's baseline), else to the run's solo at that size, else to its mean
+  before the first newcomer started (raw when one series spans several file sizes, as in
+  cells from before one storm per size), each newcomer's ready time a vertical line named
+  in the legend with its start and start-up time;
 - per-environment scheduler metrics (Xenmon/Xentop columns; seed 000 Fig. 2-4, seed 003 Fig.
   1-4, 25-29): one row per cell group, served point (file size...) and role, means over
   repetitions with their spread.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 from ....analysis.colocation import value_order
@@ -75,7 +77,7 @@ def startup_charts(data) -> tuple[list[str], str]:
             newcomers[s["cell_id"]].append(s)
         elif s["cell_id"] in wanted and s["role"] == "target" and "file_size_kb" in s["labels"]:
             sizes[s["cell_id"]].add(s["labels"]["file_size_kb"])
-    out, storms = [], 0
+    out, storms, fixed_drawn = [], 0, False
     for c in sorted(cells, key=lambda c: (c.repetition, c.seq)):
         # no newcomer ever ready (all failed to start): the target's line alone, as before
         scenes = _scenes(newcomers[c.cell_id]) or [(None, [])]
@@ -90,17 +92,89 @@ def startup_charts(data) -> tuple[list[str], str]:
                 served = {news[0]["labels"].get("file_size_kb")} - {None}
             else:
                 served = sizes[c.cell_id]
-            chart = _startup_chart(data, c, pts, news, served)
+            fixed = fixed_rate(data, c, served)
+            chart = _startup_chart(data, c, pts, news, served, fixed)
             if chart:
                 out.append(chart)
+                fixed_drawn = fixed_drawn or fixed is not None
     left = storms - len(out)
-    note = (
-        f"{left} more start-up storm(s) not drawn (per cell the first and last size, first "
-        "repetitions first); the co-location table gives every size's figure."
-        if left > 0
-        else ""
+    notes = []
+    if fixed_drawn:
+        notes.append(
+            "A storm whose target ran at a fixed rate (load=PCT) is divided by its offered "
+            "rate, seed 003 Fig. 14's baseline (1.0 = every request offered was served), not "
+            "by its solo maximum; its 1 s line is the bytes it sent at its step's bytes per "
+            "reply. Other storms are divided by the run's solo mean at that size."
+        )
+    if left > 0:
+        notes.append(
+            f"{left} more start-up storm(s) not drawn (per cell the first and last size, "
+            "first repetitions first); the co-location table gives every size's figure."
+        )
+    return out, " ".join(notes)
+
+
+@dataclass(frozen=True)
+class Offered:
+    """A target's fixed-rate step at one size (httperf's `rate`, set by load=PCT)."""
+
+    rate: float  # req/s offered
+    replies: float  # req/s served over the step
+    load_pct: float | None  # % of its solo peak (load=PCT), None: a rate set in the campaign
+    point_s: float | None  # the step's length
+    tx_mean: float | None  # its bytes sent per second over the step (the 1 s summary)
+
+    def text(self) -> str:
+        pct = f" ({self.load_pct:g} % of its solo peak)" if self.load_pct is not None else ""
+        return f"the offered {self.rate:,.0f} req/s{pct}"
+
+
+def fixed_rate(data, c, served: set[Any]) -> Offered | None:
+    """c's target step at the one size served when it ran at a fixed rate (phase
+    fixed-rate), from the cell's samples; None for a sweep, wrk or several sizes."""
+    if len(served) != 1:
+        return None
+    (size,) = served
+    found: dict[str, dict[str, Any]] = {}
+    for s in data.samples:
+        lab = s["labels"]
+        if (
+            s.get("cell_id") == c.cell_id
+            and s["role"] == "target"
+            and lab.get("phase") == "fixed-rate"
+            and lab.get("file_size_kb") == size
+        ):
+            found.setdefault(("mean " if "stdev" in lab else "") + s["metric"], s)
+    if "offered_rate" not in found or "reply_rate" not in found:
+        return None
+    step, tx = found["reply_rate"], found.get("mean net_tx_bytes_per_s")
+    return Offered(
+        found["offered_rate"]["value"],
+        step["value"],
+        step["labels"].get("load_pct"),
+        step["labels"].get("point_s"),
+        tx["value"] if tx else None,
     )
-    return out, note
+
+
+def _fixed_line(
+    target: list[dict[str, Any]], fixed: Offered, end: float | None
+) -> tuple[list[tuple[float, float]], float] | None:
+    """A fixed-rate target's 1 s line: the bytes it sent each second of its step (the
+    workload records one figure per step), and the bytes per second that the offered rate
+    is at the step's own bytes per reply; None without those figures."""
+    if end is None or not fixed.point_s or not fixed.tx_mean or fixed.replies <= 0:
+        return None
+    start = end - fixed.point_s
+    # a reading covers the second before it: those mostly inside the step (not nginx's set-up)
+    pts = sorted(
+        (p["t"], p["value"])
+        for p in target
+        if p["metric"] == "net_tx_bytes_per_s" and start + 0.5 <= p["t"] <= end + 0.5
+    )
+    if len(pts) < 2:
+        return None
+    return pts, fixed.tx_mean / fixed.replies * fixed.rate
 
 
 def startup_table(data) -> str:
@@ -125,10 +199,12 @@ def startup_table(data) -> str:
                 invalid[key] += 1
     if not acc:
         return ""
+    loads = _target_loads(data.samples)
     rows = [
-        [platform, tc, scenario, f"{size} KB" if size is not None else "all sizes (one storm)",
-         newcomer, f"{_fmt(v)} s" if v else "–", f"{_fmt(loaded[key])} %" if loaded[key]
-         else "–", str(len(v)), str(invalid.get(key, 0))]
+        [platform, tc, scenario, (f"{size} KB" if size is not None else "all sizes (one storm)")
+         + loads.get((platform, tc, scenario, size), ""), newcomer,
+         f"{_fmt(v)} s" if v else "–", f"{_fmt(loaded[key])} %" if loaded[key] else "–",
+         str(len(v)), str(invalid.get(key, 0))]
         for key, v in sorted(
             acc.items(),
             key=lambda kv: (kv[0][0], kv[0][1], kv[0][2], value_order(kv[0][3]), kv[0][4]),
@@ -146,6 +222,31 @@ def startup_table(data) -> str:
     )
 
 
+def _target_loads(samples: list[dict[str, Any]]) -> dict[tuple[str, str, str, Any], str]:
+    """(platform, test case, scenario, size) of start-up cells whose target ran at load=PCT ->
+    " at 900 req/s (90 % of its solo peak)": the rate offered beside the storm."""
+    rates: dict[tuple[str, str, str, Any], set[float]] = defaultdict(set)
+    pcts: dict[tuple[str, str, str, Any], set[Any]] = defaultdict(set)
+    for s in samples:
+        lab = s["labels"]
+        if (
+            s["metric"] == "offered_rate"
+            and s["role"] == "target"
+            and lab.get("load_pct") is not None
+            and _kind(s.get("scenario", "")) == "startup"
+        ):
+            key = (s["platform"], s.get("test_case", ""), s["scenario"], lab.get("file_size_kb"))
+            rates[key].add(s["value"])
+            pcts[key].add(lab["load_pct"])
+    out = {}
+    for key, values in rates.items():
+        lo, hi = min(values), max(values)  # one per run (its peak is measured once)
+        rate = f"{lo:,.0f}" + (f"–{hi:,.0f}" if hi - lo >= 0.5 else "")
+        pct = ", ".join(f"{p:g}" for p in sorted(pcts[key]))
+        out[key] = f" at {rate} req/s ({pct} % of its solo peak)"
+    return out
+
+
 def _scenes(news: list[dict[str, Any]]) -> list[tuple[tuple[float, float] | None, list]]:
     """The cell's storms in time order: (span on the cell's axis, its newcomers). Cells from
     before one storm per size have no span: one storm over the whole cell."""
@@ -157,7 +258,9 @@ def _scenes(news: list[dict[str, Any]]) -> list[tuple[tuple[float, float] | None
     return [(k, sorted(groups[k], key=lambda s: s["labels"].get("ready_at_s", 0))) for k in order]
 
 
-def _startup_chart(data, c, points, news, served: set[Any]) -> str | None:
+def _startup_chart(
+    data, c, points, news, served: set[Any], fixed: Offered | None = None
+) -> str | None:
     target = [p for p in points if p["role"] == "target"]
     metric = _throughput_metric(target)
     if metric is None:
@@ -170,11 +273,19 @@ def _startup_chart(data, c, points, news, served: set[Any]) -> str | None:
     }
     # one series over sizes served one after another (wrk: the bytes sent)
     mixed = len(served) > 1 and not metric.startswith("reply_rate.")
-    if metric.startswith("reply_rate") and all(t in offered for t, _v in pts):
+    line = _fixed_line(target, fixed, max(offered, default=None)) if fixed else None
+    if fixed is not None and line is not None:
+        # seed 003 Fig. 14: a fixed rate, ~90 % of the maximum, is the baseline (1.0 = all
+        # served), not the solo maximum; drawn each second from the bytes the target sent
+        metric, (pts, base) = "net_tx_bytes_per_s", line
+        ys = [v / base for _t, v in pts]
+        per_reply = base / fixed.rate
+        how = f"{fixed.text()} = {base / 1e6:.3g} MB/s at {per_reply:,.0f} B per reply"
+    elif metric.startswith("reply_rate") and all(t in offered for t, _v in pts):
         # seed 003 Fig. 14: replies ÷ the rate offered at the same moment (1.0 = all
         # served), which holds for a sweep whose rate rises step by step
         ys = [v / offered[t] for t, v in pts]
-        base, how = 1.0, "the offered rate at each step"
+        base, how = 1.0, fixed.text() if fixed else "the offered rate at each step"
     elif mixed:
         # a 1.0 line from the first size made a 70 KB part read 4.8x while it sent
         # 20-34 % of its solo 70 KB bytes: drawn raw, in its unit, and the sizes said
@@ -213,9 +324,10 @@ def _startup_chart(data, c, points, news, served: set[Any]) -> str | None:
         title += f" · {listed} one after another (raw, not normalized)"
     elif listed:
         title += f" · {listed}"
-    return svg.line_chart(
-        title, lines, "seconds since the cell started", "normalized throughput" if base else metric
-    )
+    y_label = "normalized throughput" if base else metric
+    if fixed is not None and base:
+        y_label = "throughput ÷ offered rate"
+    return svg.line_chart(title, lines, "seconds since the cell started", y_label)
 
 
 def solo_base(data, c, metric: str, served: set[Any]) -> tuple[float | None, str]:
