@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from virtbench.analysis.groups import Group, GroupKey
+from virtbench.analysis.groups import Group, GroupKey, InvalidSample
 from virtbench.report import fmt
 from virtbench.report.core import invalid, results
 from virtbench.report.core.run import run_section
@@ -104,6 +104,30 @@ def test_reason_template_leaves_numbers_inside_names():
     )
     assert numbers == ["7", "12.5"]
     assert template.startswith("neighbour-1 on vm-e1000: 4K blocks, 2.0s, ")
+
+
+def test_exit_codes_and_signals_are_causes_of_their_own_not_a_range():
+    # "exit 1" (an error) and "exit 137" (killed, SIGKILL/OOM) are two causes: one row
+    # "exit 1–137" would read as a range of codes and hide the second
+    key = GroupKey("vm", "web", "jmeter", "identical", "target", "ops", ())
+    g = Group(key, "ops/s", True, True)
+    reasons = [
+        "cell failed: jmeter failed (exit 1): no text",
+        "cell failed: jmeter failed (exit 137): no text",
+        "cell failed: QEMU exited with status 1: (no output)",
+        "cell failed: QEMU exited with status 143: (no output)",
+        "cell failed: fio (code 2): x",
+        "cell failed: killed by signal 9",
+        "cell failed: killed by signal 15",
+        "cell failed: runsc exited 1: x",
+        "cell failed: runsc exited 2: x",
+    ]
+    g.invalid = [InvalidSample(1, 0.0, r, "c") for r in reasons]
+    found = [c.reason() for c in invalid.causes([g])]
+    assert found == reasons
+    # the numbers that measure still vary within one cause
+    template, numbers = invalid.reason_template("timed out after 30 s: exit 1, 12.5% lost")
+    assert numbers == ["30", "12.5"] and "exit 1," in template
 
 
 def test_test_case_names_show_dict_labels_as_a_digest():

@@ -23,14 +23,30 @@ from ..sections import Section, register_section
 # a free-standing number (fd-unavail=918, 7.7%), not one inside a name (neighbour-1, e1000,
 # 4K, 2.0s): the part of a reason that varies from sample to sample
 _NUMBER = re.compile(r"(?<![\w./-])\d+(?:\.\d+)?(?!\w|\.\d)")
+# ...except a code, which names a cause instead of measuring one: "exit 1" (an error) and
+# "exit 137" (killed) are two causes, not the range "exit 1–137"
+_CODE = re.compile(
+    r"\b(?:exit(?:ed)?(?: with)?(?: status| code)?|status|code|signal|errno|rc|returncode)"
+    r"[ =:]*(\d+)",
+    re.IGNORECASE,
+)
 _SLOT = "\0"
 MAX_LISTED = 20  # values of one column listed before "+N more"
 MAX_EXAMPLE = 600  # characters of the example reason shown (a cell's error can be long)
 
 
 def reason_template(reason: str) -> tuple[str, list[str]]:
-    """A reason with its numbers taken out, and the numbers."""
-    return _NUMBER.sub(_SLOT, reason), _NUMBER.findall(reason)
+    """A reason with its numbers taken out (codes left in), and the numbers."""
+    codes = {m.start(1) for m in _CODE.finditer(reason)}
+    numbers: list[str] = []
+
+    def slot(m: re.Match[str]) -> str:
+        if m.start() in codes:
+            return m.group()
+        numbers.append(m.group())
+        return _SLOT
+
+    return _NUMBER.sub(slot, reason), numbers
 
 
 @dataclass
