@@ -303,3 +303,28 @@ def test_every_point_of_a_cell_gets_its_own_limit():
         ("connections=32", "server (CPU budget 0.5)"),
         ("connections=64", "client"),
     ]
+
+
+def test_a_different_neighbours_sweep_headline_is_the_run_beside_each_target_point():
+    # different:50 beside a target of sizes 1, 30, 100: the neighbour's 50 KB sweep ran once
+    # beside each, in the target's order, and its headline (the sweep's peak) has no step
+    # label; colocation-web's native neighbour served 6,049 beside 30 KB and 8,514 beside
+    # 100 KB, and the sum took their mean over all seven runs at every size
+    sizes = ((1, 10000), (30, 8000), (50, 6000), (100, 4000))
+    rows = [_sized("solo", "target", 1, v, kb) for kb, v in sizes]
+    for kb, target in ((1, 9000), (30, 6000), (50, 3100), (100, 3000)):
+        rows.append(_sized("different:50", "target", 1, target, kb))
+    for beside, valid in ((7000, 1), (5000, 1), (2900, 1), (7500, 0)):  # in served order
+        row = _sized("different:50", "neighbour-1", 1, beside, 50)
+        rows.append(row | {"valid": valid})
+    dims = {"web": {"file_size_kb"}}
+    stats = {s.point: s for s in c.cell_stats(rows, {"web": "req_per_s"}, dims)
+             if s.scenario == "different:50"}  # fmt: skip
+    assert stats["file_size_kb=1"].aggregated == 9000 + 7000
+    assert stats["file_size_kb=30"].aggregated == 6000 + 5000
+    assert stats["file_size_kb=30"].aggregated_ratio == pytest.approx(6000 / 8000 + 5000 / 6000)
+    # at its own size too: one of its four runs, not their mean
+    assert stats["file_size_kb=50"].aggregated == 3100 + 2900
+    assert stats["file_size_kb=30"].jain == pytest.approx(11000**2 / (2 * (6000**2 + 5000**2)))
+    # beside 100 KB the neighbour's run had no valid value: no sum, not the target alone
+    assert stats["file_size_kb=100"].aggregated is None

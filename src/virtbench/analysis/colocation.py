@@ -151,16 +151,22 @@ def _beside(
     own: list[tuple[Any, float | None]],
     target: list[tuple[Any, float | None]],
     values: list[float],
+    nth: tuple[int, int] | None = None,
 ) -> list[float]:
     """A neighbour serving one other point (different:SIZE) ran it once beside each of the
     target's points: its valid values from the lockstep steps the target's point was measured
-    in (none: it ran there without a valid value). Without step labels (older stores, no
-    lockstep): all of them, as before."""
+    in (none: it ran there without a valid value). A sweep's headline spans many steps and
+    has no step label: then its k-th run is the one beside the target's k-th point (`nth`:
+    k and the target's number of points; both served their points in the same order).
+    Otherwise (older stores, no lockstep): all of them, as before."""
     steps = {step for step, _v in target if step is not None}
     there = [v for step, v in own if step in steps]
-    if not steps or not there and all(step is None for step, _v in own):
-        return values
-    return [v for v in there if v is not None]
+    if steps and (there or any(step is not None for step, _v in own)):
+        return [v for v in there if v is not None]
+    if nth is not None and len(own) == nth[1]:
+        value = own[nth[0]][1]
+        return [value] if value is not None else []
+    return values
 
 
 def cell_stats(
@@ -182,6 +188,8 @@ def cell_stats(
     invalid: dict[tuple[str, str, str, Dims], int] = defaultdict(int)
     # (platform, tc, scenario, repetition, role, point) -> [(lockstep step, value or None)]
     stepped: dict[tuple[Any, ...], list[tuple[Any, float | None]]] = defaultdict(list)
+    # (platform, test case, scenario, rep, role) -> the points of its rows, in order served
+    points_in_order: dict[tuple[Any, ...], list[Dims]] = defaultdict(list)
     limits = _limits(rows, primary, dimensions or {})
     storm: dict[tuple[str, str, str, Dims], list[tuple[float, float]]] = defaultdict(list)
     for r in rows:
@@ -199,6 +207,7 @@ def cell_stats(
         stepped[(*key, r["repetition"], r["role"], dims)].append(
             (step, float(r["value"]) if r["valid"] else None)
         )
+        points_in_order[(*key, r["repetition"], r["role"])].append(dims)  # in sample order
         if not r["valid"]:
             if r["role"] == "target":
                 invalid[(*key, dims)] += 1
@@ -245,11 +254,16 @@ def cell_stats(
             roles, peaks, missing = {}, [], False
             for role, by_dims in rep.items():
                 at, values = _role_values(by_dims, dims)
-                if _served(at) != _served(dims) and values:  # its runs beside this point only
+                own = stepped[(*key[:3], rep_no, role, at)]
+                # its runs beside this point only: one at another point, or one of several
+                # at this one (different:50 beside the target's 50 KB ran seven times)
+                if values and (_served(at) != _served(dims) or len(own) > 1):
+                    order = points_in_order[(*key[:3], rep_no, "target")]
                     values = _beside(
-                        stepped[(*key[:3], rep_no, role, at)],
+                        own,
                         stepped[(*key[:3], rep_no, "target", dims)],
                         values,
+                        (order.index(dims), len(order)) if order.count(dims) == 1 else None,
                     )
                 if values:
                     roles[role] = statistics.fmean(values)
