@@ -2,15 +2,18 @@
 their own (scenario solo-peak), read back on --resume, and named by the cells that used them."""
 
 import contextlib
+from dataclasses import replace
 
 import pytest
 
 from tests.unit.fakes import FakePlatform
 from virtbench.errors import WorkloadError
+from virtbench.platforms.base import Accounting, PlatformSpec
+from virtbench.platforms.cpu_weight import lifted_quota
 from virtbench.runner.peaks import SCENARIO, StoredPeaks
 from virtbench.scenarios import registry
 from virtbench.scenarios.base import ScenarioEnv
-from virtbench.scenarios.peaks import Peak
+from virtbench.scenarios.peaks import Peak, cpu_limit
 from virtbench.store.db import Store
 from virtbench.store.description import RunDescription
 from virtbench.workloads.base import Metric, Param, RunContext, Workload
@@ -172,3 +175,79 @@ def test_figures_keep_a_platforms_peaks_under_two_limits_apart():
     keys = sweep_points([row("cpu quota 50000 100000", 800.0), row("none", 1600.0)], x="offered")
     assert {k[2] for k in keys} == {"solo-peak", "solo-peak (cpu quota 50000 100000)"}
     assert sorted(pts[0].mean for pts in keys.values()) == [800.0, 1600.0]  # not pooled
+
+
+class _OwnQuota(FakePlatform):
+    """An environment with its own CFS quota (cpu_budget = "own": no shared budget), in a
+    cgroup directory the weights placement lifts it in (platforms/cpu_weight.lifted_quota)."""
+
+    def __init__(self, name, cgroup_dir, quota="50000"):
+        super().__init__(name, [])
+        cgroup_dir.mkdir(parents=True, exist_ok=True)
+        (cgroup_dir / "cpu.cfs_quota_us").write_text(quota + "\n")
+        (cgroup_dir / "cpu.cfs_period_us").write_text("100000\n")
+        (cgroup_dir / "cpu.shares").write_text("1024\n")
+        self.dir = cgroup_dir
+
+    def accounting(self):
+        return Accounting(cgroups={"cpu": str(self.dir)})
+
+    def cpu_weight(self, shares):
+        return contextlib.nullcontext(f"cpu.shares={shares}")
+
+
+class Quotaed(Rated):
+    """Unlimited, it serves as much as its environment's quota lets it: 1000 ops/s a CPU."""
+
+    def run(self, platform, ctx):
+        type(self).runs += 1
+        if not ctx.params["rate"]:
+            quota = int((platform.dir / "cpu.cfs_quota_us").read_text())
+            return [self.sample("ops", 1000.0 * (quota / 100_000 if quota > 0 else 1))]
+        return [self.sample("ops", float(ctx.params["rate"]))]
+
+
+def test_a_peak_under_its_own_quota_is_not_the_peak_with_the_quota_lifted(store, tmp_path):
+    """cpu_budget = "own": a load=PCT cell measures the peak under the environment's own
+    0.5-CPU quota, a weights cell (one shared CPU) with the quota lifted. Sharing one key made
+    the first the second's denominator: a weights cell at load=50 offered 250, not 500."""
+    n = iter(range(100))
+
+    @contextlib.contextmanager
+    def new_platform(spec, role):
+        yield _OwnQuota(spec.name, tmp_path / f"cg{next(n)}")
+
+    Quotaed.runs = 0
+    peaks = StoredPeaks(store, RUN, lambda *a: None)
+    target = _OwnQuota("native", tmp_path / "target")
+    spec = {"native": PlatformSpec("native", "native")}
+
+    def cell(scenario):
+        env = ScenarioEnv(
+            target, Quotaed(), RunContext(params={"rate": 0}), new_platform, solo_peaks=peaks
+        )
+        env = replace(env, platforms=spec)
+        return {s.role: s for s in registry.parse(scenario).run(env) if s.metric == "ops"}
+
+    capped = cell("identical:load=50")
+    assert capped["target"].value == 250 and capped["target"].labels["solo_peak"] == 500
+    lifted = cell("weights:1:1:1:load=50")
+    assert lifted["target"].value == 500 and lifted["target"].labels["solo_peak"] == 1000
+    assert (target.dir / "cpu.cfs_quota_us").read_text().strip() == "50000"  # put back
+    rows = [r for r in store.cells(RUN) if r.scenario == SCENARIO]
+    assert [r.labels["peak_cpu_limit"] for r in rows] == ["cpu quota 50000 100000", ""]
+    again = StoredPeaks(store, RUN, lambda *a: None)  # --resume reads both back by key
+    ctx = RunContext(params={})
+    assert again.get(target, Quotaed(), {"rate": 0}, ctx).value == 500
+    with lifted_quota(target):
+        assert again.get(target, Quotaed(), {"rate": 0}, ctx).value == 1000
+
+
+def test_an_unlimited_own_cgroup_keeps_the_limit_empty_and_a_budget_wins(store, tmp_path):
+    """Stored labels of shared-budget runs are unchanged: no quota reads "", and inside a
+    budget (where its own group has none) the budget's quota is the limit."""
+    free = _OwnQuota("c", tmp_path / "free", quota="-1")
+    assert cpu_limit(free) == ""
+    inside = _OwnQuota("c", tmp_path / "inside", quota="-1")
+    inside.budget = _Budget("50000 100000")
+    assert cpu_limit(inside) == "cpu quota 50000 100000"

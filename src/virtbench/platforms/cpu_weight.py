@@ -70,6 +70,25 @@ def lifted_quota(platform: Platform) -> Iterator[str | None]:
     yield None
 
 
+def own_quota(platform: Platform) -> str | None:
+    """The CFS quota on the environment's own cgroup now, as "QUOTA PERIOD" (the form of
+    `CpuBudget.quota_in_effect`); None: no quota there (none set, or lifted by `lifted_quota`,
+    which lifts this same file)."""
+    cg = platform.accounting().cgroups
+    try:
+        if "cpu" in cg and Path(cg["cpu"], "cpu.cfs_quota_us").exists():
+            quota = Path(cg["cpu"], "cpu.cfs_quota_us").read_text().strip()
+            if quota.lstrip("-").isdigit() and int(quota) < 0:
+                return None
+            return f"{quota} {Path(cg['cpu'], 'cpu.cfs_period_us').read_text().strip()}"
+        if "unified" in cg and Path(cg["unified"], "cpu.max").exists():
+            value = Path(cg["unified"], "cpu.max").read_text().strip()
+            return None if value.startswith("max") else value
+    except OSError:  # the environment is gone: it has no quota in effect
+        return None
+    return None
+
+
 def _own_cgroup_knob(cg: dict[str, str]) -> tuple[Path, str] | None:
     """The weight file of the environment's own cgroup and the value format, if it has one."""
     if "cpu" in cg and Path(cg["cpu"], "cpu.shares").exists():

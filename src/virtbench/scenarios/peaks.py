@@ -4,7 +4,8 @@ limit on an environment, measured once per run and (platform, test case, params,
 The CPU limit is part of the key because the same platform runs under different ones in one
 run: a VM is unlimited as a target but inside a container target's shared 0.5-CPU budget as
 its neighbour; a peak measured there is half of the unlimited one and must not become the
-denominator of the VM's own pair cells.
+denominator of the VM's own pair cells. With no shared budget (`cpu_budget = "own"`) the
+limit is the environment's own quota, which a weights cell lifts: its peak is the unlimited one.
 
 `SoloPeaks` keeps them for as long as it lives (the runner keeps one per run, and its subclass
 stores each measurement as a cell of its own; runner/peaks.py). The peak is the best valid
@@ -19,6 +20,7 @@ from typing import Any
 
 from ..errors import WorkloadError
 from ..platforms.base import Platform
+from ..platforms.cpu_weight import own_quota
 from ..results import Sample
 from ..workloads.base import RunContext, Workload
 
@@ -36,10 +38,15 @@ def peak_key(platform: str, test_case: str, params: dict[str, Any], limit: str =
 
 
 def cpu_limit(platform: Platform) -> str:
-    """The shared CPU budget's quota in effect for the environment now ("": none), stored
-    with a peak as `peak_cpu_limit` (a lifted budget reads as unlimited, "max" or -1)."""
+    """The CFS quota in effect for the environment now ("": none), stored with a peak as
+    `peak_cpu_limit`: its shared CPU budget's, else its own cgroup's (`cpu_budget = "own"`),
+    which a weights cell lifts for its scene (a lifted quota reads ""; a lifted budget would
+    read "max" or -1)."""
     budget = platform.cpu_budget()
-    return f"cpu quota {budget.quota_in_effect()}" if budget is not None else ""
+    if budget is not None:
+        return f"cpu quota {budget.quota_in_effect()}"
+    own = own_quota(platform)
+    return f"cpu quota {own}" if own is not None else ""
 
 
 def run_solo(
