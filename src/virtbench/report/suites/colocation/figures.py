@@ -72,11 +72,14 @@ def startup_charts(data) -> tuple[list[str], str]:
             by_cell[p["cell_id"]].append(p)
     newcomers: dict[str, list[dict[str, Any]]] = defaultdict(list)
     sizes: dict[str, set[Any]] = defaultdict(set)  # the file sizes the target served
+    fixed_steps: dict[str, list[dict[str, Any]]] = defaultdict(list)  # load=PCT targets'
     for s in data.samples:
         if s["cell_id"] in wanted and s["metric"] == "startup_s":
             newcomers[s["cell_id"]].append(s)
         elif s["cell_id"] in wanted and s["role"] == "target" and "file_size_kb" in s["labels"]:
             sizes[s["cell_id"]].add(s["labels"]["file_size_kb"])
+            if s["labels"].get("phase") == "fixed-rate":
+                fixed_steps[s["cell_id"]].append(s)
     out, storms, fixed_drawn = [], 0, False
     for c in sorted(cells, key=lambda c: (c.repetition, c.seq)):
         # no newcomer ever ready (all failed to start): the target's line alone, as before
@@ -92,7 +95,7 @@ def startup_charts(data) -> tuple[list[str], str]:
                 served = {news[0]["labels"].get("file_size_kb")} - {None}
             else:
                 served = sizes[c.cell_id]
-            fixed = fixed_rate(data, c, served)
+            fixed = fixed_rate(fixed_steps[c.cell_id], served)
             chart = _startup_chart(data, c, pts, news, served, fixed)
             if chart:
                 out.append(chart)
@@ -129,21 +132,16 @@ class Offered:
         return f"the offered {self.rate:,.0f} req/s{pct}"
 
 
-def fixed_rate(data, c, served: set[Any]) -> Offered | None:
-    """c's target step at the one size served when it ran at a fixed rate (phase
-    fixed-rate), from the cell's samples; None for a sweep, wrk or several sizes."""
+def fixed_rate(steps: list[dict[str, Any]], served: set[Any]) -> Offered | None:
+    """The target's step at the one size served when it ran at a fixed rate, from its cell's
+    target samples of phase fixed-rate (`steps`); None for a sweep, wrk or several sizes."""
     if len(served) != 1:
         return None
     (size,) = served
     found: dict[str, dict[str, Any]] = {}
-    for s in data.samples:
+    for s in steps:
         lab = s["labels"]
-        if (
-            s.get("cell_id") == c.cell_id
-            and s["role"] == "target"
-            and lab.get("phase") == "fixed-rate"
-            and lab.get("file_size_kb") == size
-        ):
+        if lab.get("file_size_kb") == size:
             found.setdefault(("mean " if "stdev" in lab else "") + s["metric"], s)
     if "offered_rate" not in found or "reply_rate" not in found:
         return None
