@@ -99,12 +99,12 @@ def run_section(data: ReportData) -> Section:
         body += Raw("<h3>Cells that did not finish ok</h3>") + table(
             ["#", "platform", "test case", "scenario", "rep", "status", "error"], rows
         )
+    n_pending = sum(len(seqs) for seqs in pending.values())
     if pending:
-        n = sum(len(seqs) for seqs in pending.values())
         plats = len({p for p, _t, _s in pending})
         scens = len({s for _p, _t, s in pending})
         line = (
-            f"{n} cells not run yet (pending), {plats} platform{'s' * (plats != 1)} × "
+            f"{n_pending} cells not run yet (pending), {plats} platform{'s' * (plats != 1)} × "
             f"{scens} scenario{'s' * (scens != 1)}"
         )
         body += Raw("<h3>Cells not run yet</h3>") + details(
@@ -151,13 +151,12 @@ def run_section(data: ReportData) -> Section:
                 + (f": {err[0][:200]}" if err else "")
             )
     if pending:
-        n = sum(len(seqs) for seqs in pending.values())
         md.append("")
         per_platform: Counter = Counter()
         for (p, _t, _s), seqs in pending.items():
             per_platform[p] += len(seqs)
         md.append(
-            f"{n} cells not run yet (pending): "
+            f"{n_pending} cells not run yet (pending): "
             + ", ".join(f"{p} {k}" for p, k in per_platform.items())
         )
     if warmups:
