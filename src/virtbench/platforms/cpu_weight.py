@@ -47,45 +47,47 @@ def lifted_quota(platform: Platform) -> Iterator[str | None]:
     at or below a fair share (the shipped campaigns give servers half a CPU each) would cap
     each environment before its weight could count: two at 50 % on one CPU split it 50:50
     whatever the weights say."""
-    cg = platform.accounting().cgroups
-    if "cpu" in cg and Path(cg["cpu"], "cpu.cfs_quota_us").exists():
-        path = Path(cg["cpu"], "cpu.cfs_quota_us")
-        old = path.read_text().strip()
-        if old.lstrip("-").isdigit() and int(old) < 0:
-            yield None
-            return
+    set_on = _own_quota_file(platform.accounting().cgroups)
+    if set_on is None:
+        yield None
+        return
+    path, old = set_on
+    if path.name == "cpu.cfs_quota_us":
         with _set_knob(path, "-1"):
             yield f"cpu.cfs_quota_us={old} lifted to -1 on {path.parent}"
         return
-    if "unified" in cg and Path(cg["unified"], "cpu.max").exists():
-        path = Path(cg["unified"], "cpu.max")
-        old = path.read_text().strip()
-        quota, _, period = old.partition(" ")
-        if quota == "max":
-            yield None
-            return
-        with _set_knob(path, f"max {period or 100000}"):
-            yield f"cpu.max='{old}' lifted to max on {path.parent}"
-        return
-    yield None
+    period = old.partition(" ")[2]
+    with _set_knob(path, f"max {period or 100000}"):
+        yield f"cpu.max='{old}' lifted to max on {path.parent}"
 
 
 def own_quota(platform: Platform) -> str | None:
     """The CFS quota on the environment's own cgroup now, as "QUOTA PERIOD" (the form of
     `CpuBudget.quota_in_effect`); None: no quota there (none set, or lifted by `lifted_quota`,
     which lifts this same file)."""
-    cg = platform.accounting().cgroups
     try:
-        if "cpu" in cg and Path(cg["cpu"], "cpu.cfs_quota_us").exists():
-            quota = Path(cg["cpu"], "cpu.cfs_quota_us").read_text().strip()
-            if quota.lstrip("-").isdigit() and int(quota) < 0:
-                return None
-            return f"{quota} {Path(cg['cpu'], 'cpu.cfs_period_us').read_text().strip()}"
-        if "unified" in cg and Path(cg["unified"], "cpu.max").exists():
-            value = Path(cg["unified"], "cpu.max").read_text().strip()
-            return None if value.startswith("max") else value
+        set_on = _own_quota_file(platform.accounting().cgroups)
+        if set_on is None:
+            return None
+        path, quota = set_on
+        if path.name == "cpu.max":
+            return quota
+        return f"{quota} {Path(path.parent, 'cpu.cfs_period_us').read_text().strip()}"
     except OSError:  # the environment is gone: it has no quota in effect
         return None
+
+
+def _own_quota_file(cg: dict[str, str]) -> tuple[Path, str] | None:
+    """The quota file of the environment's own cgroup (v1 cpu.cfs_quota_us, v2 cpu.max) and
+    its value, when a quota is set there (-1 / "max": none)."""
+    if "cpu" in cg and Path(cg["cpu"], "cpu.cfs_quota_us").exists():
+        path = Path(cg["cpu"], "cpu.cfs_quota_us")
+        quota = path.read_text().strip()
+        return None if quota.lstrip("-").isdigit() and int(quota) < 0 else (path, quota)
+    if "unified" in cg and Path(cg["unified"], "cpu.max").exists():
+        path = Path(cg["unified"], "cpu.max")
+        value = path.read_text().strip()
+        return None if value.startswith("max") else (path, value)
     return None
 
 
