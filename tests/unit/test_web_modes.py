@@ -160,7 +160,8 @@ def test_fixed_rate_mode_runs_one_step_per_size(monkeypatch):
     w = HttperfSweep()
     seen = []
 
-    def fake_step(st, index, rate, duration, phase):
+    def fake_step(st, index, rate, duration, phase, clients):
+        assert clients == httperf.Clients(3, 5.0, 3000)  # 500 req/s x 5 s: 2,500 sockets
         seen.append((st.size, index, rate, duration, phase))
         return httperf_step(index, rate)
 

@@ -6,6 +6,7 @@ lines (format unchanged since 0.9.0), parsed here field by field and tested on r
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from dataclasses import dataclass, field
@@ -26,6 +27,15 @@ ERROR_CLASSES = (
 CLIENT_RESOURCE_ERRORS = ("fd-unavail", "addrunavail", "ftab-full")
 # httperf multiplexes with select(): it can never hold more than FD_SETSIZE sockets
 FD_SETSIZE = 1024
+# fds of an httperf process that are not connections: stdin/stdout/stderr and a margin for
+# whatever else it opens (it lowers its own fd limit to FD_SETSIZE at start)
+FD_RESERVE = 24
+# a fixed-rate step's automatic client sizing (size_clients): at most this many processes
+# side by side (round robin over the client CPUs, which they split as each busy-polls; a
+# process that cannot keep its share fails the send-rate or schedule-slip check) ...
+MAX_PROCESSES = 16
+# ... and past them a shorter --timeout, never below this (a dropped SYN is resent after 1 s)
+MIN_TIMEOUT_S = 1.0
 # below this share of the offered connection rate, the client did not really offer it
 MIN_SEND_SHARE = 0.90
 # connections the client could not even open (no fd / no port), as a share of the step's
@@ -96,6 +106,47 @@ def split_load(conn_rate: float, duration: float, processes: int) -> Load:
     k = min(processes, total)
     shares = [total // k + (1 if i < total % k else 0) for i in range(k)]
     return Load(conn_rate, shares, [conn_rate * n / total for n in shares])
+
+
+def sockets_per_process(nofile: int) -> int:
+    """Connections one httperf process can hold at once under the fd limit `nofile`."""
+    return max(1, min(FD_SETSIZE, nofile) - FD_RESERVE)
+
+
+@dataclass(frozen=True)
+class Clients:
+    """The httperf processes of a fixed-rate step, their --timeout, and how many connections
+    they can hold at once, all together."""
+
+    processes: int
+    timeout: float
+    sockets: int
+
+    def labels(self) -> dict[str, float | int]:
+        """Recorded on the step beside `clients` (the processes that ran)."""
+        return {"client_sockets": self.sockets, "timeout_s": self.timeout}
+
+
+def size_clients(rate: float, timeout: float, processes: int, nofile: int) -> Clients:
+    """At least `processes` httperf processes, and their --timeout, for a FIXED offered rate
+    of `rate` req/s: enough to hold every connection the schedule can have outstanding,
+    rate x timeout (a server that answers nothing for a whole timeout; in requests, as a
+    connection of several calls may wait a timeout for each), so a request can only fail
+    by the server's fault (client-timo), never for want of a socket (fd-unavail) while the
+    server falls behind. A rate sweep needs none of it: it stops past saturation, where
+    its sockets run out.
+
+    Past MAX_PROCESSES the timeout shrinks until they suffice, down to MIN_TIMEOUT_S; a
+    rate beyond that can still run the client out of sockets, which its verdict flags."""
+    per = sockets_per_process(nofile)
+    need = math.ceil(rate * timeout / per)
+    if need > MAX_PROCESSES:
+        # in tenths of a second, rounded down so that MAX_PROCESSES still suffice
+        fits = math.floor(MAX_PROCESSES * per / rate * 10) / 10
+        timeout = min(timeout, max(MIN_TIMEOUT_S, fits))  # never longer than asked
+        need = min(MAX_PROCESSES, math.ceil(rate * timeout / per))
+    k = max(processes, need, 1)
+    return Clients(k, timeout, k * per)
 
 
 @dataclass

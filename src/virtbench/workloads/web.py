@@ -59,6 +59,9 @@ class _NginxWorkload(Workload):
     # facts of a sweep and of its load generator
     ignored_labels = ("offered_rate", "peak_step", "stopped", "max_connect_burst")
     ignored_labels += ("client_nofile", "client_errors", "client_cpus_busy_pct")
+    # how many httperf processes a step ran, the sockets they held and their --timeout: a
+    # fixed-rate step sizes them to its rate (so they differ between file sizes)
+    ignored_labels += ("clients", "client_sockets", "timeout_s")
     tools = ("nginx",)
     size_param = "file_sizes"
 
@@ -225,7 +228,12 @@ class HttperfSweep(_NginxWorkload):
         "fall_steps": Param(2, "stop after this many steps below the best throughput", 1, 100),
         "error_threshold_pct": Param(10.0, "stop when errors pass this % of connections", 0, 100),
         "timeout": Param(
-            5.0, "httperf --timeout: seconds before a request counts as failed", 0.1, 600
+            5.0,
+            "httperf --timeout: seconds before a request counts as failed (fixed-rate mode"
+            " with clients = 0: shortened if 16 processes cannot hold rate x timeout"
+            " connections, to 1 s at the least)",
+            0.1,
+            600,
         ),
         "probe_duration": Param(2.0, "capacity mode: seconds of the wrk capacity probe", 1, 600),
         "probe_connections": Param(32, "capacity mode: wrk connections of the probe", 1, 100_000),
@@ -237,8 +245,9 @@ class HttperfSweep(_NginxWorkload):
         "clients": Param(
             0,
             "httperf processes side by side, each offering its share of the rate and pinned"
-            " to its own client CPU (0 = one per client CPU); each is checked for CPU"
-            " saturation and its 1024-socket select() limit",
+            " to a client CPU, round robin (0 = one per client CPU; in fixed-rate mode at"
+            " least as many as hold the rate x timeout connections a stalled server leaves"
+            " open, ~1000 each); each is checked for its 1024-socket select() limit",
             min=0,
             max=256,
         ),
@@ -284,9 +293,32 @@ class HttperfSweep(_NginxWorkload):
         """Fixed-rate mode: one step at `rate` for `duration` s; its throughput is the
         headline (the 'peak' of a one-step sweep), labelled phase=fixed-rate."""
         duration = float(st.ctx.params.get("duration", 10.0))
-        step = self.step(st, 0, rate, duration, "fixed-rate")
+        clients = self.fixed_clients(st, rate)
+        st.ctx.log(
+            f"{self.what(st)}: {clients.processes} httperf process"
+            f"{'es' if clients.processes > 1 else ''} hold {clients.sockets}"
+            f" connections; {rate:.0f} req/s x {clients.timeout:g} s timeout can leave"
+            f" {rate * clients.timeout:.0f} open"
+        )
+        step = self.step(st, 0, rate, duration, "fixed-rate", clients)
         self.check_alive(st.served, self.what(st), st.samples)
         st.samples += self.headline([step], st.size, "fixed-rate", phase="fixed-rate")
+
+    @staticmethod
+    def fixed_clients(st: SweepState, rate: float) -> httperf.Clients:
+        """The httperf processes and --timeout of a fixed-rate step: `clients` if set (the
+        user's count stands; a step that runs out of sockets is flagged invalid), else
+        sized to the rate (httperf.size_clients): a fixed rate is offered even while the
+        server falls behind (a start-up storm), and every connection it then leaves open
+        needs a socket. A sweep keeps one process per client CPU: its sockets run out only
+        past the saturation it stops at."""
+        p = st.ctx.params
+        timeout = float(p["timeout"])
+        forced = int(p.get("clients", 0))
+        if forced:
+            return httperf.Clients(forced, timeout, forced * httperf.sockets_per_process(st.nofile))
+        base = len(client_slots(st.ctx, 0))  # one per client CPU, as a sweep's
+        return httperf.size_clients(rate, timeout, base, st.nofile)
 
     def lockstep_one(self, st: SweepState, rates: list[float]) -> None:
         """Lockstep mode: every step of the shared schedule, none skipped (the co-located
@@ -367,17 +399,22 @@ class HttperfSweep(_NginxWorkload):
         rate: float,
         duration: float | None = None,
         phase: str | None = None,
+        clients: httperf.Clients | None = None,
     ) -> sweep.StepResult:
-        """Offer `rate` req/s for `duration` s (default: step_duration) and record the step."""
+        """Offer `rate` req/s for `duration` s (default: step_duration) and record the step;
+        with `clients` (a fixed-rate step) on those processes and timeout, else on the
+        `clients` and `timeout` params."""
         duration = float(st.ctx.params["step_duration"]) if duration is None else duration
-        slots = client_slots(st.ctx, int(st.ctx.params.get("clients", 0)))
+        processes = clients.processes if clients else int(st.ctx.params.get("clients", 0))
+        slots = client_slots(st.ctx, processes)
         load = httperf.split_load(rate / st.calls, duration, len(slots))
         gate = st.ctx.lockstep
         if gate:  # every co-located environment starts this step now
             gate.begin()
         t_start = time.monotonic()
         try:
-            par = self.offer(st, rate, load, slots[: len(load.shares)], duration)
+            timeout = clients.timeout if clients else None
+            par = self.offer(st, rate, load, slots[: len(load.shares)], duration, timeout)
         except BaseException:
             if gate:
                 gate.end(served=False)
@@ -394,6 +431,7 @@ class HttperfSweep(_NginxWorkload):
         invalid = "; ".join(w for w in (invalid, unshared, stall) if w) or None
         labels = self.step_labels(st, index, rate, len(parts), r, invalid, phase)
         labels |= gate.labels() if gate else {}
+        labels |= clients.labels() if clients else {}  # a sweep's labels stay as they were
         values = self.step_values(r, rate)
         self.record(st, labels, values, r, par)
         st.ctx.log(
@@ -411,9 +449,12 @@ class HttperfSweep(_NginxWorkload):
         load: httperf.Load,
         slots: list[list[int] | None],
         duration: float,
+        timeout: float | None = None,
     ) -> ParallelRun:
-        """Run the step's httperf processes side by side; any that failed fails the step."""
+        """Run the step's httperf processes side by side (--timeout `timeout`, default the
+        `timeout` param); any that failed fails the step."""
         p = st.ctx.params
+        timeout = float(p["timeout"]) if timeout is None else timeout
         argvs = [
             httperf.argv(
                 st.served.host,
@@ -422,7 +463,7 @@ class HttperfSweep(_NginxWorkload):
                 r,
                 n,
                 st.calls,
-                float(p["timeout"]),
+                timeout,
                 bool(p.get("hog", False)),
                 st.server_closes,
             )
