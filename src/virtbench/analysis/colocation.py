@@ -171,6 +171,60 @@ def paired_points(
     return None
 
 
+# every sample of a co-location cell carries its scenario's kind under this label
+KIND_LABEL = "scenario_kind"
+# a group dimension of a neighbour's samples (groups.build): the target point they ran beside
+BESIDE_LABEL = "beside_target"
+UNPAIRED = "unknown"  # its runs could not be paired with the target's points
+
+
+def beside_targets(
+    rows: Sequence[dict[str, Any]], dimensions: dict[str, Iterable[str]]
+) -> list[Any]:
+    """Per row: the target's point (its file size) a co-location neighbour's sample ran
+    beside, where the neighbour served one point while the target served others in the cell
+    (different:SIZE): its runs are one per target point, not repetitions of one figure, and
+    are grouped apart. Paired as cell_stats pairs them (`paired_points`, same cell and metric);
+    UNPAIRED where they cannot be; None for every other row (targets, neighbours serving the
+    target's points, cells of other scenarios). `dimensions`: test case -> its dimension
+    label keys (the point is taken without the client's path)."""
+    out: list[Any] = [None] * len(rows)
+    # (cell, client or not, metric) -> environment -> [(row index, lockstep step, point)]
+    cells: dict[tuple[Any, bool, str], dict[str, list[tuple[int, Step, Dims]]]]
+    cells = defaultdict(lambda: defaultdict(list))
+    for i, r in enumerate(rows):
+        lab = labels_of(r)
+        if KIND_LABEL not in lab or r["role"] == "host":
+            continue
+        client = r["role"].startswith("client")  # pairs with the target's client
+        env = str(lab.get("client_of", "target")) if client else r["role"]
+        point = _served(_dims(lab, dimensions.get(r["test_case"], ())))
+        cells[(r.get("cell_id"), client, r["metric"])][env].append(
+            (i, lab.get("lockstep_step"), point)
+        )
+    for envs in cells.values():
+        target = [(step, point) for _i, step, point in envs.get("target", [])]
+        for env, own in envs.items():
+            served = {point for _i, _s, point in own}
+            if env == "target" or not target or len(served) > 1:
+                continue
+            if served == {point for _s, point in target}:
+                continue  # it served the target's point: its dimensions tell the runs apart
+            pts = paired_points([step for _i, step, _p in own], target)
+            for k, (i, _s, _p) in enumerate(own):
+                there = pts[k] if pts is not None else None
+                out[i] = UNPAIRED if there is None else _point_value(there)
+    return out
+
+
+def _point_value(point: Dims) -> Any:
+    """A target point as one group dimension value: its file size (sorts as a number), else
+    its labels as text."""
+    if len(point) == 1 and point[0][0] == "file_size_kb":
+        return point[0][1]
+    return ", ".join(f"{k}={v}" for k, v in point)
+
+
 def cell_stats(
     rows: list[dict[str, Any]],
     primary: dict[str, str],
