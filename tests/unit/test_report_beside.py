@@ -8,6 +8,7 @@ groups them apart; runs that cannot be paired stay pooled, labelled so.
 
 from __future__ import annotations
 
+from tests.unit.test_web_report import RUN, _store_of
 from virtbench.analysis import colocation as coloc
 from virtbench.analysis import groups as groups_mod
 from virtbench.analysis.colocation import BESIDE_LABEL, UNPAIRED, paired_points
@@ -15,8 +16,6 @@ from virtbench.report.core.results import suite_sections
 from virtbench.report.data import ReportData
 from virtbench.runner.describe import describe
 from virtbench.workloads.base import Sample
-
-from tests.unit.test_web_report import RUN, _store_of
 
 TC = "httperf-sweep"
 SIZES = (1, 30, 100)
@@ -92,20 +91,27 @@ def test_runs_that_cannot_be_paired_stay_pooled_and_say_so(tmp_path):
 
 def test_neighbours_serving_the_targets_sizes_are_not_relabelled():
     # identical / heterogeneous: the neighbour serves the target's sizes, its file size says
-    # which run is which; rows of other scenarios (no co-location kind) are never paired
+    # which run is which; per-step samples (told apart by their lockstep step), a target of
+    # one size and rows of other scenarios (no co-location kind) are never paired
+    dims = {TC: {"file_size_kb", "net_path", "step", "error_class"}}
     rows = []
     for role in ("target", "neighbour-1"):
-        for kb in SIZES:
-            labels = {**KIND, "scenario_kind": "identical", "file_size_kb": kb}
-            rows.append(_row(role, labels))
-    rows += [_row("neighbour-1", {"file_size_kb": 50}), _row("target", {"file_size_kb": 1})]
-    rows += [_row("target", {"file_size_kb": 30})]
-    assert coloc.beside_targets(rows, {TC: {"file_size_kb", "net_path"}}) == [None] * len(rows)
+        rows += [_row(role, {**KIND, "scenario_kind": "identical", "file_size_kb": kb})
+                 for kb in SIZES]  # fmt: skip
+    # a heterogeneous neighbour's one failed step, where the target's failed elsewhere
+    err = {**KIND, "error_class": "fd-unavail", "lockstep_step": 9}
+    failed = (("target", 1, 4), ("target", 30, 2), ("neighbour-1", 1, 9))
+    rows += [_row(r, {**err, "file_size_kb": kb, "step": s}, "errors_by_class", "h/1")
+             for r, kb, s in failed]  # fmt: skip
+    rows += [_row("target", {**KIND, "file_size_kb": 1}, cell="w/1")]  # one target size
+    rows += [_row("neighbour-1", {**KIND, "file_size_kb": 50}, cell="w/1")]
+    rows += [_row("neighbour-1", {"file_size_kb": 50}, cell="o/1")]
+    rows += [_row("target", {"file_size_kb": kb}, cell="o/1") for kb in SIZES]
+    assert coloc.beside_targets(rows, dims) == [None] * len(rows)
 
 
-def _row(role: str, labels: dict) -> dict:
-    return {"cell_id": "c/1", "test_case": TC, "role": role, "metric": "peak_throughput",
-            "labels": labels}  # fmt: skip
+def _row(role: str, labels: dict, metric: str = "peak_throughput", cell: str = "c/1") -> dict:
+    return {"cell_id": cell, "test_case": TC, "role": role, "metric": metric, "labels": labels}
 
 
 def test_other_metrics_table_names_the_target_size(tmp_path):

@@ -182,38 +182,35 @@ def beside_targets(
     rows: Sequence[dict[str, Any]], dimensions: dict[str, Iterable[str]]
 ) -> list[Any]:
     """Per row: the target's point (its file size) a co-location neighbour's sample ran
-    beside, where the neighbour served one point while the target served others in the cell
-    (different:SIZE): its runs are one per target point, not repetitions of one figure, and
-    are grouped apart. Paired as cell_stats pairs them (`paired_points`, same cell and metric);
-    UNPAIRED where they cannot be; None for every other row (targets, neighbours serving the
-    target's points, cells of other scenarios). `dimensions`: test case -> its dimension
-    label keys (the point is taken without the client's path)."""
+    beside, where the neighbour served one point of a metric while the target served several
+    in the cell (different:SIZE): its runs are one per target point, not repetitions of one
+    figure, and are grouped apart. Paired as cell_stats pairs them (`paired_points`, same cell
+    and metric); UNPAIRED where they cannot be; None for every other row (targets, neighbours
+    serving the target's points, cells of other scenarios). Only a run's own figures (a sweep's
+    peak, its step count) need it: per-step samples are told apart by their lockstep step.
+    `dimensions`: test case -> its dimension label keys (points compared without the path)."""
     out: list[Any] = [None] * len(rows)
-    # (cell, client or not, metric) -> environment -> [(row index, lockstep step, point)]
-    cells: dict[tuple[Any, bool, str], dict[str, list[tuple[int, Step, Dims]]]]
+    # (cell, client or not, metric) -> environment -> [(row index, point)]
+    cells: dict[tuple[Any, bool, str], dict[str, list[tuple[int, Dims]]]]
     cells = defaultdict(lambda: defaultdict(list))
     for i, r in enumerate(rows):
         lab = labels_of(r)
-        if KIND_LABEL not in lab or r["role"] == "host":
+        if KIND_LABEL not in lab or r["role"] == "host" or "step" in lab:
             continue
         client = r["role"].startswith("client")  # pairs with the target's client
         env = str(lab.get("client_of", "target")) if client else r["role"]
         point = _served(_dims(lab, dimensions.get(r["test_case"], ())))
-        cells[(r.get("cell_id"), client, r["metric"])][env].append(
-            (i, lab.get("lockstep_step"), point)
-        )
+        cells[(r.get("cell_id"), client, r["metric"])][env].append((i, point))
     for envs in cells.values():
-        target = [(step, point) for _i, step, point in envs.get("target", [])]
+        target = [(None, point) for _i, point in envs.get("target", [])]
+        if len({point for _s, point in target}) < 2:
+            continue  # one target point: nothing of the neighbour's to tell apart
         for env, own in envs.items():
-            served = {point for _i, _s, point in own}
-            if env == "target" or not target or len(served) > 1:
-                continue
-            if served == {point for _s, point in target}:
-                continue  # it served the target's point: its dimensions tell the runs apart
-            pts = paired_points([step for _i, step, _p in own], target)
-            for k, (i, _s, _p) in enumerate(own):
-                there = pts[k] if pts is not None else None
-                out[i] = UNPAIRED if there is None else _point_value(there)
+            if env == "target" or len({point for _i, point in own}) > 1:
+                continue  # it served the target's points: they tell its runs apart
+            pts = paired_points([None] * len(own), target)
+            for k, (i, _p) in enumerate(own):
+                out[i] = UNPAIRED if pts is None or pts[k] is None else _point_value(pts[k])
     return out
 
 
