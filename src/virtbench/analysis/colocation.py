@@ -147,26 +147,79 @@ def _role_values(by_dims: dict[Dims, list[float]], dims: Dims) -> tuple[Dims, li
     return dims, []
 
 
-def _beside(
-    own: list[tuple[Any, float | None]],
-    target: list[tuple[Any, float | None]],
-    values: list[float],
-    nth: tuple[int, int] | None = None,
-) -> list[float]:
-    """A neighbour serving one other point (different:SIZE) ran it once beside each of the
-    target's points: its valid values from the lockstep steps the target's point was measured
-    in (none: it ran there without a valid value). A sweep's headline spans many steps and
-    has no step label: then its k-th run is the one beside the target's k-th point (`nth`:
-    k and the target's number of points; both served their points in the same order).
-    Otherwise (older stores, no lockstep): all of them, as before."""
-    steps = {step for step, _v in target if step is not None}
-    there = [v for step, v in own if step in steps]
-    if steps and (there or any(step is not None for step, _v in own)):
-        return [v for v in there if v is not None]
-    if nth is not None and len(own) == nth[1]:
-        value = own[nth[0]][1]
-        return [value] if value is not None else []
-    return values
+Step = Any  # a sample's lockstep step (label `lockstep_step`), None where it has none
+
+
+def paired_points(
+    own: Sequence[Step], target: Sequence[tuple[Step, Any]]
+) -> list[Any | None] | None:
+    """The target's point each of a neighbour's runs ran beside: a neighbour serving one
+    other point (different:SIZE) ran it once beside each of the target's points. `own`: the
+    neighbour's samples' lockstep steps, in the order stored; `target`: the target's samples
+    of the same cell and metric as (lockstep step, point), in order.
+
+    In lockstep (both record steps), the target's point at the sample's step (None: the
+    target has no sample there). A sweep's headline spans many steps and has no step label:
+    then its k-th run is the one beside the target's k-th point, when both have as many (both
+    served their points in the same order). None when they cannot be paired (counts differ:
+    a cell stopped part-way; older stores): never guessed."""
+    at = {step: point for step, point in target if step is not None}
+    if at and any(step is not None for step in own):
+        return [at.get(step) if step is not None else None for step in own]
+    if own and len(own) == len(target):
+        return [point for _step, point in target]
+    return None
+
+
+# every sample of a co-location cell carries its scenario's kind under this label
+KIND_LABEL = "scenario_kind"
+# a group dimension of a neighbour's samples (groups.build): the target point they ran beside
+BESIDE_LABEL = "beside_target"
+UNPAIRED = "unknown"  # its runs could not be paired with the target's points
+
+
+def beside_targets(
+    rows: Sequence[dict[str, Any]], dimensions: dict[str, Iterable[str]]
+) -> list[Any]:
+    """Per row: the target's point (its file size) a co-location neighbour's sample ran
+    beside, where the neighbour served one point of a metric while the target served several
+    in the cell (different:SIZE): its runs are one per target point, not repetitions of one
+    figure, and are grouped apart. Paired as cell_stats pairs them (`paired_points`, same cell
+    and metric); UNPAIRED where they cannot be; None for every other row (targets, neighbours
+    serving the target's points, cells of other scenarios). Only a run's own figures (a sweep's
+    peak, its step count) need it: per-step samples are told apart by their lockstep step.
+    `dimensions`: test case -> its dimension label keys (points compared without the path)."""
+    out: list[Any] = [None] * len(rows)
+    # (cell, client or not, metric) -> environment -> [(row index, point)]
+    cells: dict[tuple[Any, bool, str], dict[str, list[tuple[int, Dims]]]]
+    cells = defaultdict(lambda: defaultdict(list))
+    for i, r in enumerate(rows):
+        lab = labels_of(r)
+        if KIND_LABEL not in lab or r["role"] == "host" or "step" in lab:
+            continue
+        client = r["role"].startswith("client")  # pairs with the target's client
+        env = str(lab.get("client_of", "target")) if client else r["role"]
+        point = _served(_dims(lab, dimensions.get(r["test_case"], ())))
+        cells[(r.get("cell_id"), client, r["metric"])][env].append((i, point))
+    for envs in cells.values():
+        target = [(None, point) for _i, point in envs.get("target", [])]
+        if len({point for _s, point in target}) < 2:
+            continue  # one target point: nothing of the neighbour's to tell apart
+        for env, own in envs.items():
+            if env == "target" or len({point for _i, point in own}) > 1:
+                continue  # it served the target's points: they tell its runs apart
+            pts = paired_points([None] * len(own), target)
+            for k, (i, _p) in enumerate(own):
+                out[i] = UNPAIRED if pts is None or pts[k] is None else _point_value(pts[k])
+    return out
+
+
+def _point_value(point: Dims) -> Any:
+    """A target point as one group dimension value: its file size (sorts as a number), else
+    its labels as text."""
+    if len(point) == 1 and point[0][0] == "file_size_kb":
+        return point[0][1]
+    return ", ".join(f"{k}={v}" for k, v in point)
 
 
 def cell_stats(
@@ -188,8 +241,8 @@ def cell_stats(
     invalid: dict[tuple[str, str, str, Dims], int] = defaultdict(int)
     # (platform, tc, scenario, repetition, role, point) -> [(lockstep step, value or None)]
     stepped: dict[tuple[Any, ...], list[tuple[Any, float | None]]] = defaultdict(list)
-    # (platform, test case, scenario, rep, role) -> the points of its rows, in order served
-    points_in_order: dict[tuple[Any, ...], list[Dims]] = defaultdict(list)
+    # (platform, test case, scenario, rep) -> the target's (lockstep step, point), in order
+    target_order: dict[tuple[Any, ...], list[tuple[Step, Dims]]] = defaultdict(list)
     limits = _limits(rows, primary, dimensions or {})
     storm: dict[tuple[str, str, str, Dims], list[tuple[float, float]]] = defaultdict(list)
     for r in rows:
@@ -207,7 +260,8 @@ def cell_stats(
         stepped[(*key, r["repetition"], r["role"], dims)].append(
             (step, float(r["value"]) if r["valid"] else None)
         )
-        points_in_order[(*key, r["repetition"], r["role"])].append(dims)  # in sample order
+        if r["role"] == "target":
+            target_order[(*key, r["repetition"])].append((step, dims))  # in sample order
         if not r["valid"]:
             if r["role"] == "target":
                 invalid[(*key, dims)] += 1
@@ -258,13 +312,10 @@ def cell_stats(
                 # its runs beside this point only: one at another point, or one of several
                 # at this one (different:50 beside the target's 50 KB ran seven times)
                 if values and (_served(at) != _served(dims) or len(own) > 1):
-                    order = points_in_order[(*key[:3], rep_no, "target")]
-                    values = _beside(
-                        own,
-                        stepped[(*key[:3], rep_no, "target", dims)],
-                        values,
-                        (order.index(dims), len(order)) if order.count(dims) == 1 else None,
-                    )
+                    pts = paired_points([s for s, _v in own], target_order[(*key[:3], rep_no)])
+                    if pts is not None:  # else (older stores, no lockstep): all, as before
+                        values = [v for (_s, v), p in zip(own, pts, strict=True)
+                                  if p == dims and v is not None]  # fmt: skip
                 if values:
                     roles[role] = statistics.fmean(values)
                     where = env_platform.get((*key[:3], role), platform)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..store.description import DIMENSION, IGNORED, RunDescription
+from .colocation import BESIDE_LABEL, beside_targets
 from .stats import Summary, summarize
 
 # the reason of an invalid sample (the store's valid flag), never a result's identity
@@ -182,7 +183,10 @@ def build(rows: list[dict[str, Any]], description: RunDescription) -> list[Group
     dims_of = dimension_keys(rows, description)
     first_metric: dict[str, str] = {}
     groups: dict[GroupKey, Group] = {}
-    for row in rows:
+    declared = {tc: description.labels_of(DIMENSION, tc) for tc in {r["test_case"] for r in rows}}
+    # a different:SIZE neighbour's runs, one beside each of the target's sizes: apart, last
+    beside = beside_targets(rows, declared)
+    for row, there in zip(rows, beside, strict=True):
         labels = _labels(row)
         tkey = (row["test_case"], row["role"], row["metric"])
         # a sample without a dimension label is not at a point "None" of it: it is left out
@@ -197,6 +201,8 @@ def build(rows: list[dict[str, Any]], description: RunDescription) -> list[Group
                 key=lambda kv: kv[0],
             )
         )
+        if there is not None:
+            dims = (*dims, (BESIDE_LABEL, there))
         key = GroupKey(
             row["platform"],
             row["suite"],

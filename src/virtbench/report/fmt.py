@@ -7,6 +7,8 @@ import json
 import math
 from collections.abc import Iterable
 
+from ..analysis.colocation import BESIDE_LABEL, UNPAIRED
+
 
 def num(v: float | None) -> str:
     """About four significant digits, no exponent for everyday magnitudes."""
@@ -83,7 +85,9 @@ def dims(pairs: tuple[tuple[str, object], ...], digests: bool = True) -> str:
     `virtbench results`."""
     out = []
     for k, v in pairs:
-        if k.endswith("_bytes") and isinstance(v, int | float) and not isinstance(v, bool):
+        if k == BESIDE_LABEL:
+            out.append(beside(v))
+        elif k.endswith("_bytes") and isinstance(v, int | float) and not isinstance(v, bool):
             out.append(f"{k[: -len('_bytes')]}={size(v)}")
         elif is_container(v):
             if digests:
@@ -91,6 +95,14 @@ def dims(pairs: tuple[tuple[str, object], ...], digests: bool = True) -> str:
         else:
             out.append(f"{k}={v}")
     return ", ".join(out)
+
+
+def beside(v: object) -> str:
+    """The target point a different:SIZE neighbour's run ran beside (analysis.colocation
+    beside_targets): 'beside target 30 KB'."""
+    if v == UNPAIRED:
+        return "beside target: unknown (runs not paired)"
+    return f"beside target {v} KB" if isinstance(v, int | float) else f"beside target {v}"
 
 
 def test(test_case: str, pairs: tuple[tuple[str, object], ...], digests: bool = True) -> str:

@@ -4,6 +4,7 @@ charts with error bars of every test case's primary metric per platform."""
 from __future__ import annotations
 
 from ...analysis import normalize
+from ...analysis.colocation import BESIDE_LABEL, UNPAIRED
 from ...analysis.groups import Group
 from ...analysis.normalize import BETTER, NO_CI, OWN_PEAK, UNDECIDED, WORSE, Comparison
 from ...analysis.stats import HIGH_CV
@@ -233,6 +234,27 @@ def path_note(data: ReportData, gs: list[Group]) -> Raw:
     )
 
 
+def beside_note(gs: list[Group]) -> Raw:
+    """Why a neighbour's rows name a target size: a different:SIZE neighbour ran its size
+    once beside each of the target's sizes, and those runs are not repetitions."""
+    there = [g.key.dim(BESIDE_LABEL) for g in gs if g.key.dim(BESIDE_LABEL) is not None]
+    if not there:
+        return Raw("")
+    text = (
+        "A different:SIZE neighbour serves its one size once beside each of the target's "
+        "sizes, in the target's order: its rows are split by the target size it ran beside "
+        "(its k-th run beside the target's k-th size, as the co-location section pairs them), "
+        "never averaged across them."
+    )
+    if UNPAIRED in there:
+        text += (
+            " 'beside target: unknown' rows hold runs of cells whose neighbour and "
+            "target runs could not be paired (their counts differ: a cell stopped part-way); "
+            "they stay pooled."
+        )
+    return Raw(f'<p class="note">{h(text)}</p>')
+
+
 # per-step measurements of a sweep (reply, connect and transfer times, errors, send rate...
 # of every environment at every step) listed beyond this many rows in one suite are left to
 # the export: a full colocation-web run has ~80,000 (40 MB of HTML); a plain web sweep lists
@@ -289,7 +311,8 @@ def suite_sections(data: ReportData) -> list[Section]:
             d = digests_needed(others)
             body += details(
                 f"Other metrics and roles ({len(others)} rows)",
-                scroll(table(HEADERS, [group_row(data, g, d) for g in others])),
+                beside_note(others)
+                + scroll(table(HEADERS, [group_row(data, g, d) for g in others])),
             )
         if stepped:
             body += Raw(

@@ -1,0 +1,132 @@
+"""A different:SIZE neighbour's runs in the generic tables: one per target size, never pooled.
+
+The neighbour serves its one size once beside each of the target's sizes, in the target's
+order. Its headline samples (peak_throughput...) carry no label naming the target size: the
+report pairs them as the co-location analysis does (analysis.colocation.paired_points) and
+groups them apart; runs that cannot be paired stay pooled, labelled so.
+"""
+
+from __future__ import annotations
+
+from tests.unit.test_web_report import RUN, _store_of
+from virtbench.analysis import colocation as coloc
+from virtbench.analysis import groups as groups_mod
+from virtbench.analysis.colocation import BESIDE_LABEL, UNPAIRED, paired_points
+from virtbench.report.core.results import suite_sections
+from virtbench.report.data import ReportData
+from virtbench.runner.describe import describe
+from virtbench.workloads.base import Sample
+
+TC = "httperf-sweep"
+SIZES = (1, 30, 100)
+KIND = {"scenario_kind": "different", "net_path": "loopback"}
+
+
+def _peak(value: float, role: str, size: int, valid: bool = True) -> Sample:
+    labels = {**KIND, "file_size_kb": size, "peak_step": 3}
+    if not valid:
+        labels["invalid"] = "no valid step"
+    return Sample("peak_throughput", value, "req/s", True, role, labels)
+
+
+def _cell(beside: list[float], scale: float = 1.0) -> list[Sample]:
+    """A different:50 cell: the target's sweeps of SIZES, then the neighbour's 50 KB runs
+    (one per target size when the cell completed), as the runner stores them."""
+    out = [_peak(9000.0 * scale / kb**0.5, "target", kb) for kb in SIZES]
+    return out + [_peak(v * scale, "neighbour-1", 50) for v in beside]
+
+
+def _cells(*reps: list[Sample]) -> list[tuple]:
+    return [("native", "web", TC, "different:50", i + 1, s) for i, s in enumerate(reps)]
+
+
+def _groups(tmp_path, *reps: list[Sample]) -> dict[tuple, groups_mod.Group]:
+    data = ReportData.load(_store_of(tmp_path, _cells(*reps)), RUN)
+    return {
+        (g.key.role, g.key.dim(BESIDE_LABEL)): g
+        for g in data.groups
+        if g.key.metric == "peak_throughput"
+    }
+
+
+def test_paired_points_by_lockstep_step_by_order_or_not_at_all():
+    target = [(0, "1KB"), (1, "1KB"), (2, "30KB"), (3, "30KB")]
+    assert paired_points([1, 2, None, 9], target) == ["1KB", "30KB", None, None]
+    headline = [(None, "1KB"), (None, "30KB"), (None, "100KB")]
+    assert paired_points([None, None, None], headline) == ["1KB", "30KB", "100KB"]
+    # a cell stopped part-way: fewer runs than target sizes cannot be told apart
+    assert paired_points([None, None], headline) is None
+    assert paired_points([], headline) is None
+
+
+def test_neighbour_headline_is_split_by_the_target_size_it_ran_beside(tmp_path):
+    # before: one neighbour row, n = 6, mean of runs beside 1 KB and beside 100 KB
+    gs = _groups(tmp_path, _cell([7000.0, 5000.0, 3000.0]), _cell([7200.0, 5200.0, 3200.0]))
+    assert ("neighbour-1", None) not in gs
+    assert gs[("neighbour-1", 1)].values == [7000.0, 7200.0]
+    assert gs[("neighbour-1", 30)].values == [5000.0, 5200.0]
+    assert gs[("neighbour-1", 100)].values == [3000.0, 3200.0]
+    # the neighbour's own size stays in its dimensions; the target's rows are untouched
+    assert gs[("neighbour-1", 30)].labels["file_size_kb"] == 50
+    assert gs[("neighbour-1", 30)].key.dims[-1] == (BESIDE_LABEL, 30)
+    assert all(g.key.dim(BESIDE_LABEL) is None for (role, _b), g in gs.items() if role == "target")
+
+
+def test_an_invalid_run_keeps_its_place_in_the_order(tmp_path):
+    gs = _groups(tmp_path, [*_cell([7000.0, 0.0, 3000.0])[:4], _peak(0.0, "neighbour-1", 50, False),
+                            _peak(3000.0, "neighbour-1", 50)])  # fmt: skip
+    assert gs[("neighbour-1", 30)].values == [] and gs[("neighbour-1", 30)].n_invalid == 1
+    assert gs[("neighbour-1", 100)].values == [3000.0]
+
+
+def test_runs_that_cannot_be_paired_stay_pooled_and_say_so(tmp_path):
+    # repetition 2 stopped part-way: two neighbour runs beside three target sizes. Which two?
+    # Not guessed: pooled under "unknown", apart from repetition 1's paired runs
+    stopped = _cell([7100.0, 5100.0])
+    gs = _groups(tmp_path, _cell([7000.0, 5000.0, 3000.0]), stopped)
+    assert gs[("neighbour-1", UNPAIRED)].values == [7100.0, 5100.0]
+    assert gs[("neighbour-1", 1)].values == [7000.0]
+    assert gs[("neighbour-1", 100)].values == [3000.0]
+
+
+def test_neighbours_serving_the_targets_sizes_are_not_relabelled():
+    # identical / heterogeneous: the neighbour serves the target's sizes, its file size says
+    # which run is which; per-step samples (told apart by their lockstep step), a target of
+    # one size and rows of other scenarios (no co-location kind) are never paired
+    dims = {TC: {"file_size_kb", "net_path", "step", "error_class"}}
+    rows = []
+    for role in ("target", "neighbour-1"):
+        rows += [_row(role, {**KIND, "scenario_kind": "identical", "file_size_kb": kb})
+                 for kb in SIZES]  # fmt: skip
+    # a heterogeneous neighbour's one failed step, where the target's failed elsewhere
+    err = {**KIND, "error_class": "fd-unavail", "lockstep_step": 9}
+    failed = (("target", 1, 4), ("target", 30, 2), ("neighbour-1", 1, 9))
+    rows += [_row(r, {**err, "file_size_kb": kb, "step": s}, "errors_by_class", "h/1")
+             for r, kb, s in failed]  # fmt: skip
+    rows += [_row("target", {**KIND, "file_size_kb": 1}, cell="w/1")]  # one target size
+    rows += [_row("neighbour-1", {**KIND, "file_size_kb": 50}, cell="w/1")]
+    rows += [_row("neighbour-1", {"file_size_kb": 50}, cell="o/1")]
+    rows += [_row("target", {"file_size_kb": kb}, cell="o/1") for kb in SIZES]
+    assert coloc.beside_targets(rows, dims) == [None] * len(rows)
+
+
+def _row(role: str, labels: dict, metric: str = "peak_throughput", cell: str = "c/1") -> dict:
+    return {"cell_id": cell, "test_case": TC, "role": role, "metric": metric, "labels": labels}
+
+
+def test_other_metrics_table_names_the_target_size(tmp_path):
+    cells = _cells(_cell([7000.0, 5000.0, 3000.0]), _cell([7100.0, 5100.0]))
+    data = ReportData.load(_store_of(tmp_path, cells), RUN)
+    (sec,) = suite_sections(data)
+    text = str(sec.html)
+    others = text.split("Other metrics and roles")[1]
+    for kb in SIZES:
+        assert f"beside target {kb} KB" in others
+    assert "beside target: unknown (runs not paired)" in others
+    assert "split by the target size it ran beside" in others
+    assert "could not be paired" in others
+
+
+def test_description_of_the_fixture_declares_the_file_size():
+    # the pairing compares the test case's declared points: file_size_kb must be one of them
+    assert "file_size_kb" in describe([TC]).labels_of("dimension", TC)
