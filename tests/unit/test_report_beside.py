@@ -11,7 +11,7 @@ from __future__ import annotations
 from tests.unit.test_web_report import RUN, _store_of
 from virtbench.analysis import colocation as coloc
 from virtbench.analysis import groups as groups_mod
-from virtbench.analysis.colocation import BESIDE_LABEL, UNPAIRED, paired_points
+from virtbench.analysis.colocation import BESIDE_LABEL, UNPAIRED, lockstep_points, paired_points
 from virtbench.report.core.results import suite_sections
 from virtbench.report.data import ReportData
 from virtbench.runner.describe import describe
@@ -57,6 +57,16 @@ def test_paired_points_by_lockstep_step_by_order_or_not_at_all():
     # a cell stopped part-way: fewer runs than target sizes cannot be told apart
     assert paired_points([None, None], headline) is None
     assert paired_points([], headline) is None
+
+
+def test_lockstep_points_never_pair_by_order():
+    # per-step samples (colocation_steps) pair by lockstep step alone: as many steps in each
+    # sweep is no sign that they stepped together
+    target = [(0, "1KB"), (1, "30KB")]
+    assert lockstep_points([1, 0, None], target) == ["30KB", "1KB", None]
+    assert lockstep_points([None, None], target) is None
+    assert lockstep_points([0, 1], [(None, "1KB"), (None, "30KB")]) is None
+    assert paired_points([None, None], [(None, "1KB"), (None, "30KB")]) == ["1KB", "30KB"]
 
 
 def test_neighbour_headline_is_split_by_the_target_size_it_ran_beside(tmp_path):

@@ -150,6 +150,19 @@ def _role_values(by_dims: dict[Dims, list[float]], dims: Dims) -> tuple[Dims, li
 Step = Any  # a sample's lockstep step (label `lockstep_step`), None where it has none
 
 
+def lockstep_points(
+    own: Sequence[Step], target: Sequence[tuple[Step, Any]]
+) -> list[Any | None] | None:
+    """`paired_points` in lockstep only: the target's point at each of the neighbour's
+    lockstep steps (None: the sample has no step, or the target no sample at it); None when
+    not both record steps. A sweep's per-step samples pair this way alone: counting them
+    would pair steps of sweeps that did not step together."""
+    at = {step: point for step, point in target if step is not None}
+    if at and any(step is not None for step in own):
+        return [at.get(step) if step is not None else None for step in own]
+    return None
+
+
 def paired_points(
     own: Sequence[Step], target: Sequence[tuple[Step, Any]]
 ) -> list[Any | None] | None:
@@ -163,9 +176,8 @@ def paired_points(
     then its k-th run is the one beside the target's k-th point, when both have as many (both
     served their points in the same order). None when they cannot be paired (counts differ:
     a cell stopped part-way; older stores): never guessed."""
-    at = {step: point for step, point in target if step is not None}
-    if at and any(step is not None for step in own):
-        return [at.get(step) if step is not None else None for step in own]
+    if (pts := lockstep_points(own, target)) is not None:
+        return pts
     if own and len(own) == len(target):
         return [point for _step, point in target]
     return None

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..results import LOAD_PCT_LABEL, is_solo_peak, shown_scenario
-from .colocation import labels_of, value_order
+from .colocation import labels_of, lockstep_points, value_order
 
 SOLO = "solo"
 SweepKey = tuple[str, str, str, str, Any]  # platform, test case, scenario, role, file size
@@ -91,8 +91,8 @@ def sweep_points(
     # key -> step -> [(value, valid, reason, offered, intensity, cell)]
     acc: dict[SweepKey, dict[int, list[tuple]]] = defaultdict(lambda: defaultdict(list))
     rows = [r for r in rows if r["metric"] == metric]
-    beside, mixed = _target_sizes(rows)
-    for r in rows:
+    beside = _beside_sizes(rows)
+    for r, there in zip(rows, beside, strict=True):
         if r["role"].startswith("client") or r["role"] == "host":
             continue
         lab = labels_of(r)
@@ -100,8 +100,7 @@ def sweep_points(
             continue
         scenario = shown_scenario(r["scenario"], lab)
         size, role = lab.get("file_size_kb"), r["role"]
-        there = beside.get((r.get("cell_id"), lab.get("lockstep_step")))
-        if there is not None and (r.get("cell_id"), role) in mixed:
+        if there is not None:
             # a different:SIZE neighbour runs its size once beside each of the target's: one
             # sweep per target size, never pooled as if they were repetitions
             role = beside_role(role, there)
@@ -140,21 +139,32 @@ def beside_role(role: str, target_size: Any) -> str:
     return f"{role} beside {target_size} KB"
 
 
-def _target_sizes(rows: list[dict[str, Any]]) -> tuple[dict[tuple[Any, Any], Any], set]:
-    """(cell, lockstep step) -> the file size the target served at that step; and the
-    (cell, role) of other environments that served another size than the target at a step."""
-    out = {}
-    for r in rows:
+def _beside_sizes(rows: list[dict[str, Any]]) -> list[Any]:
+    """Per row: the target's file size its step ran beside, for an environment that served
+    another size than the target at some step of the cell (different:SIZE); paired by
+    lockstep step (colocation.lockstep_points), None where it cannot be and for every other
+    row (the target, neighbours serving the target's sizes)."""
+    # cell -> the target's (lockstep step, size); (cell, role) -> [(row index, step, size)]
+    target: dict[Any, list[tuple[Any, Any]]] = defaultdict(list)
+    others: dict[tuple[Any, str], list[tuple[int, Any, Any]]] = defaultdict(list)
+    for i, r in enumerate(rows):
         lab = labels_of(r)
-        if r["role"] == "target" and lab.get("lockstep_step") is not None:
-            out[(r.get("cell_id"), lab["lockstep_step"])] = lab.get("file_size_kb")
-    mixed = set()
-    for r in rows:
-        lab = labels_of(r)
-        there = out.get((r.get("cell_id"), lab.get("lockstep_step")))
-        if r["role"] != "target" and there is not None and there != lab.get("file_size_kb"):
-            mixed.add((r.get("cell_id"), r["role"]))
-    return out, mixed
+        at = (lab.get("lockstep_step"), lab.get("file_size_kb"))
+        if r["role"] == "target":
+            target[r.get("cell_id")].append(at)
+        else:
+            others[(r.get("cell_id"), r["role"])].append((i, *at))
+    out: list[Any] = [None] * len(rows)
+    for (cell, _role), own in others.items():
+        pts = lockstep_points([step for _i, step, _s in own], target.get(cell, []))
+        if pts is None:
+            continue  # not in lockstep: nothing to pair by
+        paired = list(zip(pts, own, strict=True))
+        if all(p is None or p == size for p, (_i, _step, size) in paired):
+            continue  # it served the target's sizes: its own sweeps tell its runs apart
+        for p, (i, _step, _size) in paired:
+            out[i] = p
+    return out
 
 
 def _windows(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
