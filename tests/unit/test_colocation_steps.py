@@ -464,6 +464,27 @@ def test_a_different_neighbour_is_one_sweep_per_target_size_never_pooled():
     assert [s.split("→ ")[1].split("<")[0] for s in sums] == [svg.num(35.0), svg.num(46.0)]
 
 
+def test_a_different_neighbours_step_is_paired_where_the_target_has_no_sample_of_its_metric():
+    # errors_by_class is stored only at a step with errors (workloads/web.py record): the
+    # neighbour's at its 2nd step beside 1 KB and beside 50 KB, the target's never. Its size at
+    # a lockstep step is told by any of its samples there; paired by the metric's own target
+    # samples, both fell back to one 'neighbour-1' sweep and were averaged as 2 repetitions
+    sc, cell = "different:100", "different:100/1"
+    rows = []
+    for k, size in enumerate((1, 50)):
+        for i in range(2):
+            step = {"lockstep_step": 2 * k + i, "env_params": PARAMS}
+            rows.append(_row(sc, "target", "reply_rate", i, 100, size, cell=cell, **step))
+            rows.append(_row(sc, "neighbour-1", "reply_rate", i, 10, 100, cell=cell, **step))
+        err = {"lockstep_step": 2 * k + 1, "env_params": PARAMS, "error_class": "fd-unavail"}
+        rows.append(_row(sc, "neighbour-1", "errors_by_class", 1, 3 + k, 100, cell=cell, **err))
+    pts = cs.sweep_points(rows, "errors_by_class")
+    key = ("container", "httperf-sweep", sc)
+    assert (*key, "neighbour-1", 100) not in pts
+    assert [(p.mean, p.n) for p in pts[(*key, cs.beside_role("neighbour-1", 1), 100)]] == [(3, 1)]
+    assert [(p.mean, p.n) for p in pts[(*key, cs.beside_role("neighbour-1", 50), 100)]] == [(4, 1)]
+
+
 def test_series_fallback_is_for_solo_cells_of_co_located_test_cases_only():
     """A solo-peak cell (a reference, no sampler window: no summaries) and a cell of another
     suite (cpu_util only, no co-location at all) have only the cell's whole cpu_util series,

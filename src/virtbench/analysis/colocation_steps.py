@@ -90,8 +90,9 @@ def sweep_points(
     the offered rate) or "offered" (req/s)."""
     # key -> step -> [(value, valid, reason, offered, intensity, cell)]
     acc: dict[SweepKey, dict[int, list[tuple]]] = defaultdict(lambda: defaultdict(list))
-    rows = [r for r in rows if r["metric"] == metric]
-    beside = _beside_sizes(rows)
+    every = list(rows)
+    rows = [r for r in every if r["metric"] == metric]
+    beside = _beside_sizes(rows, every)
     for r, there in zip(rows, beside, strict=True):
         if r["role"].startswith("client") or r["role"] == "host":
             continue
@@ -139,21 +140,26 @@ def beside_role(role: str, target_size: Any) -> str:
     return f"{role} beside {target_size} KB"
 
 
-def _beside_sizes(rows: list[dict[str, Any]]) -> list[Any]:
-    """Per row: the target's file size its step ran beside, for an environment that served
-    another size than the target at some step of the cell (different:SIZE); paired by
-    lockstep step (colocation.lockstep_points), None where it cannot be and for every other
-    row (the target, neighbours serving the target's sizes)."""
+def _beside_sizes(rows: list[dict[str, Any]], every: list[dict[str, Any]]) -> list[Any]:
+    """Per row (of one metric): the target's file size its step ran beside, for an
+    environment that served another size than the target at some step of the cell
+    (different:SIZE); paired by lockstep step (colocation.lockstep_points), None where it
+    cannot be and for every other row (the target, neighbours serving the target's sizes).
+    The target's size at a step is told by any of its samples there (`every`: all metrics'):
+    a metric stored only at some steps (errors_by_class) may have none of the target's."""
     # cell -> the target's (lockstep step, size); (cell, role) -> [(row index, step, size)]
     target: dict[Any, list[tuple[Any, Any]]] = defaultdict(list)
+    for r in every:
+        if r["role"] == "target":
+            lab = labels_of(r)
+            target[r.get("cell_id")].append((lab.get("lockstep_step"), lab.get("file_size_kb")))
     others: dict[tuple[Any, str], list[tuple[int, Any, Any]]] = defaultdict(list)
     for i, r in enumerate(rows):
-        lab = labels_of(r)
-        at = (lab.get("lockstep_step"), lab.get("file_size_kb"))
-        if r["role"] == "target":
-            target[r.get("cell_id")].append(at)
-        else:
-            others[(r.get("cell_id"), r["role"])].append((i, *at))
+        if r["role"] != "target":
+            lab = labels_of(r)
+            others[(r.get("cell_id"), r["role"])].append(
+                (i, lab.get("lockstep_step"), lab.get("file_size_kb"))
+            )
     out: list[Any] = [None] * len(rows)
     for (cell, _role), own in others.items():
         pts = lockstep_points([step for _i, step, _s in own], target.get(cell, []))
