@@ -195,7 +195,9 @@ def beside_targets(
     cells = defaultdict(lambda: defaultdict(list))
     for i, r in enumerate(rows):
         lab = labels_of(r)
-        if KIND_LABEL not in lab or r["role"] == "host" or "step" in lab:
+        # only a different:SIZE neighbour runs one size beside each of the target's: any other
+        # neighbour with one size (it stopped after its first) is told apart by its own size
+        if lab.get(KIND_LABEL) != "different" or r["role"] == "host" or "step" in lab:
             continue
         client = r["role"].startswith("client")  # pairs with the target's client
         env = str(lab.get("client_of", "target")) if client else r["role"]
