@@ -6,7 +6,10 @@ from virtbench.analysis import colocation as coloc
 from virtbench.drivers import httperf
 
 TC = "httperf-sweep"
-DIMS = {TC: {"file_size_kb", "net_path", "step", "error_class"}, "wrk-max": {"file_size_kb", "connections", "error_class"}}
+DIMS = {
+    TC: {"file_size_kb", "net_path", "step", "error_class"},
+    "wrk-max": {"file_size_kb", "connections", "error_class"},
+}
 
 
 def _row(role, labels, metric="peak_throughput", cell="c/1", tc=TC):
@@ -28,10 +31,20 @@ def test_conditional_metric_of_a_different_size_neighbour_is_not_paired_by_count
     # (lockstep steps 1 and 2). Equal counts (2 == 2): paired 1st->1 KB, 2nd->100 KB.
     kind = {"scenario_kind": "different", "connections": 32, "error_class": "timeout"}
     rows = [
-        _row("target", {**kind, "file_size_kb": kb, "lockstep_step": s}, "errors_by_class", tc="wrk-max")
+        _row(
+            "target",
+            {**kind, "file_size_kb": kb, "lockstep_step": s},
+            "errors_by_class",
+            tc="wrk-max",
+        )
         for kb, s in ((1, 0), (100, 2))
     ] + [
-        _row("neighbour-1", {**kind, "file_size_kb": 50, "lockstep_step": s}, "errors_by_class", tc="wrk-max")
+        _row(
+            "neighbour-1",
+            {**kind, "file_size_kb": 50, "lockstep_step": s},
+            "errors_by_class",
+            tc="wrk-max",
+        )
         for s in (1, 2)
     ]
     assert coloc.beside_targets(rows, DIMS)[2:] in ([30, 100], [coloc.UNPAIRED] * 2)
