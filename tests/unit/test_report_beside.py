@@ -228,8 +228,20 @@ def test_other_metrics_table_names_the_target_size(tmp_path):
     assert "beside target: unknown (runs not paired)" in others
     assert "split by the target size it ran beside" in others
     assert "could not be paired" in others
+    assert "stopped after one size, its one run beside that size" in others
 
 
 def test_description_of_the_fixture_declares_the_file_size():
     # the pairing compares the test case's declared points: file_size_kb must be one of them
     assert "file_size_kb" in describe([TC]).labels_of("dimension", TC)
+
+
+def test_a_figure_of_the_whole_cell_names_no_target_size():
+    # an environment's mean of its 1 s samples over the cell (cpu_util, mem_mib...) has no
+    # sweep point: it spans every target size, it was no run beside one (and not 'unknown')
+    whole = {**WRK, "stat": "mean of 1 s samples"}
+    del whole["connections"]
+    rows = [_wrk("target", kb, s) for s, kb in enumerate(SIZES)]
+    rows += [_wrk("neighbour-1", 50, s) for s in range(3)]
+    rows += [_row(role, whole, "cpu_util", tc="wrk-max") for role in ("target", "neighbour-1")]
+    assert coloc.beside_targets(rows, DIMS, PRIMARY)[-1] is None
