@@ -191,47 +191,73 @@ UNPAIRED = "unknown"  # its runs could not be paired with the target's points
 
 
 def beside_targets(
-    rows: Sequence[dict[str, Any]], dimensions: dict[str, Iterable[str]]
+    rows: Sequence[dict[str, Any]],
+    dimensions: dict[str, Iterable[str]],
+    primary: dict[str, str],
 ) -> list[Any]:
-    """Per row: the target's point (its file size) a co-location neighbour's sample ran
-    beside, where the neighbour served one point of a metric while the target served several
-    in the cell (different:SIZE): its runs are one per target point, not repetitions of one
-    figure, and are grouped apart. Paired as cell_stats pairs them (`paired_points`, same cell
-    and metric); UNPAIRED where they cannot be; None for every other row (targets, neighbours
-    serving the target's points, cells of other scenarios). Only a run's own figures (a sweep's
-    peak, its step count) need it: per-step samples are told apart by their lockstep step.
+    """Per row: the target's point (its file size) a different:SIZE neighbour's sample ran
+    beside: it served its one size once beside each of the target's sizes, and those runs
+    are not repetitions of one figure. Paired as cell_stats pairs them (`paired_points`
+    against the target's headline, `primary`, of the same cell): by the cell's lockstep step
+    where the rows record one; else by order, and only rows stored with every run as the
+    headline is (a sweep's peak, its step count), never a metric stored for some runs only
+    (errors by class). UNPAIRED where they cannot be; None for every other row (the target,
+    neighbours of other scenarios, per-step samples told apart by their own step).
     `dimensions`: test case -> its dimension label keys (points compared without the path)."""
     out: list[Any] = [None] * len(rows)
-    # (cell, client or not, metric) -> environment -> [(row index, point)]
-    cells: dict[tuple[Any, bool, str], dict[str, list[tuple[int, Dims]]]]
-    cells = defaultdict(lambda: defaultdict(list))
+    # cell -> (client or not, environment) -> metric -> [(row index, lockstep step, point)]
+    cells: dict[Any, dict[tuple[bool, str], dict[str, list[tuple[int, Step, Dims]]]]]
+    cells = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    test_case: dict[Any, str] = {}
     for i, r in enumerate(rows):
         lab = labels_of(r)
-        if KIND_LABEL not in lab or r["role"] == "host" or "step" in lab:
+        # only a different:SIZE neighbour runs one size beside each of the target's: any other
+        # neighbour with one size (it stopped after its first) is told apart by its own size
+        if lab.get(KIND_LABEL) != "different" or r["role"] == "host" or "step" in lab:
             continue
         client = r["role"].startswith("client")  # pairs with the target's client
         env = str(lab.get("client_of", "target")) if client else r["role"]
         point = _served(_dims(lab, dimensions.get(r["test_case"], ())))
-        cells[(r.get("cell_id"), client, r["metric"])][env].append((i, point))
-    for envs in cells.values():
-        target = [(None, point) for _i, point in envs.get("target", [])]
-        if len({point for _s, point in target}) < 2:
-            continue  # one target point: nothing of the neighbour's to tell apart
-        for env, own in envs.items():
-            if env == "target" or len({point for _i, point in own}) > 1:
-                continue  # it served the target's points: they tell its runs apart
-            pts = paired_points([None] * len(own), target)
-            for k, (i, _p) in enumerate(own):
-                out[i] = UNPAIRED if pts is None or pts[k] is None else _point_value(pts[k])
+        if not point:  # a figure of the whole cell (the mean of its 1 s samples): no run's
+            continue
+        cells[r.get("cell_id")][(client, env)][r["metric"]].append(
+            (i, lab.get("lockstep_step"), point)
+        )
+        test_case[r.get("cell_id")] = r["test_case"]
+    for cell, envs in cells.items():
+        head = primary.get(test_case[cell])
+        # the target's runs, in order, as cell_stats takes them: its headline rows
+        target = [(s, p) for _i, s, p in envs.get((False, "target"), {}).get(head or "", [])]
+        for (_client, env), metrics in envs.items():
+            if env == "target":
+                continue
+            runs = [p for _i, _s, p in envs.get((False, env), {}).get(head or "", [])]
+            for own in metrics.values():
+                steps = [s for _i, s, _p in own]
+                if any(s is not None for s in steps):  # lockstep: the step says where
+                    stepped = any(s is not None for s, _p in target)
+                    pts = paired_points(steps, target) if stepped else None
+                elif runs and [p for _i, _s, p in own] == runs:  # one with every run
+                    pts = paired_points(steps, target)
+                else:  # stored for some runs only: which ones, its count cannot tell
+                    pts = None
+                for k, (i, _s, p) in enumerate(own):
+                    there = None if pts is None else pts[k]
+                    out[i] = UNPAIRED if there is None else _point_value(there, p)
     return out
 
 
-def _point_value(point: Dims) -> Any:
-    """A target point as one group dimension value: its file size (sorts as a number), else
-    its labels as text."""
-    if len(point) == 1 and point[0][0] == "file_size_kb":
-        return point[0][1]
-    return ", ".join(f"{k}={v}" for k, v in point)
+def _point_value(target: Dims, own: Dims) -> Any:
+    """The target point a neighbour's row ran beside, as one group dimension value: the
+    target's file size (a number: sorts as one, shown '30 KB') where that is how the two
+    points differ, as a different:SIZE neighbour's do (wrk-max's connections are the same
+    on both sides); else the target's differing labels as text."""
+    mine = dict(own)
+    differ = [(k, v) for k, v in target if mine.get(k) != v]
+    size = dict(target).get("file_size_kb")
+    if size is not None and all(k == "file_size_kb" for k, _v in differ):
+        return size  # a different:SIZE of one of the target's own sizes differs in none
+    return ", ".join(f"{k}={v}" for k, v in differ or target)
 
 
 def cell_stats(

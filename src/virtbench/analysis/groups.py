@@ -185,7 +185,7 @@ def build(rows: list[dict[str, Any]], description: RunDescription) -> list[Group
     groups: dict[GroupKey, Group] = {}
     declared = {tc: description.labels_of(DIMENSION, tc) for tc in {r["test_case"] for r in rows}}
     # a different:SIZE neighbour's runs, one beside each of the target's sizes: apart, last
-    beside = beside_targets(rows, declared)
+    beside = beside_targets(rows, declared, primary)
     for row, there in zip(rows, beside, strict=True):
         labels = _labels(row)
         tkey = (row["test_case"], row["role"], row["metric"])

@@ -242,15 +242,18 @@ def beside_note(gs: list[Group]) -> Raw:
         return Raw("")
     text = (
         "A different:SIZE neighbour serves its one size once beside each of the target's "
-        "sizes, in the target's order: its rows are split by the target size it ran beside "
-        "(its k-th run beside the target's k-th size, as the co-location section pairs them), "
-        "never averaged across them."
+        "sizes: its rows are split by the target size it ran beside, as the co-location "
+        "section pairs them (a lockstep step's results by that step; a run's own figures, "
+        "such as a sweep's peak, by order: its k-th run beside the target's k-th size; a "
+        "cell whose target stopped after one size, its one run beside that size), never "
+        "averaged across them."
     )
     if UNPAIRED in there:
         text += (
-            " 'beside target: unknown' rows hold runs of cells whose neighbour and "
-            "target runs could not be paired (their counts differ: a cell stopped part-way); "
-            "they stay pooled."
+            " 'beside target: unknown' rows hold runs that could not be paired, and stay "
+            "pooled: of cells whose neighbour and target ran different numbers of sizes (one "
+            "stopped part-way), at a step the target recorded no headline at, or of a metric "
+            "stored for some runs only (errors by class) with no lockstep step to place it."
         )
     return Raw(f'<p class="note">{h(text)}</p>')
 
