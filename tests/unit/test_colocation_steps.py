@@ -790,6 +790,12 @@ def test_startup_table_says_the_targets_load_when_it_had_one():
     data = _fixed_rate_storm()
     table = figures.startup_table(data)
     assert "1 KB at 900 req/s (90 % of its solo peak)" in table
+    # and the client it was offered by, where the step says (drivers/httperf.size_clients)
+    for s in data.samples:
+        if s["metric"] == "offered_rate":
+            s["labels"] = s["labels"] | {"clients": 4, "clients_per_cpu": 4, "timeout_s": 4.4}
+    table = figures.startup_table(data)
+    assert "(90 % of its solo peak) by 4 httperf, 4 per client CPU, 4.4 s timeout" in table
     # without load=PCT the column reads as before
     plain = [s for s in data.samples if s["metric"] == "startup_s"]
     assert ">1 KB<" in figures.startup_table(SimpleNamespace(samples=plain))

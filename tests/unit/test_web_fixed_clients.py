@@ -31,33 +31,66 @@ SWEEP_STEP_LABELS = {
 def test_size_clients_holds_rate_times_timeout():
     per = httperf.sockets_per_process(NOFILE)
     assert per == httperf.FD_SETSIZE - httperf.FD_RESERVE  # stdio and a margin stay free
-    # seed 003 Fig. 14: 900 req/s with a 5 s timeout leaves up to 4,500 connections open
-    c = httperf.size_clients(900, 5.0, 1, NOFILE)
-    assert (c.processes, c.timeout) == (5, 5.0)
+    # seed 003 Fig. 14: 900 req/s with a 5 s timeout leaves up to 4,500 connections open;
+    # two client CPUs take the 5 processes that hold them (3 on one, 2 on the other)
+    c = httperf.size_clients(900, 5.0, 2, NOFILE, cpus=2)
+    assert (c.processes, c.timeout, c.per_cpu) == (5, 5.0, 3)
     assert c.sockets == 5 * per >= 900 * 5
-    # the fig14-look storm: 794 req/s at 70 KB, 2,025 at 1 KB (one client CPU)
+    # the fig14-look storm at 70 KB: 794 req/s fits 4 processes on one client CPU
     assert httperf.size_clients(794, 5.0, 1, NOFILE).processes == 4
-    assert httperf.size_clients(2025, 5.0, 1, NOFILE).processes == 11
     # a low rate keeps one process per client CPU, as before
     assert httperf.size_clients(150, 5.0, 1, NOFILE) == httperf.Clients(1, 5.0, per)
-    assert httperf.size_clients(150, 5.0, 2, NOFILE).processes == 2
-    # a lower fd limit holds fewer per process
-    assert httperf.size_clients(900, 5.0, 1, 512).processes == 10
+    assert httperf.size_clients(150, 5.0, 2, NOFILE, cpus=2).processes == 2
+    # a lower fd limit holds fewer per process (two CPUs: 8 at most, 10 would hold 5 s)
+    c = httperf.size_clients(900, 5.0, 2, 512, cpus=2)
+    assert c.processes == 8 and c.timeout < 5.0
 
 
-def test_size_clients_shortens_the_timeout_past_max_processes():
+def test_size_clients_puts_at_most_max_per_cpu_busy_pollers_on_a_client_cpu():
+    """httperf busy-polls: k processes on one CPU each wait ~(k-1) scheduler slices for it,
+    which adds milliseconds to every reply time; past MAX_PER_CPU the timeout shrinks."""
     per = httperf.sockets_per_process(NOFILE)
-    # 4,000 req/s x 5 s needs 20 processes: 16 of them hold 4 s of it
-    c = httperf.size_clients(4000, 5.0, 1, NOFILE)
-    assert c.processes == httperf.MAX_PROCESSES
-    assert c.timeout == 4.0 and per * httperf.MAX_PROCESSES / 4000 >= 4.0
-    assert 4000 * c.timeout <= c.sockets
-    # never below MIN_TIMEOUT_S: 40,000 req/s can still run out (and is flagged then)
-    c = httperf.size_clients(40_000, 5.0, 1, NOFILE)
-    assert (c.processes, c.timeout) == (httperf.MAX_PROCESSES, httperf.MIN_TIMEOUT_S)
+    assert httperf.MAX_PER_CPU == 4
+    # 900 req/s x 5 s on one client CPU needs 5: 4 of them hold 4.4 s of it
+    c = httperf.size_clients(900, 5.0, 1, NOFILE, cpus=1)
+    assert (c.processes, c.timeout, c.per_cpu) == (4, 4.4, 4)
+    assert 900 * c.timeout <= c.sockets
+    # the fig14-look storm at 1 KB, 2,025 req/s: was 11 processes on one CPU
+    c = httperf.size_clients(2025, 5.0, 1, NOFILE, cpus=1)
+    assert (c.processes, c.timeout) == (4, 1.9) and 2025 * c.timeout <= c.sockets
+    assert c.labels()["clients_per_cpu"] == 4
+    # 4,000 req/s x 5 s needs 20 processes: on four CPUs, 16 of them hold 4 s of it
+    c = httperf.size_clients(4000, 5.0, 4, NOFILE, cpus=4)
+    assert (c.processes, c.timeout, c.per_cpu) == (16, 4.0, 4)
+    assert per * 16 / 4000 >= 4.0
+    # never below MIN_TIMEOUT_S: past it the processes and timeout stay, and a step that
+    # runs out of sockets is flagged (by invalid_reason)
+    c = httperf.size_clients(40_000, 5.0, 1, NOFILE, cpus=1)
+    assert (c.processes, c.timeout) == (httperf.MAX_PER_CPU, httperf.MIN_TIMEOUT_S)
     assert c.sockets < 40_000 * c.timeout
+    # MAX_PROCESSES still bounds many client CPUs
+    assert httperf.size_clients(40_000, 5.0, 8, NOFILE, cpus=8).processes == 16
     # never longer than the timeout asked for
     assert httperf.size_clients(40_000, 0.5, 1, NOFILE).timeout == 0.5
+
+
+def test_size_clients_holds_no_more_connections_than_the_step_opens():
+    """Several calls per connection, or a short step, open fewer connections than
+    rate x timeout: 10,000 req/s, 100 calls each, 10 s open 1,000 in all."""
+    c = httperf.size_clients(10_000, 5.0, 1, 1 << 20, calls=100, duration=10.0)
+    assert (c.processes, c.timeout) == (1, 5.0)
+    # a 1 s step at 3,000 req/s opens 3,000 connections: 3 processes, the full timeout
+    c = httperf.size_clients(3000, 5.0, 1, NOFILE, duration=1.0)
+    assert (c.processes, c.timeout) == (3, 5.0)
+    # without calls/duration, rate x timeout (one call in flight per connection) decides
+    assert httperf.size_clients(10_000, 5.0, 1, NOFILE).timeout == 1.0
+
+
+def test_size_clients_keeps_within_a_limit():
+    """A client host's SSH sessions (serving/remote.MAX_SESSIONS) cap the processes."""
+    c = httperf.size_clients(4000, 5.0, 16, NOFILE, cpus=16, limit=8)
+    assert (c.processes, c.timeout, c.per_cpu) == (8, 2.0, 1)
+    assert httperf.size_clients(150, 5.0, 16, NOFILE, cpus=16, limit=8).processes == 8
 
 
 class _Proc:
@@ -100,19 +133,93 @@ def _step_labels(st: SweepState) -> dict:
 
 def test_fixed_rate_step_sizes_its_client_and_labels_it(monkeypatch):
     calls = _fake_clients(monkeypatch, "rate2000_ok.txt")
-    st, w = _state({"rate": 900.0, "duration": 30.0})
+    st, w = _state({"rate": 900.0, "duration": 30.0}, cpus=(0, 1))
     w.fixed_one(st, 900.0)
     ((argvs, slots),) = calls
-    assert len(argvs) == 5 and slots == [[0]] * 5  # five processes share the one client CPU
+    assert len(argvs) == 5 and slots == [[0], [1], [0], [1], [0]]  # round robin
     assert {_arg(a, "--timeout") for a in argvs} == {"5"}
     assert sum(float(_arg(a, "--rate")) for a in argvs) == pytest.approx(900.0)
     labels = _step_labels(st)
-    assert labels["clients"] == 5
+    assert labels["clients"] == 5 and labels["clients_per_cpu"] == 3
     assert labels["client_sockets"] == 5 * httperf.sockets_per_process(NOFILE)
     assert labels["timeout_s"] == 5.0
     assert labels["phase"] == "fixed-rate" and "invalid" not in labels
     # they never split results: the sizing differs between file sizes
-    assert {"clients", "client_sockets", "timeout_s"} <= set(HttperfSweep.ignored_labels)
+    sized = {"clients", "client_sockets", "timeout_s", "clients_per_cpu"}
+    assert sized <= set(HttperfSweep.ignored_labels)
+
+
+def test_fixed_rate_step_on_one_client_cpu_shortens_its_timeout(monkeypatch):
+    """Five busy-polling httperf on one CPU would delay each other's replies: four hold
+    900 req/s for 4.4 s instead, and the step says so."""
+    calls = _fake_clients(monkeypatch, "rate2000_ok.txt")
+    st, w = _state({"rate": 900.0, "duration": 30.0})
+    w.fixed_one(st, 900.0)
+    ((argvs, slots),) = calls
+    assert len(argvs) == 4 and slots == [[0]] * 4
+    assert {_arg(a, "--timeout") for a in argvs} == {"4.4"}
+    labels = _step_labels(st)
+    assert (labels["clients"], labels["clients_per_cpu"], labels["timeout_s"]) == (4, 4, 4.4)
+
+
+def test_fixed_rate_step_holds_what_its_calls_per_connection_open(monkeypatch):
+    calls = _fake_clients(monkeypatch, "rate2000_ok.txt")
+    st, w = _state({"rate": 10_000.0, "duration": 10.0, "calls_per_conn": 100})
+    assert w.fixed_clients(st, 10_000.0, 10.0) == httperf.Clients(1, 5.0, 1000)
+    del calls
+
+
+class _Remote:
+    """A client host (ctx.remote): its processes are sessions of one SSH connection."""
+
+
+def test_fixed_rate_step_on_a_client_host_keeps_to_its_ssh_sessions():
+    from virtbench.serving import remote
+
+    assert remote.MAX_SESSIONS == 8  # sshd's MaxSessions default 10, less clock and routes
+    cpus = tuple(range(16))
+    st, w = _state({"rate": 4000.0, "duration": 30.0}, cpus=cpus)
+    assert w.fixed_clients(st, 4000.0, 30.0).processes == 16  # on this host: 1 per CPU
+    st.ctx.remote = _Remote()
+    c = w.fixed_clients(st, 4000.0, 30.0)
+    assert c.processes == 8 and c.timeout == 2.0  # at most 8, whatever the CPUs
+    # a co-located environment's clients run there at the same time: they share the 8
+    st.ctx.client_parties = 2
+    assert w.fixed_clients(st, 4000.0, 30.0).processes == 4
+    st.ctx.client_parties = 12  # more environments than sessions: one each, at the least
+    assert w.fixed_clients(st, 4000.0, 30.0).processes == 1
+
+
+def test_co_located_environments_know_how_many_run_clients_beside_them():
+    """colocation_engine: every busy environment of a cell runs its clients at once, on the
+    one client host of the cell when there is one."""
+    import threading
+    from types import SimpleNamespace
+
+    from virtbench.scenarios import colocation_engine as engine
+
+    seen = []
+
+    class _W:
+        def run(self, platform, ctx):
+            seen.append(ctx.client_parties)
+            return []
+
+    env = SimpleNamespace(ctx=RunContext(params={}), workload=_W())
+    gate = threading.Barrier(1)  # parties: the cell's busy environments
+    for n in (1, 3):
+        gate = threading.Barrier(n)
+        e = engine._Env(engine.EnvPlan("target"), None)
+        threads = [
+            threading.Thread(target=engine._run_workload, args=(env, e, {}, gate, None))
+            for _ in range(n)
+        ]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+    assert seen == [1, 3, 3, 3]
+    assert RunContext(params={}).client_parties == 1  # alone
 
 
 def test_forced_clients_stand_and_running_out_of_sockets_stays_invalid(monkeypatch):
@@ -123,6 +230,7 @@ def test_forced_clients_stand_and_running_out_of_sockets_stays_invalid(monkeypat
     assert len(argvs) == 2  # the user's count, though 11 would hold 2025 x 5 s
     labels = _step_labels(st)
     assert labels["clients"] == 2 and labels["timeout_s"] == 5.0
+    assert labels["clients_per_cpu"] == 2
     assert labels["client_sockets"] == 2 * httperf.sockets_per_process(NOFILE)
     assert "load generator ran out of sockets" in labels["invalid"]
 

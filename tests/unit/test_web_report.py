@@ -43,6 +43,8 @@ def _sweep(scale: float, rep: int) -> list[Sample]:
 
 def _fixed(role: str) -> list[Sample]:
     labels = {"step": 0, "offered_rate": 500.0, "file_size_kb": 1, "phase": "fixed-rate"}
+    # the client it ran with (drivers/httperf.size_clients)
+    labels |= {"clients": 4, "clients_per_cpu": 4, "client_sockets": 4000, "timeout_s": 4.4}
     if role != "target":  # a neighbour's client-limited step must not show on the target's
         labels["invalid"] = "load generator CPU saturated (95% of its CPU)"
     return [
@@ -115,6 +117,9 @@ def test_web_section_curves_tables_and_invalid_steps(tmp_path):
     # the fixed-rate cell is not a peak: its own table, target role only
     assert "Throughput at a fixed offered rate" in text
     assert "many:2" in text
+    # with the client it ran with: busy-polling httperf sharing a CPU delay each other
+    assert "4 httperf, 4 per client CPU, 4.4 s timeout" in text
+    assert "4 httperf, 4 per client CPU" in sec.markdown
     # wrk closed-loop maximum with latency percentiles
     assert "Closed-loop maximum" in text and "p99.9" in text
     assert "peak sustained throughput (httperf)" in sec.markdown

@@ -31,10 +31,15 @@ FD_SETSIZE = 1024
 # whatever else it opens (it lowers its own fd limit to FD_SETSIZE at start)
 FD_RESERVE = 24
 # a fixed-rate step's automatic client sizing (size_clients): at most this many processes
-# side by side (round robin over the client CPUs, which they split as each busy-polls; a
-# process that cannot keep its share fails the send-rate or schedule-slip check) ...
+# side by side (round robin over the client CPUs) ...
 MAX_PROCESSES = 16
-# ... and past them a shorter --timeout, never below this (a dropped SYN is resent after 1 s)
+# ... and at most this many on one client CPU: httperf busy-polls (select() with a zero
+# timeout; its man page: "a CPU hog"), so k of them on one CPU each wait about k - 1
+# scheduler slices (~1.5 ms each under EEVDF) for it whenever a reply comes in, which adds
+# up to ~15-22 ms to reply, connect and connection times at k = 11-16 against ~1 ms replies
+MAX_PER_CPU = 4
+# ... and past them a shorter --timeout, never below this (a dropped SYN is resent after 1 s;
+# the man page: 1 s "may be acceptable", 5-10 s preferable)
 MIN_TIMEOUT_S = 1.0
 # below this share of the offered connection rate, the client did not really offer it
 MIN_SEND_SHARE = 0.90
@@ -115,38 +120,66 @@ def sockets_per_process(nofile: int) -> int:
 
 @dataclass(frozen=True)
 class Clients:
-    """The httperf processes of a fixed-rate step, their --timeout, and how many connections
-    they can hold at once, all together."""
+    """The httperf processes of a fixed-rate step, their --timeout, how many connections
+    they can hold at once, all together, and the client CPUs they share round robin."""
 
     processes: int
     timeout: float
     sockets: int
+    cpus: int = 1
+
+    @property
+    def per_cpu(self) -> int:
+        """Processes on the busiest client CPU (round robin)."""
+        return math.ceil(self.processes / max(1, self.cpus))
 
     def labels(self) -> dict[str, float | int]:
         """Recorded on the step beside `clients` (the processes that ran)."""
-        return {"client_sockets": self.sockets, "timeout_s": self.timeout}
+        return {
+            "client_sockets": self.sockets,
+            "timeout_s": self.timeout,
+            "clients_per_cpu": self.per_cpu,
+        }
 
 
-def size_clients(rate: float, timeout: float, processes: int, nofile: int) -> Clients:
+def size_clients(
+    rate: float,
+    timeout: float,
+    processes: int,
+    nofile: int,
+    *,
+    calls: int = 1,
+    duration: float = math.inf,
+    cpus: int = 1,
+    limit: int = MAX_PROCESSES,
+) -> Clients:
     """At least `processes` httperf processes, and their --timeout, for a FIXED offered rate
-    of `rate` req/s: enough to hold every connection the schedule can have outstanding,
-    rate x timeout (a server that answers nothing for a whole timeout; in requests, as a
-    connection of several calls may wait a timeout for each), so a request can only fail
-    by the server's fault (client-timo), never for want of a socket (fd-unavail) while the
-    server falls behind. A rate sweep needs none of it: it stops past saturation, where
-    its sockets run out.
+    of `rate` req/s over `duration` s, `calls` requests per connection, on `cpus` client
+    CPUs: enough to hold every connection the schedule can have outstanding, so a request
+    can only fail by the server's fault (client-timo), never for want of a socket
+    (fd-unavail) while the server falls behind. That is rate x timeout (a server that
+    answers nothing for a whole timeout; in requests, as a connection of several calls may
+    wait a timeout for each), but never more than the step opens, rate / calls x duration.
+    A rate sweep needs none of it: it stops past saturation, where its sockets run out.
 
-    Past MAX_PROCESSES the timeout shrinks until they suffice, down to MIN_TIMEOUT_S; a
-    rate beyond that can still run the client out of sockets, which its verdict flags."""
+    At most MAX_PER_CPU processes per client CPU (they busy-poll), MAX_PROCESSES and `limit`
+    (a client host's SSH sessions) in all; past that the timeout shrinks until they suffice,
+    down to MIN_TIMEOUT_S. A rate beyond that keeps those processes and that timeout and
+    can still run the client out of sockets, which its verdict flags."""
     per = sockets_per_process(nofile)
-    need = math.ceil(rate * timeout / per)
-    if need > MAX_PROCESSES:
-        # in tenths of a second, rounded down so that MAX_PROCESSES still suffice
-        fits = math.floor(MAX_PROCESSES * per / rate * 10) / 10
+    cap = max(1, min(limit, MAX_PROCESSES, MAX_PER_CPU * max(1, cpus)))
+    opened = max(1, round(rate / max(1, calls) * duration)) if math.isfinite(duration) else None
+
+    def need(t: float) -> int:
+        held = rate * t if opened is None else min(rate * t, opened)
+        return math.ceil(held / per)
+
+    if need(timeout) > cap:
+        # in tenths of a second, rounded down so that `cap` processes still suffice
+        fits = math.floor(cap * per / rate * 10) / 10
         timeout = min(timeout, max(MIN_TIMEOUT_S, fits))  # never longer than asked
-        need = min(MAX_PROCESSES, math.ceil(rate * timeout / per))
-    k = max(processes, need, 1)
-    return Clients(k, timeout, k * per)
+    k = min(cap, max(processes, need(timeout), 1))
+    return Clients(k, timeout, k * per, max(1, cpus))
 
 
 @dataclass

@@ -133,6 +133,8 @@ def _run_workload(
     placement: SharedCpu | None = None,
 ) -> None:
     ctx = _ctx_for(env, params, e.plan.role, e.marks, placement, e.points)
+    # the gate's parties: every busy environment, whose clients all run at once
+    ctx = replace(ctx, client_parties=gate.parties)
     if lockstep is not None:
         ctx = replace(ctx, lockstep=lockstep.party(e.plan.role))
     with contextlib.suppress(threading.BrokenBarrierError):

@@ -16,6 +16,7 @@ from ..drivers.validity import CLIENT_SATURATED
 from ..platforms.base import ExecResult
 from ..platforms.procs import run_host
 from . import netpath
+from .remote import MAX_SESSIONS
 
 if TYPE_CHECKING:
     from ..workloads.base import RunContext
@@ -80,6 +81,23 @@ def client_slots(ctx: RunContext, processes: int) -> list[list[int] | None]:
     if not cpus:
         return [None] * k
     return [[cpus[i % len(cpus)]] for i in range(k)]
+
+
+def client_cpu_count(ctx: RunContext) -> int:
+    """CPUs the clients of one step spread over: the client CPUs, else this host's (unpinned);
+    one on a client host without client CPUs (its CPUs are not known before it ran)."""
+    if ctx.client_cpus:
+        return len(ctx.client_cpus)
+    return 1 if ctx.remote is not None else len(os.sched_getaffinity(0))
+
+
+def process_limit(ctx: RunContext) -> int | None:
+    """Most client processes one environment may run at once, None: no limit of the host.
+    On a client host, its share of the SSH sessions (remote.MAX_SESSIONS) with the cell's
+    other environments that run their clients there at the same time, one at the least."""
+    if ctx.remote is None:
+        return None
+    return max(1, MAX_SESSIONS // max(1, ctx.client_parties))
 
 
 def cpu_times(cpus: set[int]) -> dict[int, tuple[int, int]]:

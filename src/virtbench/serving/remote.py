@@ -43,6 +43,12 @@ RTT_PORT = 22  # a connect to the target answers (SYN-ACK or RST) after one roun
 CLOCK_EXCHANGES = 7
 SSH_FAILED = 255  # ssh's own exit status: the connection, not the command, failed
 INVENTORY_ENV = "VIRTBENCH_INVENTORY"  # the client host's inventory, when the campaign has none
+# client processes a cell runs on the client host at once, all environments together: each
+# is a session of the one SSH connection (ControlMaster), and sshd refuses sessions past its
+# MaxSessions (default 10; ssh then falls back to a connection of its own, which starts the
+# process late and breaks a step's stagger and lockstep); 2 are left for the cell's clock
+# exchange and route lookups. A client host with a higher MaxSessions could take more.
+MAX_SESSIONS = 8
 
 # Runs on the client host: request on stdin, one JSON line out. Files named in the request
 # are written to a private temporary directory and their paths substituted in argv.

@@ -52,6 +52,10 @@ class RunContext:
     # the campaign's client host (serving/remote.py CellClient): clients run there over SSH;
     # None: on this host
     remote: Any = None
+    # environments that run their load generators at the same time as this one, itself
+    # included (a co-location cell's busy environments): on a client host they share its SSH
+    # sessions (serving/loadgen.process_limit)
+    client_parties: int = 1
     # time.monotonic() at the cell's start: `series` t counts from here, the axis of the
     # cell's sampler, so a workload's points and the 1 s readings line up (None: not known,
     # count from the workload's own start)

@@ -21,13 +21,16 @@ from ..results import NET_PATH_LABEL
 from ..serving.loadgen import (
     ClientRun,
     ParallelRun,
+    client_cpu_count,
     client_slots,
+    process_limit,
     raise_nofile,
     run_client,
     run_clients,
 )
 from ..serving.netpath import listen_address
 from ..serving.readiness import http_probe
+from ..serving.remote import MAX_SESSIONS
 from ..serving.server import Served, serve
 from .base import Metric, Param, RunContext, Sample, Workload
 from .network import CLIENT_PATH_PARAM
@@ -59,9 +62,10 @@ class _NginxWorkload(Workload):
     # facts of a sweep and of its load generator
     ignored_labels = ("offered_rate", "peak_step", "stopped", "max_connect_burst")
     ignored_labels += ("client_nofile", "client_errors", "client_cpus_busy_pct")
-    # how many httperf processes a step ran, the sockets they held and their --timeout: a
-    # fixed-rate step sizes them to its rate (so they differ between file sizes)
-    ignored_labels += ("clients", "client_sockets", "timeout_s")
+    # how many httperf processes a step ran (and on the busiest client CPU), the sockets they
+    # held and their --timeout: a fixed-rate step sizes them to its rate (so they differ
+    # between file sizes)
+    ignored_labels += ("clients", "client_sockets", "timeout_s", "clients_per_cpu")
     tools = ("nginx",)
     size_param = "file_sizes"
 
@@ -230,8 +234,9 @@ class HttperfSweep(_NginxWorkload):
         "timeout": Param(
             5.0,
             "httperf --timeout: seconds before a request counts as failed (fixed-rate mode"
-            " with clients = 0: shortened if 16 processes cannot hold rate x timeout"
-            " connections, to 1 s at the least)",
+            " with clients = 0: shortened, to 1 s at the least, if the processes allowed"
+            " (4 per client CPU, 16 in all, 8 per client host) cannot hold the min(rate x"
+            " timeout, rate / calls_per_conn x duration) connections it may leave open)",
             0.1,
             600,
         ),
@@ -245,9 +250,11 @@ class HttperfSweep(_NginxWorkload):
         "clients": Param(
             0,
             "httperf processes side by side, each offering its share of the rate and pinned"
-            " to a client CPU, round robin (0 = one per client CPU; in fixed-rate mode at"
-            " least as many as hold the rate x timeout connections a stalled server leaves"
-            " open, ~1000 each); each is checked for its 1024-socket select() limit",
+            " to a client CPU, round robin (0 = one per client CPU; in fixed-rate mode as"
+            " many as hold the connections a stalled server leaves open, ~1000 each, at"
+            " most 4 per client CPU as each busy-polls, 16 in all, and 8 per client host"
+            " shared by a cell's environments, within sshd's MaxSessions); each is checked"
+            " for its 1024-socket select() limit",
             min=0,
             max=256,
         ),
@@ -293,32 +300,52 @@ class HttperfSweep(_NginxWorkload):
         """Fixed-rate mode: one step at `rate` for `duration` s; its throughput is the
         headline (the 'peak' of a one-step sweep), labelled phase=fixed-rate."""
         duration = float(st.ctx.params.get("duration", 10.0))
-        clients = self.fixed_clients(st, rate)
+        clients = self.fixed_clients(st, rate, duration)
         st.ctx.log(
             f"{self.what(st)}: {clients.processes} httperf process"
-            f"{'es' if clients.processes > 1 else ''} hold {clients.sockets}"
-            f" connections; {rate:.0f} req/s x {clients.timeout:g} s timeout can leave"
-            f" {rate * clients.timeout:.0f} open"
+            f"{'es' if clients.processes > 1 else ''} ({clients.per_cpu} per client CPU)"
+            f" hold {clients.sockets} connections; {rate:.0f} req/s x {clients.timeout:g} s"
+            f" timeout can leave {rate * clients.timeout:.0f} open"
         )
+        if st.ctx.remote is not None and st.ctx.client_parties > MAX_SESSIONS:
+            st.ctx.log(
+                f"{self.what(st)}: {st.ctx.client_parties} environments run their clients on"
+                f" the client host at once, past the {MAX_SESSIONS} SSH sessions budgeted"
+                " (sshd MaxSessions, default 10): some may start late"
+            )
         step = self.step(st, 0, rate, duration, "fixed-rate", clients)
         self.check_alive(st.served, self.what(st), st.samples)
         st.samples += self.headline([step], st.size, "fixed-rate", phase="fixed-rate")
 
     @staticmethod
-    def fixed_clients(st: SweepState, rate: float) -> httperf.Clients:
+    def fixed_clients(st: SweepState, rate: float, duration: float) -> httperf.Clients:
         """The httperf processes and --timeout of a fixed-rate step: `clients` if set (the
         user's count stands; a step that runs out of sockets is flagged invalid), else
         sized to the rate (httperf.size_clients): a fixed rate is offered even while the
         server falls behind (a start-up storm), and every connection it then leaves open
-        needs a socket. A sweep keeps one process per client CPU: its sockets run out only
-        past the saturation it stops at."""
+        needs a socket; at most httperf.MAX_PER_CPU per client CPU (they busy-poll), and on
+        a client host the cell's share of its SSH sessions (loadgen.process_limit). A sweep
+        keeps one process per client CPU: its sockets run out only past the saturation it
+        stops at."""
         p = st.ctx.params
         timeout = float(p["timeout"])
         forced = int(p.get("clients", 0))
+        cpus = client_cpu_count(st.ctx)
         if forced:
-            return httperf.Clients(forced, timeout, forced * httperf.sockets_per_process(st.nofile))
+            sockets = forced * httperf.sockets_per_process(st.nofile)
+            return httperf.Clients(forced, timeout, sockets, cpus)
         base = len(client_slots(st.ctx, 0))  # one per client CPU, as a sweep's
-        return httperf.size_clients(rate, timeout, base, st.nofile)
+        limit = process_limit(st.ctx) or httperf.MAX_PROCESSES
+        return httperf.size_clients(
+            rate,
+            timeout,
+            base,
+            st.nofile,
+            calls=st.calls,
+            duration=duration,
+            cpus=cpus,
+            limit=limit,
+        )
 
     def lockstep_one(self, st: SweepState, rates: list[float]) -> None:
         """Lockstep mode: every step of the shared schedule, none skipped (the co-located

@@ -26,6 +26,33 @@ def _rows(data, test_case: str) -> list[dict[str, Any]]:
     return [r for r in data.samples if r["test_case"] == test_case]
 
 
+def client_text(labels: dict[str, Any]) -> str | None:
+    """A fixed-rate step's client as its labels say (drivers/httperf.size_clients):
+    "4 httperf, 4 per client CPU, 4.4 s timeout"; None for a step without them (a sweep's).
+    It decides what its reply times hold: httperf busy-polls, so processes sharing a CPU
+    wait for it, and a shorter timeout counts slow replies as errors sooner."""
+    if labels.get("timeout_s") is None or labels.get("clients") is None:
+        return None
+    per = labels.get("clients_per_cpu")
+    text = f"{labels['clients']} httperf" + (f", {per} per client CPU" if per else "")
+    return text + f", {labels['timeout_s']:g} s timeout"
+
+
+def fixed_clients(data) -> dict[tuple[str, str, str], str]:
+    """(platform, shown scenario, file size as text) -> the client of the target's
+    fixed-rate steps there (several if the repetitions differed, e.g. with the rate)."""
+    found: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+    for r in _rows(data, "httperf-sweep"):
+        lab = r["labels"]
+        if r["metric"] != "offered_rate" or r["role"] != "target":
+            continue
+        if lab.get("phase") != "fixed-rate" or (text := client_text(lab)) is None:
+            continue
+        scenario = shown_scenario(r["scenario"], {PEAK_LIMIT_LABEL: lab.get(PEAK_LIMIT_LABEL)})
+        found[(r["platform"], scenario, str(lab.get("file_size_kb")))].add(text)
+    return {k: " / ".join(sorted(v)) for k, v in found.items()}
+
+
 def _who(platform: str, scenario: str, scenarios: int) -> str:
     return platform if scenarios < 2 else f"{platform} · {scenario}"
 
@@ -148,6 +175,10 @@ def web_section(data) -> Section | None:
         data, "httperf-sweep", fixed, "file_size_kb", lambda k: phases.get(k) == "fixed-rate"
     )
     if rows:
+        # the client decides what the step's times hold: its size is said beside them
+        client = fixed_clients(data)
+        headers = [*headers, "client"]
+        rows = [[*row, client.get((row[0], row[1], row[2]), "–")] for row in rows]
         parts.append("<h3>Throughput at a fixed offered rate (httperf, one step)</h3>")
         parts.append(str(html.scroll(str(html.table(headers, rows)))))
         md += "throughput at a fixed offered rate (httperf):\n" + html.md_table(headers, rows)

@@ -20,6 +20,7 @@ from typing import Any
 
 from ....analysis.colocation import value_order
 from ... import html, svg
+from ..web import client_text
 from . import roles
 
 # workload series that are a throughput (first match wins), then the environment's own bytes
@@ -225,6 +226,7 @@ def _target_loads(samples: list[dict[str, Any]]) -> dict[tuple[str, str, str, An
     " at 900 req/s (90 % of its solo peak)": the rate offered beside the storm."""
     rates: dict[tuple[str, str, str, Any], set[float]] = defaultdict(set)
     pcts: dict[tuple[str, str, str, Any], set[Any]] = defaultdict(set)
+    clients: dict[tuple[str, str, str, Any], set[str]] = defaultdict(set)
     for s in samples:
         lab = s["labels"]
         if (
@@ -236,12 +238,16 @@ def _target_loads(samples: list[dict[str, Any]]) -> dict[tuple[str, str, str, An
             key = (s["platform"], s.get("test_case", ""), s["scenario"], lab.get("file_size_kb"))
             rates[key].add(s["value"])
             pcts[key].add(lab["load_pct"])
+            if (text := client_text(lab)) is not None:
+                clients[key].add(text)
     out = {}
     for key, values in rates.items():
         lo, hi = min(values), max(values)  # one per run (its peak is measured once)
         rate = f"{lo:,.0f}" + (f"–{hi:,.0f}" if hi - lo >= 0.5 else "")
         pct = ", ".join(f"{p:g}" for p in sorted(pcts[key]))
         out[key] = f" at {rate} req/s ({pct} % of its solo peak)"
+        if clients[key]:  # what the storm's reply times were measured with
+            out[key] += f" by {' / '.join(sorted(clients[key]))}"
     return out
 
 
