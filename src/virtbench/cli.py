@@ -252,9 +252,8 @@ def results(run_ref, fmt, list_runs, results_dir, store) -> None:
     shows as lost, with the time it was found so)."""
     from . import export
     from .runner import states
-    from .store.db import open_store
 
-    store = open_store(store, results_dir)
+    store = _open_to_read(store, results_dir)
     if list_runs:
         states.settle_lost(store, results_dir)
         for r in store.runs():
@@ -279,19 +278,46 @@ def results(run_ref, fmt, list_runs, results_dir, store) -> None:
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), help="HTML file path")
 def report(run_ref, results_dir, store, output) -> None:
     """Write the HTML report of RUN_ID (default: latest) and print a Markdown summary."""
-    from .store.db import open_store
-
     if output is not None and not output.parent.is_dir():
         raise VirtbenchError(
             f"--output {output}: directory {output.parent} does not exist; create it first"
         )
-    store = open_store(store, results_dir)
+    store = _open_to_read(store, results_dir)
     _report(store, store.resolve_run(run_ref), results_dir, output)
+
+
+def _open_to_read(store: str | None, results_dir: Path):
+    """The store of a command that only reads: one this user cannot write (a colleague's
+    results, a read-only export) is read without writing anything to it or beside it."""
+    from .store.db import open_store
+
+    opened = open_store(store, results_dir, read=True)
+    if opened.read_note:
+        err_console.print("[yellow]note:[/]", Text(opened.read_note))
+    return opened
+
+
+def _can_create(path: Path) -> bool:
+    """Could this process create `path`, making the directories it lacks?"""
+    path = path.absolute()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    target = path if path.is_dir() else path.parent
+    return os.access(target, os.W_OK | os.X_OK) and (path.is_dir() or os.access(path, os.W_OK))
 
 
 def _report(store, run_id: str, results_dir: Path, output: Path | None = None) -> None:
     from .report import build
 
+    html_path = build.default_path(results_dir, run_id)
+    if output is None and not _can_create(html_path):
+        # results shared read-only: the summary still; the HTML goes where the user says
+        click.echo(build.render(store, run_id)[1])
+        err_console.print(
+            "[yellow]note:[/]",
+            Text(f"HTML report not written: cannot write {html_path}; pass --output FILE"),
+        )
+        return
     path, markdown = build.write(store, run_id, results_dir, output)
     click.echo(markdown)
     say(f"HTML report: {path}")
@@ -482,14 +508,13 @@ def compare(
     from .analysis import compare as cmp
     from .analysis import fingerprint
     from .report import compare_page
-    from .store.db import open_store
 
     if html_path is not None and not html_path.parent.is_dir():
         raise VirtbenchError(f"--html {html_path}: directory {html_path.parent} does not exist")
     if run_b is None and not platforms:
         raise VirtbenchError("give RUN_B, or --platforms A B to compare two platforms of RUN_A")
-    store_a = open_store(store, results_dir)
-    store_2 = open_store(store_b, results_dir) if store_b else store_a
+    store_a = _open_to_read(store, results_dir)
+    store_2 = _open_to_read(store_b, results_dir) if store_b else store_a
     id_a = store_a.resolve_run(run_a)
     id_b = store_2.resolve_run(run_b) if run_b else id_a
     one_run = store_2 is store_a and id_a == id_b
@@ -755,11 +780,10 @@ def fleet_report(fleet_id, run_refs, results_dir, store, all_metrics, fmt) -> No
     from . import export
     from .fleet import state
     from .report import hosts as hosts_mod
-    from .store.db import open_store
 
     if not fleet_id and not run_refs:
         raise VirtbenchError("give FLEET_ID or --run RUN_ID (repeatable)")
-    db = open_store(store, results_dir)
+    db = _open_to_read(store, results_dir)
     named: list[tuple[str, str | None]] = []
     if fleet_id:
         record = state.load(results_dir, fleet_id)

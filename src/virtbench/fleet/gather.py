@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import VirtbenchError
-from ..store import importer
+from ..store import importer, readonly
 from ..store.db import open_store
 from .state import Fleet
 
@@ -60,7 +60,7 @@ def run_span(db: Path, run_id: str | None) -> float | None:
     if not run_id:
         return None
     try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        con = readonly.connect(db)
         try:
             row = con.execute(
                 "SELECT r.started_at, COALESCE(r.finished_at, MAX(c.finished_at)) FROM runs r"

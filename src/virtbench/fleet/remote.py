@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..runner.locks import run_holder
 from ..runner.states import DONE
+from ..store import readonly
 
 STORE = "virtbench.db"
 SNAPSHOT = "snapshot.db"
@@ -20,18 +21,16 @@ EXIT_CODE = "exit_code"  # written by the start task when `virtbench run` ends
 
 
 def snapshot(db: Path, target: Path) -> None:
-    """sqlite's online backup: a consistent copy even while the runner writes (WAL)."""
+    """sqlite's online backup: a consistent copy even while the runner writes (WAL), read
+    without leaving a -wal/-shm beside a store whose runner has ended (readonly.py)."""
     tmp = target.with_suffix(".tmp")
     tmp.unlink(missing_ok=True)
-    src = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    readonly.private_copy(db, tmp.parent, tmp.name)
+    dst = sqlite3.connect(tmp)
     try:
-        dst = sqlite3.connect(tmp)
-        with dst:
-            src.backup(dst)
         dst.execute("PRAGMA journal_mode=DELETE")  # one self-contained file to fetch
-        dst.close()
     finally:
-        src.close()
+        dst.close()
     tmp.replace(target)
 
 
@@ -44,7 +43,7 @@ def _latest_run(db: Path) -> tuple[str, str] | None:
 
 
 def _cells(db: Path, run_id: str) -> list[str]:
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    con = readonly.connect(db)
     try:
         return [s for (s,) in con.execute("SELECT status FROM cells WHERE run_id = ?", (run_id,))]
     finally:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import yaml
 
+from ..store import readonly
 from . import ansible, source
 from .state import FAILED, LOST, OK, PENDING, RUNNING, Fleet, HostState
 
@@ -267,7 +268,7 @@ def _tail(remote: dict) -> str:
 
 def _readable(db: Path) -> bool:
     try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        con = readonly.connect(db)  # leaves nothing beside the file it may replace
         try:
             return con.execute("PRAGMA quick_check").fetchone()[0] == "ok"
         finally:

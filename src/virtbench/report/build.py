@@ -38,11 +38,15 @@ def render(store: Store, run_id: str) -> tuple[str, str]:
     return html_text, markdown
 
 
+def default_path(results_dir: Path, run_id: str) -> Path:
+    return Path(results_dir) / "reports" / f"{run_id}.html"
+
+
 def write(
     store: Store, run_id: str, results_dir: Path, output: Path | None = None
 ) -> tuple[Path, str]:
     html_text, markdown = render(store, run_id)
-    path = Path(output) if output else Path(results_dir) / "reports" / f"{run_id}.html"
+    path = Path(output) if output else default_path(results_dir, run_id)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         # write-then-rename: a crash never leaves a half report where a good one was

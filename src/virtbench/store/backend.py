@@ -86,9 +86,13 @@ class Db:
 class SqliteDb(Db):
     errors = (sqlite3.Error,)
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, uri: str | None = None) -> None:
+        """`uri`: open that instead, read-only (readonly.ro_uri: nothing written beside)."""
         self.where = str(path)
         try:
+            if uri is not None:
+                self.conn = sqlite3.connect(uri, uri=True, timeout=30, check_same_thread=False)
+                return
             self.conn = sqlite3.connect(str(path), timeout=30, check_same_thread=False)
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")

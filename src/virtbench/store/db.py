@@ -9,6 +9,7 @@ backend.py is where the two dialects differ. The schema is versioned and migrate
 from __future__ import annotations
 
 import json
+import tempfile
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -18,7 +19,7 @@ from typing import Any
 
 from ..errors import VirtbenchError
 from ..results import Sample
-from . import backend, schema, stops
+from . import backend, readonly, schema, stops
 from . import description as description_mod
 from .backend import Db
 from .description import RunDescription
@@ -50,25 +51,60 @@ class CellRow:
 
 
 class Store:
-    def __init__(self, location: str | Path) -> None:
-        """A SQLite file path, or a postgresql:// URL."""
+    def __init__(self, location: str | Path, *, read_only: bool = False) -> None:
+        """A SQLite file path, or a postgresql:// URL. `read_only` (a SQLite file): read it
+        without writing anything to it or beside it (readonly.py); an older schema is
+        migrated in a private copy, and `read_note` says so."""
         shown = backend.redact(str(location)) if backend.is_url(location) else location
         self.path: Path | str = shown if backend.is_url(location) else Path(location)
         self.shared = backend.is_url(location)  # many hosts write to it at once
+        self.read_note: str | None = None
+        self._private: tempfile.TemporaryDirectory[str] | None = None
         try:
-            if not self.shared:
-                Path(location).parent.mkdir(parents=True, exist_ok=True)
-            self.conn: Db = backend.connect(location)
+            if read_only and not self.shared:
+                self.conn: Db = self._open_read_only(Path(location))
+            else:
+                if not self.shared:
+                    Path(location).parent.mkdir(parents=True, exist_ok=True)
+                self.conn = backend.connect(location)
         except OSError as exc:
             raise VirtbenchError(f"cannot open results store {self.path}: {exc}") from exc
         try:
             schema.upgrade(self.conn)
         except self.conn.errors as exc:
-            self.conn.close()
+            self.close()
             raise VirtbenchError(f"cannot open results store {self.path}: {exc}") from exc
         except BaseException:
-            self.conn.close()
+            self.close()
             raise
+
+    def _open_read_only(self, path: Path) -> Db:
+        """`path` read in place when its schema is current (or newer: upgrade refuses it),
+        else a private copy migrated to CURRENT (removed by close or at exit)."""
+        uri = readonly.ro_uri(path)
+        found = None
+        if uri is not None:
+            conn = backend.SqliteDb(path, uri)
+            try:
+                found = schema.version(conn)
+            except conn.errors as exc:
+                conn.close()
+                raise VirtbenchError(f"cannot open results store {path}: {exc}") from exc
+            if found is not None and found >= schema.CURRENT:
+                return conn
+            conn.close()
+        self._private = tempfile.TemporaryDirectory(prefix="vb-store-")
+        copy = readonly.private_copy(path, Path(self._private.name))
+        if found is not None:
+            self.read_note = (
+                f"results store {path} is read-only here and has schema version {found}"
+                f" (this virtbench: {schema.CURRENT}): reading a private copy migrated in"
+                f" {self._private.name}, removed at exit; open it once as a user who can"
+                " write it to migrate it in place"
+            )
+        conn = backend.SqliteDb(copy)
+        conn.where = str(path)  # messages name the user's store, not the copy
+        return conn
 
     @classmethod
     def in_dir(cls, results_dir: Path) -> Store:
@@ -85,6 +121,8 @@ class Store:
 
     def close(self) -> None:
         self.conn.close()
+        if self._private is not None:
+            self._private.cleanup()
 
     @contextmanager
     def tx(self) -> Iterator[Db]:
@@ -344,9 +382,14 @@ class Store:
         return stops.select(self.conn, run_id)
 
 
-def open_store(store: str | None, results_dir: Path, *, create: bool = False) -> Store:
+def open_store(
+    store: str | None, results_dir: Path, *, create: bool = False, read: bool = False
+) -> Store:
     """The store named by --store (a postgresql:// URL, a SQLite file, or a directory holding
-    virtbench.db), else RESULTS_DIR/virtbench.db. A SQLite store must exist unless `create`."""
+    virtbench.db), else RESULTS_DIR/virtbench.db. A SQLite store must exist unless `create`.
+    `read`: for a command that only reads; a SQLite store this process cannot write (another
+    user's, a read-only mount) is then read without writing it. One it can write is opened
+    as usual: migrated in place, and read beside a running campaign through SQLite's locks."""
     if store and backend.is_url(store):
         return Store(store)
     path = Path(store) if store else Path(results_dir) / DB_NAME
@@ -355,4 +398,4 @@ def open_store(store: str | None, results_dir: Path, *, create: bool = False) ->
     if not create and not path.exists():
         hint = "check the path" if store else "run a campaign first or pass --results-dir/--store"
         raise VirtbenchError(f"no results store at {path}; {hint}")
-    return Store(path)
+    return Store(path, read_only=read and path.exists() and not readonly.writable(path))

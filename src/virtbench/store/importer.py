@@ -1,22 +1,23 @@
 """`virtbench import`: copy runs from SQLite results files (hosts that ran offline, a run's
 fallback file) into a store, typically the shared PostgreSQL one.
 
-The file is read through a private copy (with its WAL), upgraded there by the migrations,
-so the file itself is left as it was (and may be read-only). Each run is copied in one
-transaction. Importing is idempotent: a run already in the store is skipped, except that
-cells finished in the file and not in the store (a run whose store went away mid-run kept
-them in its fallback file) are added, so importing the same file again adds nothing.
+The file is read through a private copy (readonly.private_copy: with what its WAL holds),
+upgraded there by the migrations, so the file itself is left as it was (and may be
+read-only). Each run is copied in one transaction. Importing is idempotent: a run already
+in the store is skipped, except that cells finished in the file and not in the store (a run
+whose store went away mid-run kept them in its fallback file) are added, so importing the
+same file again adds nothing.
 """
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import VirtbenchError
+from . import readonly
 from .db import DB_NAME, Store
 
 DONE = ("ok", "failed", "timeout")  # finished cells (runner.states.DONE; store stays below it)
@@ -41,28 +42,22 @@ class Imported:
         return f"{self.run_id}: already in {store}, skipped"
 
 
-def _private_copy(path: Path, into: Path) -> Path:
-    """A copy of a SQLite store and its write-ahead log, so that nothing (not even SQLite's
-    -shm file) is written beside `path`. For files at rest: not a store a run still writes."""
+def _source(path: Path) -> Path:
+    """The results file `path` names (a results directory holds virtbench.db)."""
     if path.is_dir():
         path = path / DB_NAME
     if not path.is_file():
-        raise VirtbenchError(f"import: no results file at {path}")
-    copy = into / DB_NAME
-    try:
-        shutil.copyfile(path, copy)
-        wal = path.with_name(path.name + "-wal")
-        if wal.is_file():  # committed cells not yet checkpointed into the file
-            shutil.copyfile(wal, copy.with_name(copy.name + "-wal"))
-    except OSError as exc:
-        raise VirtbenchError(f"import: cannot read {path}: {exc.strerror or exc}") from exc
-    return copy
+        raise VirtbenchError(f"no results file at {path}")
+    return path
 
 
 def import_file(path: Path, dst: Store, log: Callable[[str], None]) -> list[Imported]:
     """Copy every run of the SQLite file at `path` into `dst`; one line per run to `log`."""
     with tempfile.TemporaryDirectory(prefix="vb-import-") as tmp:
-        copy = _private_copy(Path(path), Path(tmp))
+        try:
+            copy = readonly.private_copy(_source(Path(path)), Path(tmp))
+        except VirtbenchError as exc:
+            raise VirtbenchError(f"import: {exc}") from exc.__cause__
         try:
             src = Store(copy)
         except VirtbenchError as exc:

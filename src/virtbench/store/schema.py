@@ -141,7 +141,7 @@ MIGRATIONS: list[Step] = [_v1_to_v2, _v2_to_v3, _v3_to_v4, _v4_to_v5]
 CURRENT = len(MIGRATIONS) + 1
 
 
-def _version(conn: Db) -> int | None:
+def version(conn: Db) -> int | None:
     """The stored version, 1 for a store from before versioning, None for an empty store."""
     tables = conn.tables()
     if "schema_version" in tables:
@@ -151,23 +151,29 @@ def _version(conn: Db) -> int | None:
     return 1 if "runs" in tables else None
 
 
+def refuse_newer(conn: Db, found: int | None) -> None:
+    if found is not None and found > CURRENT:
+        raise VirtbenchError(
+            f"results store {conn.where} has schema version {found}; this virtbench"
+            f" reads up to {CURRENT}: use a newer virtbench"
+        )
+
+
 def upgrade(conn: Db) -> None:
     """Bring the store to CURRENT, creating it if it is empty, in one transaction."""
-    if _version(conn) == CURRENT:
+    found = version(conn)
+    if found == CURRENT:
         return
+    refuse_newer(conn, found)  # before taking the write lock: a read-only store says why
     with conn.migrating():  # one connection upgrades; the others wait, then see it done
-        version = _version(conn) or 1  # an empty store is created at v1 and migrated up
-        if version == CURRENT:
+        found = version(conn) or 1  # an empty store is created at v1 and migrated up
+        if found == CURRENT:
             return
-        if version > CURRENT:
-            raise VirtbenchError(
-                f"results store {conn.where} has schema version {version}; this virtbench"
-                f" reads up to {CURRENT}: use a newer virtbench"
-            )
+        refuse_newer(conn, found)
         for stmt in V1:
             conn.execute(stmt)
         conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-        for step in MIGRATIONS[version - 1 :]:
+        for step in MIGRATIONS[found - 1 :]:
             step(conn)
         conn.execute("DELETE FROM schema_version")
         conn.execute("INSERT INTO schema_version (version) VALUES (?)", (CURRENT,))
