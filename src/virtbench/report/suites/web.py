@@ -176,9 +176,10 @@ def web_section(data) -> Section | None:
     )
     if rows:
         # the client decides what the step's times hold: its size is said beside them
-        client = fixed_clients(data)
-        headers = [*headers, "client"]
-        rows = [[*row, client.get((row[0], row[1], row[2]), "–")] for row in rows]
+        # (a column only where some step recorded it: runs stored before had no such labels)
+        if client := fixed_clients(data):
+            headers = [*headers, "client"]
+            rows = [[*row, client.get((row[0], row[1], row[2]), "–")] for row in rows]
         parts.append("<h3>Throughput at a fixed offered rate (httperf, one step)</h3>")
         parts.append(str(html.scroll(str(html.table(headers, rows)))))
         md += "throughput at a fixed offered rate (httperf):\n" + html.md_table(headers, rows)
