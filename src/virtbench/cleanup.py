@@ -10,6 +10,9 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from . import ownedtmp
+from .ownedtmp import process_start_time as process_start_time  # its home is ground level
+
 CLEANERS: list[tuple[str, Callable[[], list[str]]]] = []
 
 
@@ -25,13 +28,6 @@ def register(what: str):
 # virtbench process using a host object, so `cleanup` spares objects of runs still alive
 # (several runs may share a host) and removes those whose owner died.
 OWNERS_DIR = Path("/run/virtbench/owners")
-
-
-def process_start_time(pid: int) -> str | None:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
 
 
 def claim(name: str) -> None:
@@ -51,6 +47,12 @@ def in_use(name: str) -> bool:
     except (OSError, ValueError):
         return False
     return process_start_time(int(pid)) == start
+
+
+@register("private temporary files")
+def _clean_owned_tmp() -> list[str]:
+    """/tmp/vb-KIND-PID-START-* (a store's private copy, an import's, ...) of dead owners."""
+    return ownedtmp.remove_stale()
 
 
 # --- what a cleaner ended: listed, so a user sees the load that was left running ----------

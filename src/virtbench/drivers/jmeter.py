@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import cleanup
+from .. import cleanup, ownedtmp
 from ..errors import WorkloadError
 from ..naming import NAME_PREFIX
 from .validity import client_limit, first
@@ -272,6 +272,8 @@ def _clean_dirs() -> list[str]:
     out = []
     now = time.time()
     for d in Path(tempfile.gettempdir()).glob(NAME_PREFIX + "jmeter-*"):
+        if ownedtmp.owner_alive(d.name) is not None:
+            continue  # named by its owner (the launcher's dir): removed when that one is gone
         try:
             newest = max([d.stat().st_mtime, *(f.stat().st_mtime for f in d.iterdir())])
         except OSError:

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import ownedtmp
 from ..errors import WorkloadError
-from ..naming import NAME_PREFIX
 from .validity import client_limit, first, http_errors
 
 MARKER = "VIRTBENCH-JSON "
@@ -53,8 +52,8 @@ end
 
 @contextmanager
 def script() -> Iterator[str]:
-    """The Lua script as a short-lived host file (removed on exit; `vb-` named for cleanup)."""
-    fd, path = tempfile.mkstemp(prefix=NAME_PREFIX + "wrk-", suffix=".lua")
+    """The Lua script as a short-lived host file (removed on exit; owner-named: ownedtmp)."""
+    fd, path = ownedtmp.mkstemp("wrk", suffix=".lua")
     try:
         with os.fdopen(fd, "w") as f:
             f.write(LUA)

@@ -76,7 +76,9 @@ def rtt(addr, port):
         d = time.perf_counter() - t
         best = d if best is None else min(best, d)
     return best
-tmp = tempfile.mkdtemp(prefix="vb-client-")
+start = open("/proc/self/stat").read().rsplit(")", 1)[1].split()[19]
+# ownedtmp's naming (PID, start time): `virtbench cleanup` there removes it if we are killed
+tmp = tempfile.mkdtemp(prefix="vb-client-%d-%s-" % (os.getpid(), start))
 try:
     argv = list(req["argv"])
     for i, (name, data) in req.get("files", {}).items():

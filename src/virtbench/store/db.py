@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import ownedtmp
 from ..errors import VirtbenchError
 from ..results import Sample
 from . import backend, readonly, schema, stops
@@ -93,7 +94,8 @@ class Store:
             if found is not None and found >= schema.CURRENT:
                 return conn
             conn.close()
-        self._private = tempfile.TemporaryDirectory(prefix="vb-store-")
+        # named by this process: `virtbench cleanup` removes it if a crash skips close
+        self._private = ownedtmp.tempdir("store")
         copy = readonly.private_copy(path, Path(self._private.name))
         if found is not None:
             self.read_note = (

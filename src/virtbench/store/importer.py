@@ -11,11 +11,11 @@ same file again adds nothing.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import ownedtmp
 from ..errors import VirtbenchError
 from . import readonly
 from .db import DB_NAME, Store
@@ -53,7 +53,7 @@ def _source(path: Path) -> Path:
 
 def import_file(path: Path, dst: Store, log: Callable[[str], None]) -> list[Imported]:
     """Copy every run of the SQLite file at `path` into `dst`; one line per run to `log`."""
-    with tempfile.TemporaryDirectory(prefix="vb-import-") as tmp:
+    with ownedtmp.tempdir("import") as tmp:  # `cleanup` removes it if a crash skips `with`
         try:
             copy = readonly.private_copy(_source(Path(path)), Path(tmp))
         except VirtbenchError as exc:

@@ -15,14 +15,13 @@ from __future__ import annotations
 import math
 import shutil
 import statistics
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from .. import ownedtmp
 from ..appstack import build as appstack
 from ..drivers import jmeter, jvm
 from ..errors import WorkloadError, WorkloadTimeout
-from ..naming import NAME_PREFIX
 from ..platforms.base import Platform
 from ..results import NET_PATH_LABEL
 from ..serving.loadgen import ClientRun, run_client
@@ -134,7 +133,7 @@ class DayTraderJMeter(Workload):
         p = ctx.params
         total = int(p["dry_run"]) + int(p["duration"])
         # host temporary files named in argv (a client host receives them: serving/remote.py)
-        tmp = Path(tempfile.mkdtemp(prefix=NAME_PREFIX + "jmeter-"))
+        tmp = Path(ownedtmp.mkdtemp("jmeter"))
         try:
             launcher = tmp / appstack.LAUNCHER_JAR
             shutil.copyfile(built / appstack.LAUNCHER_JAR, launcher)

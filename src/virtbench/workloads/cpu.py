@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from .. import ownedtmp
 from ..drivers import hpcc, stress_ng, sysbench
 from ..errors import WorkloadError
 from ..platforms import stall
-from ..platforms.base import NAME_PREFIX, Platform
+from ..platforms.base import Platform
 from .base import Metric, Param, RunContext, Sample, Workload, check
 from .registry import register
 from .scratch import Deadline, read_file, remove, scratch_dir
@@ -175,7 +175,7 @@ class _Hpcc(Workload):
         workdir = scratch_dir(platform, "hpcc")
         out = f"{workdir}/hpccoutf.txt"
         try:
-            with tempfile.TemporaryDirectory(prefix=NAME_PREFIX) as tmp:
+            with ownedtmp.tempdir("hpcc") as tmp:
                 inf = Path(tmp) / "hpccinf.txt"
                 inf.write_text(hpcc.input_file(ns, int(ctx.params["nb"])))
                 platform.put_file(str(inf), f"{workdir}/hpccinf.txt", 0o644)

@@ -30,7 +30,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ... import probes_build, tools
+from ... import ownedtmp, probes_build, tools
 from ...errors import VirtbenchError
 
 # tools whose control path relies on read(2) blocking on a socket
@@ -177,7 +177,7 @@ except OSError as e:
 def read_blocks() -> tuple[bool | None, str]:
     """Whether read(2) waits on a blocking socket under runsc's host network: (True, ...),
     (False, what it did) or (None, why it could not be checked). About a second."""
-    argv = ["runsc", "--root", tempfile.mkdtemp(prefix="vb-runsc-probe-"), "--rootless"]
+    argv = ["runsc", "--root", ownedtmp.mkdtemp("runsc-probe"), "--rootless"]
     argv += ["--platform=ptrace", "--network=host", "do", sys.executable, "-c", _PROBE]
     try:
         r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
