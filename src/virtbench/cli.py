@@ -326,7 +326,8 @@ def _report(store, run_id: str, results_dir: Path, output: Path | None = None) -
 @cli.command()
 def cleanup() -> None:
     """Remove anything virtbench left behind (processes, cgroups, netns, links, mounts, VMs,
-    Docker containers, volumes, network and its own dockerd with the chains it made)."""
+    Docker containers, volumes, network and its own dockerd with the chains it made, and
+    /tmp copies of stores whose process is gone)."""
     from .cleanup import run_all
 
     removed = run_all()
