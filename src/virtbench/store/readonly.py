@@ -34,6 +34,8 @@ SIDE_FILES = ("-wal", "-shm")
 
 
 def _side(path: Path, suffix: str) -> Path:
+    """SQLite keeps its side files beside the file a symlink names, not beside the link."""
+    path = Path(path).resolve()
     return path.with_name(path.name + suffix)
 
 
@@ -41,14 +43,16 @@ def writable(path: Path) -> bool:
     """Can this process write the store the usual way: the file, the side files that exist,
     and its directory (where SQLite creates them)? False on a read-only mount, even as root."""
     files = [path, *(p for p in (_side(path, s) for s in SIDE_FILES) if p.exists())]
-    return os.access(path.parent, os.W_OK | os.X_OK) and all(os.access(p, os.W_OK) for p in files)
+    return os.access(Path(path).resolve().parent, os.W_OK | os.X_OK) and all(
+        os.access(p, os.W_OK) for p in files
+    )
 
 
 def ro_uri(path: Path) -> str | None:
     """The URI that reads `path` without creating or changing any file, None if there is
     none (-wal without -shm: read a private_copy)."""
     wal, shm = (_side(path, s) for s in SIDE_FILES)
-    where = "file:" + quote(str(Path(path).absolute()))  # '?' or '#' in a path is not a query
+    where = "file:" + quote(str(Path(path).resolve()))  # '?' or '#' in a path is not a query
     if wal.exists():
         return f"{where}?mode=ro" if shm.exists() else None
     return f"{where}?immutable=1"
