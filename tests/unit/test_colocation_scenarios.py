@@ -494,43 +494,87 @@ def test_start_up_newcomers_are_listed_as_members_of_the_budget_they_booted_in()
     booted inside the container's half CPU looked as if they had booted outside it."""
     budget = FakeBudget()
     env, calls = _budget_env([], budget)
+    # the newcomers boot at once, each in its own thread, in no set order: make neighbour-1
+    # the last one into the budget (a slower boot), so the label must wait for every newcomer
+    second_in = threading.Event()
+    new_platform = env.new_platform
+
+    @contextlib.contextmanager
+    def n1_last(spec, role, budget=None):
+        if role == "neighbour-1":
+            assert second_in.wait(timeout=10)
+        with new_platform(spec, role, budget) as p:
+            if role == "neighbour-2":
+                second_in.set()
+            yield p
+
+    env.new_platform = n1_last
     samples = registry.parse("startup:2:native:0").run(env)
-    assert [role for role, b in calls if b is budget] == ["neighbour-1", "neighbour-2"]
+    assert [role for role, b in calls if b is budget] == ["neighbour-2", "neighbour-1"]
     (members,) = {tuple(s.labels["cpu_budget_members"]) for s in samples}
-    assert len(members) == 3
+    assert sorted(members) == ["vb-neighbour-1", "vb-neighbour-2", "vb-target"]
 
 
 def test_an_interrupted_storm_leaves_no_newcomer_behind(monkeypatch):
     """Ctrl-C while the storm waits for its newcomers: one still being provisioned and one
-    still waiting for its DELAY_S are both gone (or never made) once run() has raised."""
+    still waiting for its DELAY_S are both gone (or never made) once run() has raised.
+    Ordered by events, not sleeps: neighbour-1's boot ends only once the group is closing,
+    neighbour-2's DELAY_S only after run() has raised."""
+    from virtbench.scenarios.neighbours import Neighbours
+
     log: list[str] = []
     env = _env(log)
-    made = threading.Event()
+    made, closing, delay_over = threading.Event(), threading.Event(), threading.Event()
     new_platform = env.new_platform
 
     @contextlib.contextmanager
     def slow(spec, role):
-        if role == "neighbour-1":
+        if role == "neighbour-1":  # a VM booting until the interrupted scene tears down
             made.set()
-            time.sleep(0.3)  # a VM booting
+            assert closing.wait(timeout=10)
         with new_platform(spec, role) as p:
             yield p
 
-    env.new_platform = slow
-    plans = [engine.EnvPlan("target")] + [
-        engine.EnvPlan(f"neighbour-{i}", PlatformSpec("native", "native"), "idle", **late)
-        for i, late in ((1, {"start_after_s": 0}), (2, {"start_after_s": 0.3}))
-    ]
+    stop = Neighbours.stop
+
+    def stop_closing(group):  # the group's exit: closed to new starts, then stop()
+        closing.set()
+        return stop(group)
+
+    one = engine._Storm._one
+    late: dict[str, engine._Env] = {}
+    tried = threading.Event()
+
+    def delayed(storm, e):
+        late[e.plan.role] = e
+        if e.plan.role == "neighbour-2":  # its DELAY_S: over once run() has raised
+            assert delay_over.wait(timeout=10)
+        try:
+            one(storm, e)
+        finally:
+            if e.plan.role == "neighbour-2":
+                tried.set()
 
     def interrupted(storm):
         assert made.wait(timeout=10)
         raise KeyboardInterrupt
 
+    env.new_platform = slow
+    monkeypatch.setattr(Neighbours, "stop", stop_closing)
+    monkeypatch.setattr(engine._Storm, "_one", delayed)
     monkeypatch.setattr(engine._Storm, "join", interrupted)
+    plans = [engine.EnvPlan("target")] + [
+        engine.EnvPlan(f"neighbour-{i}", PlatformSpec("native", "native"), "idle", **late_by)
+        for i, late_by in ((1, {"start_after_s": 0}), (2, {"start_after_s": 0}))
+    ]
     with pytest.raises(KeyboardInterrupt):
         engine.run(env, plans, "startup:2:native:0", {})
-    assert log == ["up neighbour-1", "down neighbour-1"]  # before run() raised
-    time.sleep(0.6)  # neighbour-2's delay is over: its thread has tried to start it
+    # before run() raised: neighbour-1, made while the group closed, was torn down
+    assert log == ["up neighbour-1", "down neighbour-1"]
+    assert "the group was closed" in (late["neighbour-1"].error or "")
+    delay_over.set()  # neighbour-2's thread now tries to start it: refused, nothing made
+    assert tried.wait(timeout=10)
+    assert "the group was closed" in (late["neighbour-2"].error or "")
     assert log == ["up neighbour-1", "down neighbour-1"]
 
 

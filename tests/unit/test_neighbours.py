@@ -260,11 +260,13 @@ def test_idle_neighbours_go_through_the_layer_and_a_dead_one_invalidates_the_cel
 
 
 class SlowHost(Host):
-    """`new_platform` of `slow` blocks until `release` is set (a VM still booting)."""
+    """`new_platform` of `slow` blocks until `release` is set (a VM still booting); with
+    `release_on_down`, that role's teardown sets it (the boot ends during the group's exit,
+    ordered by the exit itself rather than by a timer that a loaded machine may outrun)."""
 
-    def __init__(self, slow: str) -> None:
+    def __init__(self, slow: str, release_on_down: str | None = None) -> None:
         super().__init__()
-        self.slow = slow
+        self.slow, self.release_on_down = slow, release_on_down
         self.provisioning, self.release = threading.Event(), threading.Event()
 
     @contextlib.contextmanager
@@ -272,15 +274,19 @@ class SlowHost(Host):
         if role == self.slow:
             self.provisioning.set()
             assert self.release.wait(timeout=10)
-        with super().new_platform(spec, role) as p:
-            yield p
+        try:
+            with super().new_platform(spec, role) as p:
+                yield p
+        finally:
+            if role == self.release_on_down:
+                self.release.set()
 
 
 def test_a_start_still_provisioning_when_the_group_closes_is_torn_down_before_exit_returns():
     """Ctrl-C while a storm thread is inside `start()`: the group's teardown must not return
     (and let virtbench exit) while that environment is still being made, and what it made
     must not outlive the group (before: pushed onto the closed stack, never torn down)."""
-    host = SlowHost("neighbour-2")
+    host = SlowHost("neighbour-2", release_on_down="neighbour-1")
     plans = [
         NeighbourPlan("neighbour-1", NATIVE),
         NeighbourPlan("neighbour-2", NATIVE, deferred=True),
@@ -297,7 +303,7 @@ def test_a_start_still_provisioning_when_the_group_closes_is_torn_down_before_ex
         th = threading.Thread(target=start, args=(group,), daemon=True)
         th.start()
         assert host.provisioning.wait(timeout=10)
-        threading.Timer(0.2, host.release.set).start()  # the boot ends during the teardown
+        # the boot ends during the teardown: once neighbour-1 is down (the group is closed)
         raise KeyboardInterrupt
     assert host.log.count("up neighbour-2") == host.log.count("down neighbour-2") == 1
     th.join(timeout=10)
