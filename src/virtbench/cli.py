@@ -298,12 +298,14 @@ def _open_to_read(store: str | None, results_dir: Path):
 
 
 def _can_create(path: Path) -> bool:
-    """Could this process create `path`, making the directories it lacks?"""
+    """Could this process create (or replace) `path`, making the directories it lacks? The
+    report is written then renamed over the old one: a read-only old report in a directory
+    the user can write is replaced, so only the directory counts."""
     path = path.absolute()
     while not path.exists() and path != path.parent:
         path = path.parent
     target = path if path.is_dir() else path.parent
-    return os.access(target, os.W_OK | os.X_OK) and (path.is_dir() or os.access(path, os.W_OK))
+    return os.access(target, os.W_OK | os.X_OK)
 
 
 def _report(store, run_id: str, results_dir: Path, output: Path | None = None) -> None:

@@ -154,6 +154,78 @@ def test_fleet_snapshot_leaves_nothing_beside_an_ended_runs_store(tmp_path):
     snap.close()
 
 
+def test_fleet_snapshot_clears_a_killed_snapshots_side_files(tmp_path):
+    """A snapshot killed mid-way left snapshot.tmp's -wal/-shm: the next one removes them
+    with snapshot.tmp (a stale WAL must never be replayed into the fresh copy). SQLite
+    itself drops a WAL beside an empty file, but only a copy that enters WAL mode removes
+    the -shm: a store in rollback mode (here) kept the stale one."""
+    db = _place(tmp_path, migrated=True)
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA journal_mode=DELETE")
+    con.close()
+    out = tmp_path / "out"
+    out.mkdir()
+    stale = sqlite3.connect(out / "snapshot.tmp")
+    stale.execute("PRAGMA journal_mode=WAL")
+    stale.execute("CREATE TABLE stale (x)")
+    stale.commit()
+    shutil.copyfile(out / "snapshot.tmp-wal", tmp_path / "wal")
+    shutil.copyfile(out / "snapshot.tmp-shm", tmp_path / "shm")
+    stale.close()
+    for side, kept in (("-wal", "wal"), ("-shm", "shm")):
+        shutil.copyfile(tmp_path / kept, out / f"snapshot.tmp{side}")
+    remote.snapshot(db, out / remote.SNAPSHOT)
+    assert sorted(p.name for p in out.iterdir()) == [remote.SNAPSHOT]
+    snap = sqlite3.connect(out / remote.SNAPSHOT)
+    assert "stale" not in {r[0] for r in snap.execute("SELECT name FROM sqlite_master")}
+    snap.close()
+
+
+def test_symlinked_store_beside_a_live_writer_reads_its_wal(tmp_path):
+    """results/virtbench.db -> /data/x.db: SQLite keeps the -wal/-shm beside the link's
+    TARGET; looked for beside the link, no -wal is seen and immutable=1 ignores the
+    writer's committed, not yet checkpointed cells (here: the whole schema)."""
+    data, results = tmp_path / "data", tmp_path / "results"
+    data.mkdir()
+    results.mkdir()
+    w = sqlite3.connect(data / "x.db")
+    try:
+        w.execute("PRAGMA journal_mode=WAL")
+        w.execute("CREATE TABLE t (x)")
+        w.execute("INSERT INTO t VALUES (1)")
+        w.commit()  # a live runner: committed to its -wal, which it keeps open
+        (results / DB_NAME).symlink_to(data / "x.db")
+        r = readonly.connect(results / DB_NAME)
+        try:
+            assert r.execute("SELECT count(*) FROM t").fetchone() == (1,)
+        finally:
+            r.close()
+        s = Store(results / DB_NAME, read_only=True)  # what `results` opens
+        try:
+            assert "t" in s.conn.tables()
+        finally:
+            s.close()
+    finally:
+        w.close()
+
+
+def test_report_replaces_a_read_only_html_in_a_writable_reports_dir(shared_dir):
+    """The reports directory is the reader's to write, an older report in it read-only (a
+    copied archive): it is replaced (write-then-rename needs only the directory), as
+    before; only a directory the user cannot write skips the HTML."""
+    _place(shared_dir, migrated=True)
+    reports = shared_dir / "reports"
+    reports.mkdir()
+    reports.chmod(0o777)
+    old = reports / f"{SUITES}.html"
+    old.write_text("old report")
+    old.chmod(0o444)
+    rep = _as_reader(shared_dir, "report", SUITES)
+    assert rep.returncode == 0, rep.stderr
+    assert "HTML report not written" not in rep.stderr
+    assert old.read_text().startswith("<!DOCTYPE html>")
+
+
 def test_private_copy_of_a_wal_without_its_shm(tmp_path):
     """A writer died and its -shm is gone: SQLite cannot read the WAL in place; the copy
     holds its commits."""

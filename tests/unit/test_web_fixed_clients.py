@@ -243,3 +243,40 @@ def test_sweep_steps_keep_one_httperf_per_client_cpu_and_their_labels(monkeypatc
     assert slots == [[0], [1]]
     assert {_arg(a, "--timeout") for a in argvs} == {"5"}
     assert set(_step_labels(st)) == SWEEP_STEP_LABELS
+
+
+def test_client_host_without_client_cpus_counts_its_cpus_once_known():
+    """A client host without client_cpus: its CPUs are known after its first run (the solo
+    peak's sweep, CellClient.facts['cpus']); counted as 1, a fixed-rate step there gets at
+    most MAX_PER_CPU = 4 processes (its timeout shortened to fit) although 8 SSH sessions
+    and 8 CPUs are free, and its label says '4 per client CPU' of an 8-CPU host."""
+    from virtbench.serving.loadgen import client_cpu_count
+
+    class Remote:
+        facts = {"cpus": list(range(8))}
+
+    ctx = RunContext(params={}, remote=Remote())
+    assert client_cpu_count(ctx) == 8
+    st, w = _state({"rate": 3000.0, "duration": 5.0}, cpus=())
+    st.ctx.remote = Remote()
+    c = w.fixed_clients(st, 3000.0, 5.0)
+    assert (c.processes, c.per_cpu) == (8, 1)  # the 8 sessions, one per CPU
+    assert c.timeout > 2 * httperf.MIN_TIMEOUT_S  # 1.3 s on 4 processes
+    # not run there yet (no facts): one, and the log says why
+    logged: list[str] = []
+    st.ctx.remote, st.ctx.log = _Remote(), logged.append
+    assert client_cpu_count(st.ctx) == 1
+    assert any("counted as 1" in m for m in logged)
+
+
+def test_fixed_rate_step_labels_the_processes_that_ran(monkeypatch):
+    """A step of fewer connections than sized processes runs one process per connection:
+    its clients, client_sockets and clients_per_cpu all describe those."""
+    calls = _fake_clients(monkeypatch, "rate2000_ok.txt")
+    st, w = _state({"rate": 2.0, "duration": 1.0, "clients": 4})
+    w.fixed_one(st, 2.0)
+    ((argvs, slots),) = calls
+    assert len(argvs) == 2 and slots == [[0], [0]]  # 2 connections: 2 processes
+    labels = _step_labels(st)
+    assert (labels["clients"], labels["clients_per_cpu"]) == (2, 2)
+    assert labels["client_sockets"] == 2 * httperf.sockets_per_process(NOFILE)

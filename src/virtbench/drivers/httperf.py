@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..errors import WorkloadError
 
@@ -132,6 +132,12 @@ class Clients:
     def per_cpu(self) -> int:
         """Processes on the busiest client CPU (round robin)."""
         return math.ceil(self.processes / max(1, self.cpus))
+
+    def ran(self, processes: int) -> Clients:
+        """These clients as `processes` of them ran (split_load runs no more processes than
+        the step has connections): their sockets and per-CPU count with them."""
+        per = self.sockets // max(1, self.processes)
+        return replace(self, processes=processes, sockets=processes * per)
 
     def labels(self) -> dict[str, float | int]:
         """Recorded on the step beside `clients` (the processes that ran)."""

@@ -24,7 +24,9 @@ def snapshot(db: Path, target: Path) -> None:
     """sqlite's online backup: a consistent copy even while the runner writes (WAL), read
     without leaving a -wal/-shm beside a store whose runner has ended (readonly.py)."""
     tmp = target.with_suffix(".tmp")
-    tmp.unlink(missing_ok=True)
+    # a snapshot killed mid-way leaves its side files: a stale WAL must never be replayed
+    for leftover in ("", "-wal", "-shm", "-journal"):
+        Path(f"{tmp}{leftover}").unlink(missing_ok=True)
     readonly.private_copy(db, tmp.parent, tmp.name)
     dst = sqlite3.connect(tmp)
     try:

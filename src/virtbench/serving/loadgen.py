@@ -85,10 +85,16 @@ def client_slots(ctx: RunContext, processes: int) -> list[list[int] | None]:
 
 def client_cpu_count(ctx: RunContext) -> int:
     """CPUs the clients of one step spread over: the client CPUs, else this host's (unpinned);
-    one on a client host without client CPUs (its CPUs are not known before it ran)."""
+    on a client host without client CPUs, the CPUs its last run had there (CellClient.facts,
+    filled by the solo peak's sweep a load=PCT step runs first), one before it ran."""
     if ctx.client_cpus:
         return len(ctx.client_cpus)
-    return 1 if ctx.remote is not None else len(os.sched_getaffinity(0))
+    if ctx.remote is None:
+        return len(os.sched_getaffinity(0))
+    if cpus := (getattr(ctx.remote, "facts", None) or {}).get("cpus"):
+        return len(cpus)
+    ctx.log("client host: its CPUs are not known before a client ran there; counted as 1")
+    return 1
 
 
 def process_limit(ctx: RunContext) -> int | None:

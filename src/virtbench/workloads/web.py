@@ -458,7 +458,8 @@ class HttperfSweep(_NginxWorkload):
         invalid = "; ".join(w for w in (invalid, unshared, stall) if w) or None
         labels = self.step_labels(st, index, rate, len(parts), r, invalid, phase)
         labels |= gate.labels() if gate else {}
-        labels |= clients.labels() if clients else {}  # a sweep's labels stay as they were
+        # a sweep's labels stay as they were; a fixed step's say what ran (split_load)
+        labels |= clients.ran(len(parts)).labels() if clients else {}
         values = self.step_values(r, rate)
         self.record(st, labels, values, r, par)
         st.ctx.log(
