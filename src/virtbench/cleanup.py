@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from . import ownedtmp
+from . import cachedir, ownedtmp
 from .ownedtmp import process_start_time as process_start_time  # its home is ground level
 
 CLEANERS: list[tuple[str, Callable[[], list[str]]]] = []
@@ -53,6 +53,12 @@ def in_use(name: str) -> bool:
 def _clean_owned_tmp() -> list[str]:
     """/tmp/vb-KIND-PID-START-* (a store's private copy, an import's, ...) of dead owners."""
     return ownedtmp.remove_stale()
+
+
+@register("cache staging directories")
+def _clean_cache_staging() -> list[str]:
+    """.vb-build-/.vb-fetch-PID-START-* in the build caches (cachedir) of dead owners."""
+    return cachedir.remove_stale()
 
 
 # --- what a cleaner ended: listed, so a user sees the load that was left running ----------

@@ -11,7 +11,6 @@ concurrent builds never see a half-written binary.
 from __future__ import annotations
 
 import hashlib
-import os
 import subprocess
 from collections.abc import Callable
 from importlib import resources
@@ -34,12 +33,7 @@ def _sources() -> dict[str, bytes]:
 
 
 def cache_root() -> Path:
-    override = os.environ.get("VIRTBENCH_PROBES_DIR")
-    if override:
-        return Path(override)
-    if os.geteuid() == 0:
-        return Path("/var/lib/virtbench/probes")
-    return Path.home() / ".cache" / "virtbench" / "probes"
+    return cachedir.cache_root("probes")  # VIRTBENCH_PROBES_DIR moves it
 
 
 def build_hash() -> str:

@@ -100,7 +100,9 @@ def test_a_sigkilled_build_leaves_a_dir_cleanup_removes(roots):
     assert r.returncode == -signal.SIGKILL, r.stderr
     left = Path(r.stdout.strip())
     assert left.parent == roots["wasm"] and left.is_dir()
-    assert cachedir.remove_stale() == [f"removed {left} (its process {left.name.split('-')[2]} is gone)"]
+    assert cachedir.remove_stale() == [
+        f"removed {left} (its process {left.name.split('-')[2]} is gone)"
+    ]
     assert not left.exists()
 
 
@@ -130,9 +132,10 @@ def test_gvisor_shim_builds_in_a_swept_staging_dir(roots, monkeypatch):
     seen: list[Path] = []
     real = gvisor.subprocess.run
 
-    def cc(argv, cwd, **kw):
-        seen.append(Path(cwd))
-        assert ownedtmp.owner_alive(Path(cwd).name) is True
+    def cc(argv, cwd=None, **kw):  # subprocess.run itself: `cc --version` passes here too
+        if "shim.c" in argv:
+            seen.append(Path(cwd))
+            assert ownedtmp.owner_alive(Path(cwd).name) is True
         return real(argv, cwd=cwd, **kw)
 
     monkeypatch.setattr(gvisor.subprocess, "run", cc)
@@ -141,6 +144,11 @@ def test_gvisor_shim_builds_in_a_swept_staging_dir(roots, monkeypatch):
     assert seen[0].name.startswith(f".vb-build-{os.getpid()}-")
     assert shim.is_file() and shim.parent.parent == roots["probes"]
     assert sorted(p.name for p in roots["probes"].iterdir()) == [shim.parent.name]
+    # an older version compiled inside the entry; killed there, it left no shim: rebuilt
+    shim.unlink()
+    (shim.parent / "tmpab12cd34").mkdir()
+    assert gvisor.build_shim() == shim and shim.is_file()
+    assert [p.name for p in shim.parent.iterdir()] == [shim.name]
 
 
 def test_report_temp_file_is_owner_named_and_a_dead_ones_goes(tmp_path, monkeypatch):
@@ -152,7 +160,10 @@ def test_report_temp_file_is_owner_named_and_a_dead_ones_goes(tmp_path, monkeypa
     out = tmp_path / "reports" / "r.html"
     out.parent.mkdir()
     stale = out.parent / f".vb-report-{pid}-{start}-abcd1234.html"
-    live = out.parent / f".vb-report-{os.getpid()}-{ownedtmp.process_start_time(os.getpid())}-abcd1234.html"
+    live = (
+        out.parent
+        / f".vb-report-{os.getpid()}-{ownedtmp.process_start_time(os.getpid())}-abcd1234.html"
+    )
     other = out.parent / ".vb-report-abcd1234"  # an older version's: no owner to ask
     for p in (stale, live, other):
         p.write_text("<html>half")

@@ -47,7 +47,7 @@ JMETER_JAR = "/usr/share/jmeter/bin/ApacheJMeter.jar"
 
 
 def cache_root() -> Path:
-    return cachedir.cache_root("appstack", "VIRTBENCH_APPSTACK_DIR")
+    return cachedir.cache_root("appstack")
 
 
 def resource(name: str) -> bytes:

@@ -12,13 +12,12 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from .. import cachedir, setup_host, tools
+from .. import cachedir, ownedtmp, setup_host, tools
 from ..errors import VirtbenchError
 
 
@@ -76,7 +75,7 @@ HARNESS = "VbScimark"
 
 
 def cache_root() -> Path:
-    return cachedir.cache_root("java", "VIRTBENCH_JAVA_DIR")
+    return cachedir.cache_root("java")
 
 
 def _digest(path: Path, algo: str) -> str:
@@ -117,7 +116,7 @@ def _fetch(a: Artifact, root: Path, log: Callable[[str], None]) -> Path:
         return final
     tools.require(["mvn"], needed_by="fetching the java suite's jars")
     repo = root / "m2"  # Maven's own local repository, kept: it holds the published .sha1
-    with tempfile.TemporaryDirectory(prefix=".fetch-", dir=root) as tmp:
+    with ownedtmp.tempdir("fetch", dir=root, hidden=True) as tmp:  # cleanup sweeps it
         argv = [
             tools.which("mvn") or "mvn",
             "-B",

@@ -8,9 +8,9 @@ compact Markdown summary the CLI prints.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
+from .. import ownedtmp
 from ..errors import VirtbenchError
 from ..store.db import Store
 from . import sections
@@ -49,8 +49,12 @@ def write(
     path = Path(output) if output else default_path(results_dir, run_id)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        # write-then-rename: a crash never leaves a half report where a good one was
-        fd, tmp = tempfile.mkstemp(prefix=".vb-report-", dir=path.parent)
+        # write-then-rename: a crash never leaves a half report where a good one was. The
+        # window is one write of a page held in memory; a report killed in it leaves a
+        # hidden owner-named file, which the next report written here removes (the
+        # directory is any --output's, so `cleanup` cannot know it)
+        ownedtmp.remove_stale(path.parent, kinds=("report",))
+        fd, tmp = ownedtmp.mkstemp("report", suffix=".html", dir=path.parent, hidden=True)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(html_text)

@@ -29,7 +29,7 @@ TARGETS = {
 
 
 def cache_root() -> Path:
-    return cachedir.cache_root("wasm", "VIRTBENCH_WASM_DIR")
+    return cachedir.cache_root("wasm")
 
 
 def _source() -> bytes:

@@ -23,14 +23,12 @@ own. Cells of such a platform carry the platform label `read_shim`.
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-from ... import ownedtmp, probes_build, tools
+from ... import cachedir, ownedtmp, probes_build, tools
 from ...errors import VirtbenchError
 
 # tools whose control path relies on read(2) blocking on a socket
@@ -137,17 +135,20 @@ def build_shim() -> Path:
     tools.require(["cc"], needed_by='runtime = "runsc" with network = "host" (iperf3)')
     h = hashlib.sha256((SHIM_C + " ".join(CFLAGS)).encode())
     h.update((tools.version("cc") or "none").encode())
-    final = probes_build.cache_root() / f"gvisor-{h.hexdigest()[:16]}" / "vb-blockread.so"
+    entry = probes_build.cache_root() / f"gvisor-{h.hexdigest()[:16]}"
+    final = entry / "vb-blockread.so"
     if final.exists():
         return final
-    final.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=final.parent) as tmp:
-        (Path(tmp) / "shim.c").write_text(SHIM_C)
-        argv = [tools.which("cc") or "cc", *CFLAGS, "-o", "shim.so", "shim.c", "-ldl"]
+    if entry.is_dir():  # an older version compiled inside it and was killed: no owner to ask
+        shutil.rmtree(entry, ignore_errors=True)
+    # staged beside the probes (cleanup sweeps a killed build's), renamed whole into place
+    with cachedir.building(entry, lambda d: (d / final.name).exists()) as tmp:
+        (tmp / "shim.c").write_text(SHIM_C)
+        argv = [tools.which("cc") or "cc", *CFLAGS, "-o", final.name, "shim.c", "-ldl"]
         r = subprocess.run(argv, cwd=tmp, capture_output=True, text=True, timeout=120)
         if r.returncode != 0:
             raise VirtbenchError(f"building the gVisor read shim failed: {r.stderr[-800:]}")
-        os.replace(Path(tmp) / "shim.so", final)  # atomic: a concurrent build sees all or none
+        (tmp / "shim.c").unlink()
     return final
 
 
