@@ -3,6 +3,7 @@ every step started and ended together, each step judged on its own window."""
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from types import SimpleNamespace
@@ -22,70 +23,196 @@ def test_schedule_is_the_same_shares_of_each_peak():
     assert len(sweep.schedule(5101, 0.2, 0.2, 1.2)) == 6
 
 
-def _run(lock: sweep.Lockstep, name: str, durations: list[float], out: dict) -> None:
-    party = lock.party(name)
-    verdicts = []
-    for d in durations:
-        party.begin()
-        time.sleep(d)
-        verdicts.append(party.end())
-    out[name] = verdicts
-    lock.abort()  # done: as the engine does when a workload returns
+class _Clock:
+    """The windows' clock, moved only by the test: every stamp is exact, none depends on how
+    fast a thread ran."""
+
+    def __init__(self, now: float = 0.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+HANG_S = 10.0  # a guard against a hang, never a bound on how long anything took
+
+
+class _Party:
+    """One environment's thread doing one call at a time when the test says so: the test
+    orders the calls and reads what each returned (or raised)."""
+
+    def __init__(self, lock: sweep.Lockstep, name: str) -> None:
+        self.party = lock.party(name)
+        self.todo: queue.Queue = queue.Queue()
+        self.done: queue.Queue = queue.Queue()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def _loop(self) -> None:
+        while (call := self.todo.get()) is not None:
+            fn, kw = call
+            try:
+                self.done.put(getattr(self.party, fn)(**kw))
+            except BaseException as exc:  # the test's thread raises it
+                self.done.put(exc)
+
+    def send(self, fn: str, **kw) -> None:
+        self.todo.put((fn, kw))
+
+    def result(self):
+        out = self.done.get(timeout=HANG_S)
+        if isinstance(out, BaseException):
+            raise out
+        return out
+
+    def stop(self) -> None:
+        self.todo.put(None)
+        self.thread.join(HANG_S)
+
+
+def _waits(p: _Party, barrier: threading.Barrier) -> bool:
+    """Whether p's call is held at `barrier` (False: it returned without waiting there). The
+    only party calling, it is held when the barrier counts one waiting; polled, not timed."""
+    deadline = time.monotonic() + HANG_S
+    while p.done.empty():
+        if barrier.n_waiting == 1:
+            return True
+        assert time.monotonic() < deadline, "neither held nor returned"
+        time.sleep(0.001)
+    return False
+
+
+def _step(clock: _Clock, a: _Party, b: _Party, start: float, end: float, served=None):
+    """Both begin at `start` and end at `end` (each having `served` what it says); their
+    verdicts."""
+    clock.now = start
+    for p in (a, b):
+        p.send("begin")
+    for p in (a, b):
+        p.result()
+    clock.now = end
+    for p in (a, b):
+        p.send("end", served=(served or {}).get(p.party.name))
+    return [p.result() for p in (a, b)]
+
+
+def _pair(timeout_s: float = 60.0) -> tuple[sweep.Lockstep, _Clock, _Party, _Party]:
+    clock = _Clock()
+    lock = sweep.Lockstep(["target", "neighbour-1"], 0.95, 0.05, timeout_s, clock=clock)
+    return lock, clock, _Party(lock, "target"), _Party(lock, "neighbour-1")
 
 
 def test_steps_start_together_and_only_the_unshared_step_is_invalid():
-    lock = sweep.Lockstep(["target", "neighbour-1"], 0.95, 0.05, timeout_s=10)
-    out: dict = {}
-    # step 1 of the target runs 0.3 s past the neighbour's: only that one is not shared
-    a = threading.Thread(target=_run, args=(lock, "target", [0.1, 0.4, 0.1], out))
-    b = threading.Thread(target=_run, args=(lock, "neighbour-1", [0.1, 0.1, 0.1], out))
-    for th in (a, b):
-        th.start()
-    for th in (a, b):
-        th.join()
-    assert out["neighbour-1"] == [None, None, None]
-    assert out["target"][0] is None and out["target"][2] is None
-    assert "not shared" in out["target"][1] and "neighbour-1" in out["target"][1]
-    starts = [lock.windows[1][p][0] for p in ("target", "neighbour-1")]
-    assert abs(starts[0] - starts[1]) < 0.05  # the barrier started both at once
+    lock, clock, target, neighbour = _pair()
+    # step 0: the target arrives first and waits for the neighbour to begin (at 1.0)
+    target.send("begin")
+    assert _waits(target, lock._begin)
+    clock.now = 1.0
+    neighbour.send("begin")
+    target.result(), neighbour.result()
+    assert lock.windows[0]["target"][0] == lock.windows[0]["neighbour-1"][0] == 1.0
+    clock.now = 2.0
+    target.send("end")
+    assert _waits(target, lock._end)  # and for it to end the step
+    neighbour.send("end")
+    assert [target.result(), neighbour.result()] == [None, None]
+    # step 1: the neighbour's ends after 0.125 s, the target's runs 0.5 s; the neighbour's
+    # end waits for the target's, its own window was covered: only the target's is unshared
+    clock.now = 2.0
+    for p in (target, neighbour):
+        p.send("begin")
+    target.result(), neighbour.result()
+    clock.now = 2.125
+    neighbour.send("end")
+    assert _waits(neighbour, lock._end)
+    clock.now = 2.5
+    target.send("end")
+    assert target.result() == (
+        "step window not shared: neighbour-1 ran it for 25% of this one's 0.5 s"
+    )
+    assert neighbour.result() is None
+    assert _step(clock, target, neighbour, 3.0, 4.0) == [None, None]  # step 2
+    for p in (target, neighbour):
+        p.stop()
+
+
+def test_a_step_is_shared_within_min_share_or_the_slack_and_not_beyond():
+    lock = sweep.Lockstep(["target", "neighbour-1"], 0.95, 0.05, timeout_s=1)
+
+    def verdict(n: int, own: tuple[float, float], other: tuple[float, float]) -> str | None:
+        for name, (start, end) in (("target", own), ("neighbour-1", other)):
+            lock.mark(n, name, 0, start)
+            lock.mark(n, name, 1, end)
+        return lock.verdict(n, "target")
+
+    # a short step: 92 % covered, 0.04 s uncovered (within the slack) / 0.06 s (beyond it)
+    assert verdict(0, (0.0, 0.5), (0.0, 0.46)) is None
+    assert "neighbour-1 ran it for 88%" in verdict(1, (0.0, 0.5), (0.0, 0.44))
+    # a long step: 96 % covered is shared though 0.4 s is uncovered; 94 % is not
+    assert verdict(2, (0.0, 10.0), (0.4, 10.0)) is None
+    assert "neighbour-1 ran it for 94%" in verdict(3, (0.0, 10.0), (0.6, 10.0))
+    # a window that never ended does not count as covering anything
+    lock.mark(4, "target", 0, 0.0)
+    lock.mark(4, "target", 1, 1.0)
+    lock.mark(4, "neighbour-1", 0, 0.0)
+    assert lock.verdict(4, "target") == "step window not shared: neighbour-1 stopped before it"
+
+
+def test_the_windows_clock_is_monotonic_unless_given():
+    assert sweep.Lockstep(["a", "b"], 0.95, 0.05, timeout_s=1).clock is time.monotonic
 
 
 def test_a_party_that_stops_leaves_the_others_steps_unshared():
-    lock = sweep.Lockstep(["target", "neighbour-1"], 0.95, 0.05, timeout_s=10)
-    out: dict = {}
-    a = threading.Thread(target=_run, args=(lock, "target", [0.05, 0.05, 0.05], out))
-    b = threading.Thread(target=_run, args=(lock, "neighbour-1", [0.05], out))
-    for th in (a, b):
-        th.start()
-    for th in (a, b):
-        th.join(timeout=5)
-    assert out["target"][0] is None
-    assert all(v and "not shared" in v for v in out["target"][1:])
+    lock, clock, target, neighbour = _pair()
+    assert _step(clock, target, neighbour, 0.0, 1.0) == [None, None]
+    target.send("begin")  # step 1: the target waits for a neighbour that stops instead
+    assert _waits(target, lock._begin)
+    neighbour.stop()
+    lock.abort()  # as the engine does when a workload returns
+    target.result()  # released
+    clock.now = 2.0
+    target.send("end")  # no wait: the barriers stay broken
+    assert target.result() == "step window not shared: neighbour-1 stopped before it"
+    target.send("begin")
+    target.result()
+    clock.now = 3.0
+    target.send("end")
+    assert target.result() == "step window not shared: neighbour-1 stopped before it"
+    target.stop()
+
+
+def test_a_partner_that_never_comes_times_out_the_barriers():
+    """A party whose partner hangs is let go after the barrier's timeout (however long that
+    really takes) and its step counts as unshared."""
+    lock, clock, target, neighbour = _pair(timeout_s=0.01)
+    target.send("begin")
+    target.result()
+    assert lock._begin.broken
+    clock.now = 1.0
+    target.send("end")
+    assert target.result() == "step window not shared: neighbour-1 stopped before it"
+    assert lock._end.broken
+    for p in (target, neighbour):
+        p.stop()
 
 
 def test_a_partner_that_served_nothing_leaves_the_step_alone():
     """A neighbour whose server died (a VM's stalled NIC) ran its windows in step, but the
     target's steps were not co-located: they are invalid, the neighbour's own are not."""
-    lock = sweep.Lockstep(["target", "neighbour-1"], 0.95, 0.05, timeout_s=10)
-    out: dict = {}
-
-    def party(name, served):
-        p, verdicts = lock.party(name), []
-        for ok in served:
-            p.begin()
-            time.sleep(0.05)
-            verdicts.append(p.end(served=ok))
-        out[name] = verdicts
-
-    a = threading.Thread(target=party, args=("target", [True, True, True]))
-    b = threading.Thread(target=party, args=("neighbour-1", [True, False, None]))
-    for th in (a, b):
-        th.start()
-    for th in (a, b):
-        th.join(timeout=5)
-    assert out["target"][0] is None and out["target"][2] is None  # None: not known, no verdict
-    assert out["target"][1] == "step window not shared: neighbour-1 served nothing in it"
-    assert out["neighbour-1"] == [None, None, None]
+    lock, clock, target, neighbour = _pair()
+    served = [True, False, None]  # None: not known, no verdict
+    verdicts = [
+        _step(clock, target, neighbour, k, k + 1.0, {"target": True, "neighbour-1": s})
+        for k, s in enumerate(served)
+    ]
+    assert [v[0] for v in verdicts] == [
+        None,
+        "step window not shared: neighbour-1 served nothing in it",
+        None,
+    ]
+    assert [v[1] for v in verdicts] == [None, None, None]
+    for p in (target, neighbour):
+        p.stop()
 
 
 class _Peaks:

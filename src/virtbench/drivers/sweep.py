@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import VirtbenchError
@@ -145,10 +146,16 @@ class Lockstep:
     step covered `min_share` of it, or left at most `slack_s` uncovered."""
 
     def __init__(
-        self, parties: list[str], min_share: float, slack_s: float, timeout_s: float
+        self,
+        parties: list[str],
+        min_share: float,
+        slack_s: float,
+        timeout_s: float,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.names = list(parties)
         self.min_share, self.slack_s = min_share, slack_s
+        self.clock = clock  # what stamps the windows (a test's fake clock: no timing in tests)
         self._begin = threading.Barrier(len(parties), timeout=timeout_s)
         self._end = threading.Barrier(len(parties), timeout=timeout_s)
         # n-th step -> party -> [start, end] (monotonic; end 0 while it runs)
@@ -170,7 +177,7 @@ class Lockstep:
     ) -> None:
         with self._lock:
             w = self.windows.setdefault(n, {}).setdefault(name, [0.0, 0.0])
-            w[at] = time.monotonic() if t is None else t
+            w[at] = self.clock() if t is None else t
             if served is not None:
                 self.served.setdefault(n, {})[name] = served
 
