@@ -48,3 +48,17 @@ class FakePlatform(Platform):
 
     def accounting(self):
         return Accounting()
+
+
+def dead_pid() -> tuple[int, str]:
+    """A PID and start time of a process that has exited: an owner that is gone."""
+    import subprocess
+
+    from virtbench import ownedtmp
+
+    p = subprocess.Popen(["sleep", "30"])
+    start = ownedtmp.process_start_time(p.pid)
+    assert start is not None
+    p.kill()
+    p.wait()
+    return p.pid, start

@@ -16,6 +16,8 @@ import virtbench
 from virtbench import cachedir, cleanup, ownedtmp, tools
 from virtbench.errors import VirtbenchError
 
+from .fakes import dead_pid
+
 SRC = Path(virtbench.__file__).parents[1]
 ENVS = {
     "appstack": "VIRTBENCH_APPSTACK_DIR",
@@ -36,22 +38,13 @@ def roots(tmp_path, monkeypatch) -> dict[str, Path]:
     return found
 
 
-def _dead_pid() -> tuple[int, str]:
-    p = subprocess.Popen(["sleep", "30"])
-    start = ownedtmp.process_start_time(p.pid)
-    assert start is not None
-    p.kill()
-    p.wait()
-    return p.pid, start
-
-
 def test_every_cache_kind_is_known_to_the_cleaner(roots):
     assert {kind: cachedir.cache_root(kind) for kind in ENVS} == roots
     assert "cache staging directories" in [what for what, _ in cleanup.CLEANERS]
 
 
 def test_a_dead_builds_staging_dir_goes_a_live_one_stays(roots):
-    pid, start = _dead_pid()
+    pid, start = dead_pid()
     stale = [
         roots["wasm"] / f".vb-build-{pid}-{start}-abcd1234",
         roots["java"] / f".vb-fetch-{pid}-{start}-abcd_234",
@@ -156,7 +149,7 @@ def test_report_temp_file_is_owner_named_and_a_dead_ones_goes(tmp_path, monkeypa
     inside it leaves a hidden owner-named file, which the next report there removes."""
     from virtbench.report import build
 
-    pid, start = _dead_pid()
+    pid, start = dead_pid()
     out = tmp_path / "reports" / "r.html"
     out.parent.mkdir()
     stale = out.parent / f".vb-report-{pid}-{start}-abcd1234.html"

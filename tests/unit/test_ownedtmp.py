@@ -19,6 +19,8 @@ from virtbench import cleanup, ownedtmp
 from virtbench.store import importer, readonly
 from virtbench.store.db import DB_NAME, Store
 
+from .fakes import dead_pid
+
 GOLDEN_V1 = Path(__file__).parents[1] / "data" / "runs" / "v1" / DB_NAME  # an older schema
 SRC = Path(virtbench.__file__).parents[1]
 
@@ -32,17 +34,8 @@ def tmpdir_is(tmp_path, monkeypatch) -> Path:
     return root
 
 
-def _dead_pid() -> tuple[int, str]:
-    p = subprocess.Popen(["sleep", "30"])
-    start = ownedtmp.process_start_time(p.pid)
-    assert start is not None
-    p.kill()
-    p.wait()
-    return p.pid, start
-
-
 def test_only_copies_of_dead_owners_are_removed(tmpdir_is):
-    pid, start = _dead_pid()
+    pid, start = dead_pid()
     me, my_start = os.getpid(), ownedtmp.process_start_time(os.getpid())
     stale = [
         tmpdir_is / f"vb-store-{pid}-{start}-abcd1234",  # its process died
@@ -76,7 +69,7 @@ def test_only_copies_of_dead_owners_are_removed(tmpdir_is):
 
 
 def test_unknown_start_time_spares_a_live_pid(tmpdir_is):
-    pid, _ = _dead_pid()
+    pid, _ = dead_pid()
     alive = tmpdir_is / f"vb-store-{os.getpid()}-0-abcdefgh"
     dead = tmpdir_is / f"vb-store-{pid}-0-abcdefgh"
     alive.mkdir()
