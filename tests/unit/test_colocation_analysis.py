@@ -328,3 +328,33 @@ def test_a_different_neighbours_sweep_headline_is_the_run_beside_each_target_poi
     assert stats["file_size_kb=30"].jain == pytest.approx(11000**2 / (2 * (6000**2 + 5000**2)))
     # beside 100 KB the neighbour's run had no valid value: no sum, not the target alone
     assert stats["file_size_kb=100"].aggregated is None
+
+
+def test_limit_says_a_sweep_that_served_its_top_step_in_full_never_saturated():
+    # run 20261127-054853-d90a: vm-virtio's 4 KB solo peak was measured at 134 req/s, so every
+    # lockstep sweep at 4 KB offered 13..134 req/s and served all of it; the limit column said
+    # "server (CPU budget 1 shared by 2)" beside an "89.5 % degradation" that no server made
+    budget = {"cpu_budget": "shared:100000/100000", "cpu_budget_members": ["vb-a", "vb-b"]}
+
+    def cell(cell_id, value, offered, peak_step, steps):
+        head = _sized("identical", "target", 1, value, 4, **budget,
+                      offered_rate=offered, peak_step=peak_step)  # fmt: skip
+        count = _sized("identical", "target", 1, steps, 4, **budget, stopped="schedule")
+        return [head | {"cell_id": cell_id}, count | {"cell_id": cell_id, "metric": "steps"}]
+
+    dims = {"web": {"file_size_kb"}}
+    (st,) = c.cell_stats(cell("a", 134.1, 134.0, 9, 10), {"web": "req_per_s"}, dims)
+    assert st.limit == "none reached: its sweep's top step (134 req/s offered) was served in full"
+    # the top step served short of what was offered: the server was the limit there
+    (st,) = c.cell_stats(cell("b", 100.0, 134.0, 9, 10), {"web": "req_per_s"}, dims)
+    assert st.limit == "server (CPU budget 1 shared by 2)"
+    # a peak below the top step: the sweep went past it, the server was the limit
+    (st,) = c.cell_stats(cell("c", 120.0, 120.0, 8, 10), {"web": "req_per_s"}, dims)
+    assert st.limit == "server (CPU budget 1 shared by 2)"
+    # one repetition of two never saturated: said so, with the other's side
+    rows = cell("a", 134.1, 134.0, 9, 10) + cell("c", 120.0, 120.0, 8, 10)
+    (st,) = c.cell_stats(rows, {"web": "req_per_s"}, dims)
+    assert st.limit == (
+        "none reached in 1/2 (top step, 134 req/s offered, served in full), "
+        "else server (CPU budget 1 shared by 2)"
+    )

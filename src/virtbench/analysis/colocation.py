@@ -412,11 +412,20 @@ def _limits(
 ) -> dict[tuple[str, str, str, Dims], str]:
     """Which side limited each target headline, over repetitions: the load generator (the
     headline invalid by the tool's own client verdict) or the server (with its CPU budget
-    where it had one); the client's CPU at the headline's step is given as context."""
+    where it had one); the client's CPU at the headline's step is given as context. Neither,
+    where the headline is its sweep's last step served in full (`_top_served`): the schedule
+    ended before anything saturated, and its ratio to solo measures no interference."""
     # (cell, point) -> (stats key, client-limited, where its client CPU is: (cell, file size,
     # peak step)); one per point a cell served: keyed by (cell, file size) alone, a cell's
     # other points (connections, block sizes) overwrote each other
     heads: dict[tuple[Any, Dims], tuple[tuple[str, str, str, Dims], bool, tuple]] = {}
+    # (cell, point) -> the offered rate of a top step served in full (no saturation seen)
+    unsaturated: dict[tuple[Any, Dims], float] = {}
+    steps: dict[tuple[Any, Dims], float] = {}  # (cell, point) -> how many steps its sweep ran
+    for r in rows:
+        if r["metric"] == SWEEP_STEPS and r["role"] == "target":
+            dims = _dims(labels_of(r), dimensions.get(r["test_case"], ()))
+            steps[(r.get("cell_id") or r["repetition"], dims)] = r["value"]
     for r in rows:
         if r["metric"] == primary.get(r["test_case"]) and r["role"] == "target":
             lab = labels_of(r)
@@ -425,6 +434,8 @@ def _limits(
             cell = r.get("cell_id") or r["repetition"]
             step = (cell, lab.get("file_size_kb"), lab.get("peak_step"))
             heads[(cell, dims)] = ((*key, dims), _client_limited(r), step)
+            if (top := _top_served(r, lab, steps.get((cell, dims)))) is not None:
+                unsaturated[(cell, dims)] = top
     budgets = {r.get("cell_id") or r["repetition"]: b for r in rows if (b := _budget(r))}
     # the target's client CPU per (cell, file size, step): a headline's is at its peak step
     client_at: dict[tuple[Any, Any, Any], float] = {}
@@ -437,7 +448,11 @@ def _limits(
             client_at[(cell, lab.get("file_size_kb"), lab.get("step"))] = float(r["value"])
     sides: dict[tuple[str, str, str, Dims], list[tuple[bool, float | None, str | None]]]
     sides = defaultdict(list)
+    tops: dict[tuple[str, str, str, Dims], list[float]] = defaultdict(list)
     for at, (key, client, step) in heads.items():
+        if at in unsaturated:  # neither side limited it: the schedule ended first
+            tops[key].append(unsaturated[at])
+            continue
         sides[key].append((client, client_at.get(step), budgets.get(at[0])))
     out = {}
     for key, found in sides.items():
@@ -452,7 +467,38 @@ def _limits(
             out[key] = "client" + (f" ({cpu})" if cpu else "")
         else:
             out[key] = f"client in {n}/{len(found)}, else {server}"
+    for key, offered in tops.items():
+        rate = f"{max(offered):.0f} req/s offered"
+        if key not in out:
+            out[key] = f"none reached: its sweep's top step ({rate}) was served in full"
+        else:
+            n = len(offered) + len(sides[key])
+            out[key] = (
+                f"none reached in {len(offered)}/{n} (top step, {rate}, served in full), "
+                f"else {out[key]}"
+            )
     return out
+
+
+# a sweep's headline sample carries `peak_step` and `offered_rate`; its `steps` sample the
+# number of steps it ran (web.py headline)
+SWEEP_STEPS = "steps"
+# a step that served this share of its offered rate had not saturated the server (the
+# drivers' sweep.SERVED_IN_FULL; analysis reads the store only and imports no driver)
+SERVED_IN_FULL = 0.95
+
+
+def _top_served(row: dict[str, Any], labels: dict[str, Any], steps: float | None) -> float | None:
+    """The offered rate of a valid sweep headline taken at its sweep's last step and served in
+    full: the sweep ended on its schedule (lockstep: 100 % of a solo peak that may itself be
+    a lower bound) before any side saturated, so no side limited it. None otherwise, and for
+    a one-step point (a fixed rate is meant to be served in full)."""
+    step, offered = labels.get("peak_step"), labels.get("offered_rate")
+    if not row["valid"] or not steps or steps < 2 or step is None or not offered:
+        return None
+    if int(step) != int(steps) - 1 or float(row["value"]) < SERVED_IN_FULL * float(offered):
+        return None
+    return float(offered)
 
 
 def _mean_pair(pairs: list[tuple[float, float]]) -> tuple[float, float]:
