@@ -366,8 +366,10 @@ def cell_stats(
             if missing:  # the target alone is no sum over the cell's environments
                 continue
             sums.append(aggregated(roles.values()))
-            if len(roles) > 1:
-                fair.append(jain(list(roles.values())))
+            # fairness of each environment's share of its OWN solo (seed 000 compares like
+            # with like; raw req/s of a VM beside native would read "unfair" for being slower)
+            if len(roles) > 1 and all(peaks):
+                fair.append(jain([v / p for v, p in zip(roles.values(), peaks, strict=True)]))  # type: ignore[operator]
             if all(peaks):
                 ratios.append(aggregated_ratio(list(roles.values()), peaks))  # type: ignore[arg-type]
         st.aggregated = statistics.fmean(sums) if sums else None
