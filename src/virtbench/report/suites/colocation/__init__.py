@@ -2,7 +2,8 @@
 
 - normalized throughput per scenario and platform (seed 003 Table 2, seed 000 Fig. 3a)
 - a table with degradation %, aggregated throughput and its ratio (seed 003 Fig. 20),
-  Jain's fairness of the environments' shares of their own solo (seed 000 Fig. 4a) and CoV
+  Jain's fairness of the environments' shares of their own solo (seed 000 Fig. 4a) and the
+  target's CoV
 - the interference matrix: victim platform x aggressor (test case | scenario)
 - normalized peak with 0-3 idle neighbours per file size, µs/exe, exe/s and CoV of every
   role (roles.py); per-step curves: throughput of every environment, CPU/blocked/waiting vs
