@@ -361,3 +361,40 @@ def test_limit_says_a_sweep_that_served_its_top_step_in_full_never_saturated():
         "none reached in 1/2 (top step, 134 req/s offered, served in full), "
         "else server (CPU budget 1 shared by 2)"
     )
+
+
+def test_a_schedule_scaled_by_a_solo_peak_that_never_saturated_is_no_degradation():
+    # run 20261127-054853-d90a: vm-virtio's 4 KB solo-peak cell ran out of steps with its top
+    # step (134 req/s) served in full; every pair offered 13..134 req/s and the report read
+    # "89.5 % degradation" beside a solo cell serving ~1,277
+    def peak(cell_id, value, offered, peak_step, steps, stopped):
+        head = _sized("solo-peak", "target", 1, value, 4, offered_rate=offered,
+                      peak_step=peak_step)  # fmt: skip
+        count = _sized("solo-peak", "target", 1, steps, 4, stopped=stopped)
+        return [head | {"cell_id": cell_id}, count | {"cell_id": cell_id, "metric": "steps"}]
+
+    def pair(cell_id, ref):
+        return [
+            _sized("identical", role, 1, 134.0, 4, peak_cell_id={"4": ref}) | {"cell_id": cell_id}
+            for role in ("target", "neighbour-1")
+        ]
+
+    dims, primary = {"web": {"file_size_kb"}}, {"web": "req_per_s"}
+    solo = [_sized("solo", "target", 1, 1277.0, 4)]
+    rows = solo + peak("p", 134.04, 133.6, 9, 10, "max-steps") + pair("x", "p")
+    st = next(s for s in c.cell_stats(rows, primary, dims) if s.scenario == "identical")
+    assert st.degradation_pct is None and st.normalized is None
+    assert st.bad_peak == (
+        "neighbour-1's schedule scaled by a solo peak that never saturated (134 req/s offered;"
+        " the solo sweep served 1,277); schedule scaled by a solo peak that never saturated"
+        " (134 req/s offered; the solo sweep served 1,277)"
+    )
+    assert c.interference_matrix([st]) == {}
+    # a solo peak whose sweep fell after its peak (or stopped short of its top) is a peak
+    for head in (
+        peak("p", 1200.0, 1250.0, 7, 10, "falling"),
+        peak("p", 900, 1300, 9, 10, "max-steps"),
+    ):
+        rows = solo + head + pair("x", "p")
+        st = next(s for s in c.cell_stats(rows, primary, dims) if s.scenario == "identical")
+        assert st.bad_peak is None and st.degradation_pct == pytest.approx(100 * (1 - 134 / 1277))

@@ -93,6 +93,9 @@ class CellStats:
     # start-up storms: mean seconds of the point during which a newcomer was starting, and
     # the point's mean length (a later size may have run after the storm was over)
     storm_s: tuple[float, float] | None = None
+    # why its ratio to solo is no degradation: an environment's schedule (or load=PCT) was
+    # scaled by a solo peak whose sweep never saturated (`unsaturated_peaks`)
+    bad_peak: str | None = None
 
     @property
     def point(self) -> str:
@@ -316,6 +319,7 @@ def cell_stats(
                 for dims, values in rep.get("target", {}).items():
                     solo[(p, tc, _what(dims))] += values
     solo_means = {k: statistics.fmean(v) for k, v in solo.items() if v}
+    bad_peaks = unsaturated_peaks(rows, primary, dimensions or {})
     points = {
         (*key, d)
         for key, reps in groups.items()
@@ -341,6 +345,17 @@ def cell_stats(
             st.solo_mean = solo_mean
             st.normalized = normalized(st.target_mean, solo_mean)
             st.degradation_pct = degradation_pct(st.target_mean, solo_mean, hib)
+        if bad := bad_peaks.get((platform, tc, scenario, _served(dims))):
+            st.bad_peak = "; ".join(
+                f"{_whose(role)} scaled by a solo peak that never saturated ({top:,.0f} req/s"
+                " offered"
+                + (f"; the solo sweep served {sm:,.0f}" if (sm := solo_means.get(
+                    (where, tc, _what(dims))
+                )) else "")
+                + ")"
+                for role, (where, top) in sorted(bad.items())
+            )  # fmt: skip
+            st.normalized = st.degradation_pct = None  # no degradation: the load was wrong
         sums, ratios, fair = [], [], []
         for rep_no, rep in reps.items():
             roles, peaks, missing = {}, [], False
@@ -483,8 +498,53 @@ def _limits(
 
 
 # a sweep's headline sample carries `peak_step` and `offered_rate`; its `steps` sample the
-# number of steps it ran (web.py headline)
+# number of steps it ran (web.py headline), labelled `stopped`: MAX_STEPS when it ran out
 SWEEP_STEPS = "steps"
+MAX_STEPS = "max-steps"  # the drivers' sweep.MAX_STEPS
+
+
+def _whose(role: str) -> str:
+    return "schedule" if role == "target" else f"{role}'s schedule"
+
+
+def unsaturated_peaks(
+    rows: list[dict[str, Any]], primary: dict[str, str], dimensions: dict[str, Iterable[str]]
+) -> dict[tuple[str, str, str, Dims], dict[str, tuple[str, float]]]:
+    """(platform, test case, scenario, served point) -> role -> (its platform, top rate) of
+    each environment whose rates were shares of a solo peak that never saturated: a
+    solo-peak cell whose sweep ran out of steps with its headline at the last step, served
+    in full (stores written before the runner refused such peaks; run 20261127-054853-d90a
+    scaled vm-virtio's 4 KB pairs by 134 req/s where its solo cell served ~1,277). Cells
+    name their peak by `peak_cell_id` (per file size for a schedule)."""
+    stopped: dict[Any, tuple[float, Any]] = {}  # peak cell -> (steps, stopped)
+    for r in rows:
+        if r["scenario"] == SOLO_PEAK_SCENARIO and r["metric"] == SWEEP_STEPS:
+            stopped[r.get("cell_id")] = (r["value"], labels_of(r).get("stopped"))
+    tops: dict[Any, float] = {}  # peak cell -> its top rate, served in full
+    for r in rows:
+        if r["scenario"] != SOLO_PEAK_SCENARIO or r["metric"] != primary.get(r["test_case"]):
+            continue
+        n, why = stopped.get(r.get("cell_id"), (None, None))
+        if why == MAX_STEPS and (top := _top_served(r, labels_of(r), n)) is not None:
+            tops[r.get("cell_id")] = top
+    out: dict[tuple[str, str, str, Dims], dict[str, tuple[str, float]]] = defaultdict(dict)
+    if not tops:
+        return out
+    for r in rows:
+        if r["scenario"] == SOLO_PEAK_SCENARIO or r["metric"] != primary.get(r["test_case"]):
+            continue
+        lab = labels_of(r)
+        ref = lab.get("peak_cell_id")
+        if isinstance(ref, dict):  # a schedule: one peak per served size
+            ref = ref.get(str(lab.get("file_size_kb")))
+        if ref not in tops:
+            continue
+        dims = _served(_dims(lab, dimensions.get(r["test_case"], ())))
+        where = lab.get("env_platform", r["platform"])
+        out[(r["platform"], r["test_case"], r["scenario"], dims)][r["role"]] = (where, tops[ref])
+    return out
+
+
 # a step that served this share of its offered rate had not saturated the server (the
 # drivers' sweep.SERVED_IN_FULL; analysis reads the store only and imports no driver)
 SERVED_IN_FULL = 0.95

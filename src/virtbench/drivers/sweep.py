@@ -128,6 +128,36 @@ def broke_before_saturation(steps: list[StepResult], best: StepResult) -> str | 
     )
 
 
+# a sweep's `stopped` label when it ran out of steps (no fall, no errors stopped it)
+MAX_STEPS = "max-steps"
+
+
+def never_saturated(stopped: str, offered: float, served: float, probe: float | None) -> str | None:
+    """Why a solo sweep's headline is no peak: it ran out of steps and its top step
+    (`offered` req/s) was served in full, so the server was never seen saturated; its scale
+    was too low (in capacity mode, a capacity `probe` that read low: a guest NIC stalled
+    during it). A co-location schedule scaled by it offers a fraction of what the server
+    serves (run 20261127-054853-d90a: 134 req/s as the 100 % of a server serving ~1,277)."""
+    if stopped != MAX_STEPS or offered <= 0 or served < SERVED_IN_FULL * offered:
+        return None
+    why = (
+        f"sweep never saturated: its top step, {offered:,.0f} req/s offered, was served in"
+        f" full ({served:,.0f} req/s)"
+    )
+    return why + (f"; the capacity probe (wrk, {probe:,.0f} req/s) set its scale" if probe else "")
+
+
+def widened(plan: Plan, top_rate: float) -> Plan:
+    """`plan` scaled so that its top step offers at least `top_rate` (same number of steps,
+    same fractions): the retry of a solo peak whose first sweep never saturated."""
+    rates = plan.rates()
+    if top_rate <= 0 or not rates or rates[-1] >= top_rate:
+        return plan
+    f = top_rate / rates[-1]
+    top = plan.max_rate * f if plan.max_rate is not None else None
+    return Plan(plan.start * f, plan.step * f, plan.max_steps, top)
+
+
 def schedule(
     peak: float, start_fraction: float, step_fraction: float, max_fraction: float
 ) -> list[float]:

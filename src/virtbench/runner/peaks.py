@@ -23,6 +23,7 @@ from ..scenarios.peaks import (
     Peak,
     PeakKey,
     SoloPeaks,
+    Unsaturated,
     cpu_limit,
     peak_key,
     peak_value,
@@ -62,30 +63,40 @@ class StoredPeaks(SoloPeaks):
                 self.unfinished[key] = row.cell_id
 
     def measure(
-        self, platform: Platform, workload: Workload, params: dict[str, Any], ctx: RunContext
+        self,
+        platform: Platform,
+        workload: Workload,
+        params: dict[str, Any],
+        ctx: RunContext,
+        top_rate: float | None = None,
     ) -> Peak:
         limit = cpu_limit(platform)
         key = peak_key(platform.name, workload.name, params, limit)
         cid = self.unfinished.pop(key, None) or self._new_cell(platform, workload, params, limit)
         self.store.start_cell(cid)
-        out = measure(platform, ctx, lambda c, _sampler: run_solo(platform, workload, params, c))
+        out = measure(
+            platform, ctx, lambda c, _sampler: run_solo(platform, workload, params, c, top_rate)
+        )
         labels: dict[str, Any] = {
-            "params": params,
+            "params": params,  # the key's (--resume), not the retry's wider top rate
             "platform": platform.labels(),
             PEAK_LIMIT_LABEL: limit,
         }
+        if top_rate:  # the retry of a sweep that never saturated
+            labels["min_top_rate"] = round(top_rate, 1)
         if (budget := platform.cpu_budget()) is not None:  # measured alone in the shared budget
             for s in out.samples:
                 s.labels.setdefault("cpu_budget", budget.label())
         for s in out.samples:  # two peaks of one platform under two limits are two results
             s.labels[PEAK_LIMIT_LABEL] = limit or "none"
-        value = None
+        value, unsaturated = None, None
         if out.status == "ok":
-            try:
+            try:  # flags a run that never saturated in out.samples, stored so
                 value = peak_value(type(workload), out.samples)
                 labels |= {"solo_peak": value, "solo_peak_metric": workload.primary().name}
             except WorkloadError as exc:
                 out.status, out.error = "failed", str(exc)
+                unsaturated = exc if isinstance(exc, Unsaturated) else None
         self.store.finish_cell(
             self.run_id, cid, out.status, out.samples, out.series, out.error, labels
         )
@@ -93,7 +104,10 @@ class StoredPeaks(SoloPeaks):
         if value is None:
             if out.status not in FINAL:  # interrupted: measured again into this cell
                 self.unfinished[key] = cid
-            raise WorkloadError(f"solo peak of {workload.name} on {platform.name}: {out.error}")
+            why = f"solo peak of {workload.name} on {platform.name}: {out.error}"
+            if unsaturated is not None:  # measured again at once, reaching higher
+                raise Unsaturated(why, unsaturated.top_rate)
+            raise WorkloadError(why)
         return Peak(value, cid)
 
     def _new_cell(

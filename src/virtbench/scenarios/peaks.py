@@ -9,7 +9,9 @@ limit is the environment's own quota, which a weights cell lifts: its peak is th
 
 `SoloPeaks` keeps them for as long as it lives (the runner keeps one per run, and its subclass
 stores each measurement as a cell of its own; runner/peaks.py). The peak is the best valid
-sample of the test case's primary metric.
+sample of the test case's primary metric; a run that never saturated (a sweep that ran out of
+steps with its top step served in full: `Workload.unsaturated`) has none, so it is measured
+once more at once, its top rate at least twice the first one's (`Workload.top_rate_param`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,15 @@ from ..results import Sample
 from ..workloads.base import RunContext, Workload
 
 PeakKey = tuple[str, str, str, str]  # (platform, test case, params as sorted JSON, CPU limit)
+
+
+class Unsaturated(WorkloadError):
+    """A solo peak's run that never saturated: no peak; `top_rate` is the highest rate it
+    offered (its retry offers at least twice that)."""
+
+    def __init__(self, message: str, top_rate: float) -> None:
+        super().__init__(message)
+        self.top_rate = top_rate
 
 
 @dataclass(frozen=True)
@@ -50,18 +61,41 @@ def cpu_limit(platform: Platform) -> str:
 
 
 def run_solo(
-    platform: Platform, workload: Workload, params: dict[str, Any], ctx: RunContext
+    platform: Platform,
+    workload: Workload,
+    params: dict[str, Any],
+    ctx: RunContext,
+    top_rate: float | None = None,
 ) -> list[Sample]:
-    ctx.log(f"measuring solo peak of {workload.name} on {platform.name}")
-    return type(workload)().run(platform, replace(ctx, params=params))
+    """A fresh instance's run (a capacity probe is measured again, never reused); with
+    `top_rate`, its sweep offers at least that much at its top."""
+    w = type(workload)
+    if top_rate and w.top_rate_param:
+        params = params | {w.top_rate_param: top_rate}
+    ctx.log(
+        f"measuring solo peak of {workload.name} on {platform.name}"
+        + (f" (its top step at {top_rate:,.0f} or more)" if top_rate else "")
+    )
+    return w().run(platform, replace(ctx, params=params))
 
 
 def peak_value(workload: type[Workload], samples: list[Sample]) -> float:
+    """The best valid primary sample, once a run that never saturated has its headline
+    flagged invalid (in `samples`, which are stored so); none: `Unsaturated` if it never
+    saturated, else `WorkloadError`, with the invalid reasons."""
+    top_rate = workload.unsaturated(samples)
     primary = workload.primary().name
-    values = [s.value for s in samples if s.metric == primary and not s.labels.get("invalid")]
-    if not values:
-        raise WorkloadError(f"{workload.name}: no valid {primary} sample in the solo-peak run")
-    return max(values)
+    mine = [s for s in samples if s.metric == primary]
+    values = [s.value for s in mine if not s.labels.get("invalid")]
+    if values:
+        return max(values)
+    why = "; ".join(dict.fromkeys(str(s.labels["invalid"]) for s in mine))
+    message = f"{workload.name}: no valid {primary} sample in the solo-peak run" + (
+        f" ({why})" if why else ""
+    )
+    if top_rate:
+        raise Unsaturated(message, top_rate)
+    raise WorkloadError(message)
 
 
 class SoloPeaks:
@@ -80,13 +114,21 @@ class SoloPeaks:
             except WorkloadError as exc:
                 # once more, at once: a failed peak fails the cell that needed it, and a
                 # fresh TCG guest's first sweep can fail alone (colocation-web: a vm-virtio
-                # neighbour's, then ok in the next cell). Both attempts are recorded
+                # neighbour's, then ok in the next cell). Both attempts are recorded. A sweep
+                # that never saturated is probed again and reaches at least twice as high
+                top = 2 * exc.top_rate if isinstance(exc, Unsaturated) else None
                 ctx.log(f"solo peak of {workload.name} on {platform.name} failed ({exc}); again")
-                self.known[key] = self.measure(platform, workload, params, ctx)
+                self.known[key] = self.measure(platform, workload, params, ctx, top)
         return self.known[key]
 
     def measure(
-        self, platform: Platform, workload: Workload, params: dict[str, Any], ctx: RunContext
+        self,
+        platform: Platform,
+        workload: Workload,
+        params: dict[str, Any],
+        ctx: RunContext,
+        top_rate: float | None = None,
     ) -> Peak:
         """One solo run of `workload` with `params` on `platform` (not stored)."""
-        return Peak(peak_value(type(workload), run_solo(platform, workload, params, ctx)))
+        samples = run_solo(platform, workload, params, ctx, top_rate)
+        return Peak(peak_value(type(workload), samples))

@@ -83,6 +83,9 @@ class Workload(abc.ABC):
     # the parameter holding a lockstep schedule (offered rates per step, per served size) that
     # the pair scenarios set from each environment's solo peak; None: it cannot step together
     schedule_param: ClassVar[str | None] = None
+    # the run parameter (set by the solo-peak retry only, never by a campaign) that raises
+    # the top offered rate of a sweep whose first attempt never saturated; None: it has none
+    top_rate_param: ClassVar[str | None] = None
     # runs one measurement per served point (file size) that co-located environments start
     # together (ctx.lockstep, one step per point) without a schedule of rates
     points_together: ClassVar[bool] = False
@@ -97,6 +100,14 @@ class Workload(abc.ABC):
     @classmethod
     def primary(cls) -> Metric:
         return next((m for m in cls.metrics if m.primary), cls.metrics[0])
+
+    @classmethod
+    def unsaturated(cls, samples: list[Sample]) -> float | None:
+        """A solo peak's check (scenarios/peaks.py): flag invalid the headline samples of a
+        run that never reached saturation, which is no peak, and return the highest rate it
+        offered (its retry offers at least twice that through `top_rate_param`); None: every
+        headline is a peak (the default: a run without a rate sweep)."""
+        return None
 
     def sample(self, metric: str, value: float, **labels: Any) -> Sample:
         m = self.metric(metric)

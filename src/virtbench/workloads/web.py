@@ -190,6 +190,7 @@ class HttperfSweep(_NginxWorkload):
     # set by the co-location pair scenarios only (not a campaign parameter): file size (KB,
     # as text) -> offered req/s of each step, shares of this environment's solo peak
     schedule_param = "schedule"
+    top_rate_param = "min_top_rate"  # a solo peak's retry only (scenarios/peaks.py)
     metrics = (
         Metric("peak_throughput", "req/s", True, primary=True),
         Metric("peak_offered_rate", "req/s", True),
@@ -360,7 +361,8 @@ class HttperfSweep(_NginxWorkload):
     def plan(self, ctx: RunContext, capacity: float | None) -> sweep.Plan:
         p = ctx.params
         if p.get("mode", "capacity") == "absolute":
-            return sweep.Plan(float(p["rate_start"]), float(p["rate_step"]), int(p["max_steps"]))
+            plan = sweep.Plan(float(p["rate_start"]), float(p["rate_step"]), int(p["max_steps"]))
+            return sweep.widened(plan, float(p.get(self.top_rate_param) or 0))
         assert capacity is not None
         plan = sweep.capacity_plan(
             capacity,
@@ -368,16 +370,17 @@ class HttperfSweep(_NginxWorkload):
             float(p["step_fraction"]),
             float(p["max_fraction"]),
         )
-        return sweep.Plan(
+        plan = sweep.Plan(
             plan.start, plan.step, min(plan.max_steps, int(p["max_steps"])), plan.max_rate
         )
+        return sweep.widened(plan, float(p.get(self.top_rate_param) or 0))
 
     def sweep_one(self, st: SweepState) -> None:
         p = st.ctx.params
         what = self.what(st)
         capacity = self.capacity(st) if p.get("mode", "capacity") == "capacity" else None
         steps: list[sweep.StepResult] = []
-        stopped = "max-steps"
+        stopped = sweep.MAX_STEPS
         for i, rate in enumerate(self.plan(st.ctx, capacity).rates()):
             steps.append(self.step(st, i, rate))
             self.check_alive(st.served, what, st.samples)
@@ -609,6 +612,41 @@ class HttperfSweep(_NginxWorkload):
         if not reasons and (why := httperf.invalid_reason(merged, conn_rate, par.cpu_util)):
             reasons.append(f"all {k} httperf processes: {why}")
         return "; ".join([*reasons, *([errors] if errors else [])]) or None
+
+    @classmethod
+    def unsaturated(cls, samples: list[Sample]) -> float | None:
+        """Of a solo peak's run only (an ordinary sweep is stored as it ran; the report
+        labels where it stopped): each file size's sweep that ran out of steps with its top
+        step served in full (sweep.never_saturated) gets its headline flagged invalid; the
+        highest such top rate."""
+        top_rate = None
+        for head in samples:
+            if head.metric != "steps" or head.labels.get("phase"):
+                continue
+            size, last = head.labels.get("file_size_kb"), int(head.value) - 1
+            mine = [
+                s
+                for s in samples
+                if s.labels.get("file_size_kb") == size and not s.labels.get("phase")
+            ]
+            top = next(
+                (s for s in mine if s.metric == "reply_rate" and s.labels.get("step") == last),
+                None,
+            )
+            if top is None:
+                continue
+            offered = float(top.labels.get("offered_rate", 0))
+            probes = [s.value for s in mine if s.metric == "capacity_probe"]
+            why = sweep.never_saturated(
+                str(head.labels.get("stopped")), offered, top.value, probes[-1] if probes else None
+            )
+            if why is None:
+                continue
+            for s in mine:
+                if s.metric in ("peak_throughput", "peak_offered_rate"):
+                    s.labels.setdefault("invalid", why)
+            top_rate = max(top_rate or 0.0, offered)
+        return top_rate
 
     def headline(
         self, steps: list[sweep.StepResult], size: int, stopped: str, phase: str | None = None

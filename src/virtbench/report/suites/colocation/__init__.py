@@ -45,11 +45,31 @@ def _storm_text(st: coloc.CellStats) -> str:
 
 
 def _vs_solo(st: coloc.CellStats) -> str:
+    if st.bad_peak:  # its load was a share of a peak that was none: no degradation measured
+        return "– (solo peak never saturated)"
     # a point no solo cell served (a weights cell's deeper backlog is another connection
     # count): say so rather than leave a bare dash that reads as "not computed"
     if st.normalized is None and st.n and st.solo_mean is None:
         return "– (no solo at this point)"
     return _fmt(st.normalized)
+
+
+def bad_peak_note(stats: list[coloc.CellStats]) -> str:
+    """The rows whose offered load was scaled by a solo peak that never saturated: their
+    ratio to solo (and the interference matrix, which leaves them out) is no degradation."""
+    bad = [st for st in stats if st.bad_peak]
+    if not bad:
+        return ""
+    rows = "; ".join(
+        f"{st.platform} {st.scenario}" + (f" ({st.point})" if st.point else "") + f": {st.bad_peak}"
+        for st in bad
+    )
+    return (
+        f"Not a degradation, {len(bad)} row{'s' * (len(bad) > 1)}: the offered rates were"
+        " shares of a solo peak whose sweep ran out of steps with its top step served in full"
+        " (it never saturated: a low capacity probe set its scale), so the server was offered"
+        f" a fraction of what it serves. {rows}."
+    )
 
 
 @register_section(order=55, name="colocation")
@@ -76,7 +96,7 @@ def colocation_section(data) -> Section | None:
             f"{st.target_mean:.4g} {st.unit}" if st.n else "– (no valid sample)",
             _fmt(st.target_cov, ".1%"),
             _vs_solo(st),
-            _fmt(st.degradation_pct, ".1f"),
+            "– (see note)" if st.bad_peak else _fmt(st.degradation_pct, ".1f"),
             str(st.environments),
             _fmt(st.aggregated, ".4g"),
             _fmt(st.aggregated_ratio),
@@ -105,6 +125,8 @@ def colocation_section(data) -> Section | None:
     ]
     parts = normalized_charts(stats, data.colour)
     parts.append(str(html.scroll(str(html.table(headers, rows)))))
+    if note := bad_peak_note(stats):
+        parts.append(f"<p class='note'>{html.h(note)}</p>")
     matrix = coloc.interference_matrix(stats)
     if matrix:
         aggressors = sorted({a for m in matrix.values() for a in m})

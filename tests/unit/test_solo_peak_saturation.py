@@ -1,0 +1,136 @@
+"""A solo peak whose sweep never saturated is no peak (run 20261127-054853-d90a: a wrk probe
+that read far too low scaled vm-virtio's 4 KB sweep to 134 req/s, every step was served in
+full, and 134 req/s became the 100 % of every 4 KB pair where the solo cell served ~1,277):
+its peak_throughput is stored invalid, and it is measured once more at once, with a fresh
+capacity probe and a top rate of at least twice the first sweep's."""
+
+import pytest
+
+from tests.unit.fakes import FakePlatform
+from virtbench.drivers import sweep
+from virtbench.errors import WorkloadError
+from virtbench.runner.peaks import StoredPeaks
+from virtbench.store.db import Store
+from virtbench.store.description import RunDescription
+from virtbench.workloads.base import RunContext
+from virtbench.workloads.web import HttperfSweep, SweepState
+
+RUN = "20240101-000000-abcd"
+
+
+class FakeSweep(HttperfSweep):
+    """The real sweep loop, headline and plan; a server that serves up to `serves` req/s
+    and a capacity probe that reads each of `probes` in turn."""
+
+    serves = 1277.0
+    probes: list[float] = []
+    probed = 0
+    offered: list[list[float]] = []  # the rates of each run
+
+    def run(self, platform, ctx):
+        samples: list = []
+        type(self).offered.append([])
+        for size in self.sizes(ctx):
+            self.sweep_one(SweepState(None, size, ctx, samples, 0.0, 1024, platform))
+        return samples
+
+    def capacity(self, st):
+        cls = type(self)
+        value = cls.probes[min(cls.probed, len(cls.probes) - 1)]
+        cls.probed += 1
+        st.samples.append(self.sample("capacity_probe", value, file_size_kb=st.size))
+        return value
+
+    def step(self, st, index, rate, duration=None, phase=None, clients=None):
+        type(self).offered[-1].append(rate)
+        served = min(rate, self.serves * (1 - 0.02 * max(0, rate / self.serves - 1)))
+        labels = {"step": index, "offered_rate": round(rate, 1), "file_size_kb": st.size}
+        st.samples.append(self.sample("reply_rate", served, **labels))
+        return sweep.StepResult(index, rate, served, 0, 100)
+
+    def check_alive(self, *a):
+        pass
+
+
+def _params(**over):
+    return {k: p.default for k, p in HttperfSweep.params.items()} | {"file_sizes": [4]} | over
+
+
+def _sweep(probe: float, **over) -> list:
+    FakeSweep.probes, FakeSweep.probed = [probe], 0
+    return FakeSweep().run(None, RunContext(params=_params(**over)))
+
+
+def _head(samples, metric="peak_throughput"):
+    return next(s for s in samples if s.metric == metric)
+
+
+def test_a_sweep_that_ran_out_of_steps_served_in_full_is_no_peak():
+    samples = _sweep(89.4)  # 1.5 x 89.4 = 134 req/s at the top: all served
+    assert _head(samples, "steps").labels["stopped"] == "max-steps"
+    assert "invalid" not in _head(samples).labels  # an ordinary sweep is stored as it was
+    top = FakeSweep.unsaturated(samples)
+    assert top == pytest.approx(134.1)
+    why = _head(samples).labels["invalid"]
+    assert why.startswith("sweep never saturated: its top step, 134 req/s offered,")
+    assert "served in full" in why and "capacity probe (wrk, 89 req/s)" in why
+    assert _head(samples, "peak_offered_rate").labels["invalid"] == why
+
+
+def test_a_saturated_sweep_is_a_peak():
+    # the probe read near the truth: the sweep fell after its peak and stopped there
+    samples = _sweep(1000.0)
+    assert _head(samples, "steps").labels["stopped"] == "falling"
+    assert FakeSweep.unsaturated(samples) is None
+    assert "invalid" not in _head(samples).labels
+    # out of steps, but its top step was not served in full: saturated at the top
+    samples = _sweep(900.0, max_fraction=1.6, fall_steps=10)
+    assert _head(samples, "steps").labels["stopped"] == "max-steps"
+    assert FakeSweep.unsaturated(samples) is None
+
+
+def test_the_retry_widens_the_sweep_to_twice_its_top_step():
+    samples = _sweep(89.4, min_top_rate=268.2)
+    assert FakeSweep.offered[-1][-1] == pytest.approx(268.2)
+    assert len(FakeSweep.offered[-1]) == 15  # the same fractions, scaled
+    # a probe that already reaches past it is kept as it is
+    _sweep(1000.0, min_top_rate=268.2)
+    assert FakeSweep.offered[-1][0] == pytest.approx(100)
+    assert samples
+
+
+@pytest.fixture
+def store(tmp_path):
+    FakeSweep.offered = []
+    st = Store.in_dir(tmp_path)
+    st.create_run(RUN, "t", "x.toml", "", 1, {}, {}, "0", description=RunDescription())
+    return st
+
+
+def _get(peaks):
+    params = _params()
+    return peaks.get(FakePlatform("vm-virtio", []), FakeSweep(), params, RunContext(params={}))
+
+
+def test_an_unsaturated_solo_peak_is_stored_invalid_and_measured_again_probing_again(store):
+    FakeSweep.probes, FakeSweep.probed = [89.4, 1000.0], 0
+    peak = _get(StoredPeaks(store, RUN, lambda *a: None))
+    assert FakeSweep.probed == 2  # the retry probed again: a stalled probe is not reused
+    assert peak.value == pytest.approx(1277.0, rel=0.01) and peak.cell_id == f"{RUN}/0001"
+    first, second = store.cells(RUN)
+    assert (first.status, second.status) == ("failed", "ok")
+    assert "sweep never saturated" in first.error and "134 req/s offered" in first.error
+    rows = [r for r in store.sample_rows(RUN) if r["cell_id"] == first.cell_id]
+    head = next(r for r in rows if r["metric"] == "peak_throughput")
+    assert head["valid"] == 0 and "never saturated" in head["invalid_reason"]
+    # the retry's params are the peak's (its key on --resume); what widened it is a label
+    assert second.labels["params"] == _params() and second.labels["min_top_rate"] == 268.2
+    assert _get(StoredPeaks(store, RUN, lambda *a: None)) == peak  # read back on resume
+
+
+def test_twice_unsaturated_fails_the_cell_that_needed_it(store):
+    FakeSweep.probes, FakeSweep.probed = [10.0], 0  # 15 and then 30 req/s at the top
+    with pytest.raises(WorkloadError, match="sweep never saturated"):
+        _get(StoredPeaks(store, RUN, lambda *a: None))
+    assert [c.status for c in store.cells(RUN)] == ["failed", "failed"]
+    assert FakeSweep.offered[1][-1] == pytest.approx(30.0)
