@@ -385,11 +385,17 @@ def test_a_schedule_scaled_by_a_solo_peak_that_never_saturated_is_no_degradation
     st = next(s for s in c.cell_stats(rows, primary, dims) if s.scenario == "identical")
     assert st.degradation_pct is None and st.normalized is None
     assert st.bad_peak == (
-        "neighbour-1's schedule scaled by a solo peak that never saturated (134 req/s offered;"
-        " the solo sweep served 1,277); schedule scaled by a solo peak that never saturated"
-        " (134 req/s offered; the solo sweep served 1,277)"
+        "neighbour-1's schedule scaled by a solo peak that never saturated (134 req/s offered,"
+        " 10% of the 1,277 its solo sweep served); schedule scaled by a solo peak that never"
+        " saturated (134 req/s offered, 10% of the 1,277 its solo sweep served)"
     )
     assert c.interference_matrix([st]) == {}
+    # the same run's native 1 KB peak: never saturated, yet above its solo sweep's 17,160, so
+    # the pair was driven to full load and its degradation stands
+    solo_n = [_sized("solo", "target", 1, 17160.0, 4)]
+    rows = solo_n + peak("p", 18338.0, 18338.0, 9, 10, "max-steps") + pair("x", "p")
+    st = next(s for s in c.cell_stats(rows, primary, dims) if s.scenario == "identical")
+    assert st.bad_peak is None and st.degradation_pct is not None
     # a solo peak whose sweep fell after its peak (or stopped short of its top) is a peak
     for head in (
         peak("p", 1200.0, 1250.0, 7, 10, "falling"),
