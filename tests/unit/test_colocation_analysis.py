@@ -385,11 +385,20 @@ def test_a_schedule_scaled_by_a_solo_peak_that_never_saturated_is_no_degradation
     st = next(s for s in c.cell_stats(rows, primary, dims) if s.scenario == "identical")
     assert st.degradation_pct is None and st.normalized is None
     assert st.bad_peak == (
-        "neighbour-1's schedule scaled by a solo peak that never saturated (134 req/s offered,"
-        " 10% of the 1,277 its solo sweep served); schedule scaled by a solo peak that never"
-        " saturated (134 req/s offered, 10% of the 1,277 its solo sweep served)"
+        "schedule scaled by a solo peak that never saturated (134 req/s offered, 10% of the"
+        " 1,277 its solo sweep served)"
     )
     assert c.interference_matrix([st]) == {}
+    # only the neighbour's schedule was low: it offered less than it could, which makes the
+    # target's degradation smaller, not void
+    good = peak("q", 1200.0, 1250.0, 7, 10, "falling")
+    mixed = [r | {"cell_id": "x"} for r in pair("x", "q")]
+    mixed[1] = _sized("identical", "neighbour-1", 1, 134.0, 4, peak_cell_id={"4": "p"}) | {
+        "cell_id": "x"
+    }
+    rows = solo + peak("p", 134.04, 133.6, 9, 10, "max-steps") + good + mixed
+    st = next(s for s in c.cell_stats(rows, primary, dims) if s.scenario == "identical")
+    assert st.bad_peak is None and st.degradation_pct is not None
     # the same run's native 1 KB peak: never saturated, yet above its solo sweep's 17,160, so
     # the pair was driven to full load and its degradation stands
     solo_n = [_sized("solo", "target", 1, 17160.0, 4)]

@@ -502,12 +502,16 @@ def _under_driven(
     tc: str,
     dims: Dims,
 ) -> list[str]:
-    """Why a point's load was too low to read as a degradation: an environment's schedule
+    """Why a point's load was too low to read as a degradation: the target's schedule
     topped out at a solo peak that never saturated AND below what its solo sweep served (a
     peak just short of saturation, at or above the solo figure, still drove the pair to full
     load: native's 18,338 req/s against 17,160 solo)."""
     out = []
     for role, (where, top) in sorted((bad or {}).items()):
+        # a neighbour offered less than it could makes the target's degradation smaller, not
+        # void (and it may run under another CPU limit than the solo cell it is compared with)
+        if role != "target":
+            continue
         solo = solo_means.get((where, tc, _what(dims)))
         if solo and top >= SERVED_IN_FULL * solo:
             continue
