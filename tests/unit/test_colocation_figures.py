@@ -62,3 +62,9 @@ def test_normalized_overview_is_one_chart_per_size_with_whiskers_and_readable_na
     # too long for its group: the kind over its argument, not "idle-ne…" under every one
     assert svg._label_lines("idle-neighbours:3", 12) == ["idle-neighb…", "3"]
     assert svg._label_lines("identical", 12) == ["identical"]
+    assert "never saturated" not in html_text
+    # a row whose load came from a solo peak that never saturated has no bar: the note says so
+    low = st("container", "identical", 1, 500, 400, 600, "host-bridge")
+    low.normalized, low.bad_peak = None, "schedule scaled by a solo peak that never saturated"
+    (html_text,) = normalized_charts([*stats, low], lambda p: "#000")
+    assert "A red – where a bar would be" in html_text and "never saturated" in html_text

@@ -253,6 +253,11 @@ def normalized_charts(stats: list[coloc.CellStats], colour) -> list[str]:
         width = min(1300, wide) if wide > 760 else None  # None: bar_chart's own rule
         charts.append(svg.bar_chart(title, scenarios, series, bars, "× solo", width, ref=1.0))
     note = "Whiskers: min–max over repetitions."
+    if any(st.bad_peak for st in stats):
+        note += (
+            " A red – where a bar would be: no degradation to draw, the target's load was a"
+            " share of a solo peak that never saturated (the note under the table)."
+        )
     if any(_after_storm(st) for group in by_point.values() for st in group):
         note += (
             " Hatched: a start-up storm's size that ran after every newcomer was ready (sizes"
