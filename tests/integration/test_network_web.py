@@ -121,10 +121,12 @@ def test_many_neighbours_at_ten_percent_of_solo_peak(tmp_path):
         for r in rows
         if r["metric"] == "peak_offered_rate" and r["scenario"] == "many:2"
     }
-    # both environments ran one fixed-rate step at 10 % of the solo peak (a reply rate of a
-    # step offering at most 800 req/s; a step's replies can end a little above its rate)
+    # both environments ran one fixed-rate step at 10 % of the solo peak. Native serves the
+    # 400/800 sweep in full, which never saturated: it is measured once more reaching twice
+    # as high (800/1,600), and that top, served in full too, is kept as a lower bound (a
+    # reply rate of a step offering at most 1,600 req/s; replies can end a little above it)
     assert set(offered) == {"target", "neighbour-1"}
-    assert all(1 <= v <= 0.1 * 800 * 1.05 for v in offered.values())
+    assert all(1 <= v <= 0.1 * 1600 * 1.05 for v in offered.values())
 
 
 def test_capacity_sweep_finds_a_peak(native):

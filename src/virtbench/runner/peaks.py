@@ -20,6 +20,7 @@ from ..errors import WorkloadError
 from ..platforms.base import Platform
 from ..results import PEAK_LIMIT_LABEL, SOLO_PEAK_SCENARIO
 from ..scenarios.peaks import (
+    LOWER_BOUND_LABEL,
     Peak,
     PeakKey,
     SoloPeaks,
@@ -69,6 +70,7 @@ class StoredPeaks(SoloPeaks):
         params: dict[str, Any],
         ctx: RunContext,
         top_rate: float | None = None,
+        last: bool = False,
     ) -> Peak:
         limit = cpu_limit(platform)
         key = peak_key(platform.name, workload.name, params, limit)
@@ -92,8 +94,12 @@ class StoredPeaks(SoloPeaks):
         value, unsaturated = None, None
         if out.status == "ok":
             try:  # flags a run that never saturated in out.samples, stored so
-                value = peak_value(type(workload), out.samples)
+                value = peak_value(type(workload), out.samples, last)
                 labels |= {"solo_peak": value, "solo_peak_metric": workload.primary().name}
+                bound = [s.labels[LOWER_BOUND_LABEL] for s in out.samples
+                         if LOWER_BOUND_LABEL in s.labels]  # fmt: skip
+                if bound:  # a schedule scaled by it is said so (the report's note)
+                    labels[LOWER_BOUND_LABEL] = bound[0]
             except WorkloadError as exc:
                 out.status, out.error = "failed", str(exc)
                 unsaturated = exc if isinstance(exc, Unsaturated) else None

@@ -102,9 +102,10 @@ class Workload(abc.ABC):
         return next((m for m in cls.metrics if m.primary), cls.metrics[0])
 
     @classmethod
-    def unsaturated(cls, samples: list[Sample]) -> float | None:
-        """A solo peak's check (scenarios/peaks.py): flag invalid the headline samples of a
-        run that never reached saturation, which is no peak, and return the highest rate it
+    def unsaturated(cls, samples: list[Sample], label: str = "invalid") -> float | None:
+        """A solo peak's check (scenarios/peaks.py): put `label` (the reason) on the headline
+        samples of a run that never reached saturation, which is no peak ("invalid"; a last
+        attempt's "peak_lower_bound" keeps it as a bound), and return the highest rate it
         offered (its retry offers at least twice that through `top_rate_param`); None: every
         headline is a peak (the default: a run without a rate sweep)."""
         return None

@@ -614,11 +614,11 @@ class HttperfSweep(_NginxWorkload):
         return "; ".join([*reasons, *([errors] if errors else [])]) or None
 
     @classmethod
-    def unsaturated(cls, samples: list[Sample]) -> float | None:
+    def unsaturated(cls, samples: list[Sample], label: str = "invalid") -> float | None:
         """Of a solo peak's run only (an ordinary sweep is stored as it ran; the report
         labels where it stopped): each file size's sweep that ran out of steps with its top
-        step served in full (sweep.never_saturated) gets its headline flagged invalid; the
-        highest such top rate."""
+        step served in full (sweep.never_saturated) gets `label` on its headline (invalid,
+        or a last attempt's lower bound); the highest such top rate."""
         top_rate = None
         for head in samples:
             if head.metric != "steps" or head.labels.get("phase"):
@@ -644,7 +644,7 @@ class HttperfSweep(_NginxWorkload):
                 continue
             for s in mine:
                 if s.metric in ("peak_throughput", "peak_offered_rate"):
-                    s.labels.setdefault("invalid", why)
+                    s.labels.setdefault(label, why)
             top_rate = max(top_rate or 0.0, offered)
         return top_rate
 

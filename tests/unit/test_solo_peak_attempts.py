@@ -1,4 +1,4 @@
-"""Review of ec9293e: cases where the unsaturated-peak retry fails a cell that used to run."""
+"""A solo peak that never saturated, or failed, is measured again; what ends it (review 74)."""
 
 import pytest
 
