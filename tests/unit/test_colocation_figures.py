@@ -68,3 +68,9 @@ def test_normalized_overview_is_one_chart_per_size_with_whiskers_and_readable_na
     low.normalized, low.bad_peak = None, "schedule scaled by a solo peak that never saturated"
     (html_text,) = normalized_charts([*stats, low], lambda p: "#000")
     assert "A red – where a bar would be" in html_text and "never saturated" in html_text
+    # a platform whose every row at a size was voided is still in that chart's legend
+    only = st("vm-virtio", "identical", 1, 134, 130, 140, "host-bridge")
+    only.normalized, only.bad_peak = None, low.bad_peak
+    (html_text,) = normalized_charts([*stats, only], lambda p: "#000")
+    first = re.findall(r"<svg.*?</svg>", html_text, re.S)[0]
+    assert 'data-legend="vm-virtio"' in first

@@ -228,7 +228,11 @@ def normalized_charts(stats: list[coloc.CellStats], colour) -> list[str]:
     every point at once made 200+ bars of a pixel each on a full campaign."""
     by_point: dict[tuple[str, roles.Point], list[coloc.CellStats]] = {}
     for st in stats:
-        if st.normalized is None or st.scenario == "solo" or st.solo_mean is None:
+        # a voided row (its load came from a peak that never saturated) keeps its platform
+        # and scenario in the chart, drawn as a red – with no bar
+        if st.scenario == "solo" or st.solo_mean is None:
+            continue
+        if st.normalized is None and not st.bad_peak:
             continue
         point = tuple(kv for kv in st.dims if kv[0] not in PLATFORM_DIMS)
         by_point.setdefault((st.test_case, point), []).append(st)
@@ -238,6 +242,8 @@ def normalized_charts(stats: list[coloc.CellStats], colour) -> list[str]:
     ):
         bars = {}
         for st in group:
+            if st.normalized is None:
+                continue
             lo = hi = None
             if st.target_range and st.n > 1:
                 lo, hi = (v / st.solo_mean for v in st.target_range)  # type: ignore[operator]
