@@ -36,8 +36,11 @@ MAX_PROCESSES = 16
 # ... and at most this many on one client CPU: httperf busy-polls (select() with a zero
 # timeout; its man page: "a CPU hog"), so k of them on one CPU each wait about k - 1
 # scheduler slices (~1.5 ms each under EEVDF) for it whenever a reply comes in, which adds
-# up to ~15-22 ms to reply, connect and connection times at k = 11-16 against ~1 ms replies
-MAX_PER_CPU = 4
+# up to ~15-22 ms to reply, connect and connection times at k = 11-16 against ~1 ms replies.
+# One: at 4 a fixed-rate storm on this 2-core host ran 8 spinning processes on the CPUs
+# the TCG guest served from, which then served 35 of 2,494 req/s (27 Nov 2026, fig14-v2);
+# past one per CPU the sockets come from a shorter --timeout instead
+MAX_PER_CPU = 1
 # ... and past them a shorter --timeout, never below this (a dropped SYN is resent after 1 s;
 # the man page: 1 s "may be acceptable", 5-10 s preferable)
 MIN_TIMEOUT_S = 1.0

@@ -236,7 +236,7 @@ class HttperfSweep(_NginxWorkload):
             5.0,
             "httperf --timeout: seconds before a request counts as failed (fixed-rate mode"
             " with clients = 0: shortened, to 1 s at the least, if the processes allowed"
-            " (4 per client CPU, 16 in all, 8 per client host) cannot hold the min(rate x"
+            " (1 per client CPU, 16 in all, 8 per client host) cannot hold the min(rate x"
             " timeout, rate / calls_per_conn x duration) connections it may leave open)",
             0.1,
             600,
@@ -253,7 +253,7 @@ class HttperfSweep(_NginxWorkload):
             "httperf processes side by side, each offering its share of the rate and pinned"
             " to a client CPU, round robin (0 = one per client CPU; in fixed-rate mode as"
             " many as hold the connections a stalled server leaves open, ~1000 each, at"
-            " most 4 per client CPU as each busy-polls, 16 in all, and 8 per client host"
+            " most 1 per client CPU as each busy-polls, 16 in all, and 8 per client host"
             " shared by a cell's environments, within sshd's MaxSessions); each is checked"
             " for its 1024-socket select() limit",
             min=0,
