@@ -45,8 +45,12 @@ class ClientRun:
 
 def usable_cpus(ctx: RunContext, threads: int) -> int:
     """CPUs a client with `threads` threads can keep busy under its pinning."""
-    cpus = len(ctx.client_cpus) if ctx.client_cpus else len(os.sched_getaffinity(0))
-    return max(1, min(cpus, threads))
+    return max(1, min(_pinned_or_own_cpus(ctx), threads))
+
+
+def _pinned_or_own_cpus(ctx: RunContext) -> int:
+    """The client CPUs, else (unpinned) the CPUs this process may run on."""
+    return len(ctx.client_cpus) if ctx.client_cpus else len(os.sched_getaffinity(0))
 
 
 def _busy(res: ExecResult) -> float:
@@ -87,10 +91,8 @@ def client_cpu_count(ctx: RunContext) -> int:
     """CPUs the clients of one step spread over: the client CPUs, else this host's (unpinned);
     on a client host without client CPUs, the CPUs its last run had there (CellClient.facts,
     filled by the solo peak's sweep a load=PCT step runs first), one before it ran."""
-    if ctx.client_cpus:
-        return len(ctx.client_cpus)
-    if ctx.remote is None:
-        return len(os.sched_getaffinity(0))
+    if ctx.client_cpus or ctx.remote is None:
+        return _pinned_or_own_cpus(ctx)
     if cpus := (getattr(ctx.remote, "facts", None) or {}).get("cpus"):
         return len(cpus)
     ctx.log("client host: its CPUs are not known before a client ran there; counted as 1")
