@@ -268,8 +268,8 @@ def test_a_platform_runs_only_the_suites_it_names(order):
     ("value", "problem"),
     [
         ('["memory"]', "is not a suite of this campaign"),
-        ("[]", "must be a non-empty list"),
-        ('"disk"', "must be a non-empty list"),
+        ('"disk"', "must be a list of suite names"),
+        ('["disk", 1]', "must be a list of suite names"),
     ],
 )
 def test_a_platforms_suites_must_be_suites_of_the_campaign(value, problem):
@@ -277,6 +277,51 @@ def test_a_platforms_suites_must_be_suites_of_the_campaign(value, problem):
     with pytest.raises(CampaignError, match=problem) as e:
         parse(text)
     assert "platforms[1].suites" in str(e.value) and "cpu, disk" in str(e.value)
+
+
+NEIGHBOUR_ONLY = """
+[campaign]
+name = "one-target"
+order = "sequential"
+repetitions = 2
+scenarios = ["solo", "heterogeneous:bystander"]
+[[platforms]]
+name = "guest"
+type = "vm"
+suites = []
+[[platforms]]
+name = "in-guest"
+type = "container"
+host = "guest"
+[[platforms]]
+name = "bystander"
+type = "native"
+suites = []
+[suites.web]
+test_cases = ["httperf-sweep"]
+"""
+
+
+def test_suites_empty_makes_a_platform_only_a_host_or_a_neighbour():
+    """Re-measuring one platform's cells beside the same hosts and neighbours."""
+    c = parse(NEIGHBOUR_ONLY)
+    cells = expand.expand(c)
+    assert {x.platform.name for x in cells} == {"in-guest"}
+    assert [x.scenario for x in cells] == ["solo"] * 2 + ["heterogeneous:bystander"] * 2
+    assert cells[0].platform.host is not None and cells[0].platform.host.name == "guest"
+
+
+def test_a_platform_with_no_suites_that_nothing_uses_is_refused():
+    text = NEIGHBOUR_ONLY.replace('"heterogeneous:bystander"', '"identical"')
+    with pytest.raises(CampaignError, match="no platform's host and no scenario's neighbour") as e:
+        parse(text)
+    assert "platforms[2].suites" in str(e.value) and "allowed: guest" in str(e.value)
+
+
+def test_a_campaign_where_every_platform_has_no_suites_is_refused():
+    text = NEIGHBOUR_ONLY.replace('host = "guest"\n', 'host = "guest"\nsuites = []\n')
+    with pytest.raises(CampaignError, match="nothing to run"):
+        parse(text)
 
 
 def test_cpu_budget_defaults_to_shared_and_takes_own():

@@ -117,6 +117,7 @@ def parse(text: str, file: str) -> Campaign:
     tests = _suites(file, data.get("suites"))
     platform_suites = _platform_suites(file, data.get("platforms") or [], tests)
     scenarios = _scenarios(file, meta.get("scenarios", ["solo"]), names)
+    _no_idle_platforms(file, platforms, platform_suites, scenarios)
     return Campaign(
         name=_typed(file, "campaign.name", meta.get("name", Path(file).stem), str),
         file=file,
@@ -133,7 +134,9 @@ def parse(text: str, file: str) -> Campaign:
 def _platform_suites(
     file: str, entries: list[dict], tests: list[TestSelection]
 ) -> dict[str, frozenset[str]]:
-    """A platform's optional `suites`: the only suites of the campaign it runs."""
+    """A platform's optional `suites`: the only suites of the campaign it runs; [] runs
+    none: the platform is only a host or a neighbour (re-measuring one platform's cells
+    beside the same neighbours, as a campaign measured in pieces needs)."""
     selected = list(dict.fromkeys(t.suite for t in tests))
     out: dict[str, frozenset[str]] = {}
     for i, entry in enumerate(entries):
@@ -141,15 +144,42 @@ def _platform_suites(
             continue
         key = f"platforms[{i}].suites"
         only = entry["suites"]
-        if not isinstance(only, list) or not only or not all(isinstance(s, str) for s in only):
-            raise CampaignError(
-                file, key, "must be a non-empty list of suite names", only, selected
-            )
+        if not isinstance(only, list) or not all(isinstance(s, str) for s in only):
+            raise CampaignError(file, key, "must be a list of suite names", only, selected)
         for s in only:
             if s not in selected:
                 raise CampaignError(file, key, "is not a suite of this campaign", s, selected)
         out[entry.get("name", entry.get("type"))] = frozenset(only)
     return out
+
+
+def _no_idle_platforms(
+    file: str,
+    platforms: list[PlatformSpec],
+    only: dict[str, frozenset[str]],
+    scenarios: list[Scenario],
+) -> None:
+    """A platform with `suites = []` must serve as another's host or a scenario's neighbour
+    (else it is a typo), and some platform must run cells."""
+    names = [p.name for p in platforms]
+    idle = [n for n in names if only.get(n) == frozenset()]
+    if len(idle) == len(names):
+        raise CampaignError(
+            file, "platforms[*].suites", "every platform has suites = []: nothing to run"
+        )
+    used = {p.host.name for p in platforms if p.host is not None}
+    used |= {ref for s in scenarios for ref in s.platform_refs()}
+    for name in idle:
+        if name not in used:
+            i = names.index(name)
+            raise CampaignError(
+                file,
+                f"platforms[{i}].suites",
+                f"is [] but platform '{name}' is no platform's host and no scenario's"
+                " neighbour: it would never run",
+                "[]",
+                sorted(used),
+            )
 
 
 def _no_control_chars(file: str, data: dict) -> None:
