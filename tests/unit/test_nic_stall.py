@@ -246,32 +246,78 @@ def test_a_vm_kicks_a_ring_that_stalled_mid_run_and_its_containers_say_so(monkey
     assert vm.network_stall() is None and kicks == [1]
 
 
-def test_a_capacity_probe_during_a_stall_is_flagged_and_run_again(monkeypatch):
+def _probing(monkeypatch, reads, stalls):
+    """An httperf-sweep's capacity probe with wrk faked: wrk reads each of `reads` in turn,
+    and the guest NIC stalls during the probes whose entry in `stalls` is true."""
     from virtbench.drivers import wrk
     from virtbench.serving.loadgen import ClientRun
     from virtbench.workloads.web import HttperfSweep, SweepState
 
-    w = HttperfSweep()
-    reads = iter([746.0, 880.0, 700.0, 860.0])
+    w, reads, stalls = HttperfSweep(), iter(reads), iter(stalls)
 
     def wrk_run(served, size, ctx, threads, conns, secs):
         lat = {"min": 1.0, "max": 9.0, "mean": 5.0, "stdev": 1.0}
-        res = wrk.WrkResult(1.0, int(next(reads)), 1, {}, lat, {})
+        res = wrk.WrkResult(10.0, round(next(reads) * 10), 1, {}, lat, {})  # 0.1 req/s
         return res, ClientRun(ExecResult([], 0, "", "", secs), 0.1)
 
     monkeypatch.setattr(w, "wrk_run", wrk_run)
     monkeypatch.setattr(w, "check_alive", lambda *a: None)
     params = {k: p.default for k, p in w.params.items()}
-    platform = _Stalling(stall_on=[50])
-    st = SweepState(None, 50, RunContext(params=params), [], 0.0, 1024, platform)
-    platform.network_stall = lambda: (  # stalls during the first probe only
-        None if platform.kicks else (setattr(platform, "kicks", 1) or "guest NIC stalled (tx)")
-    )
+    platform = _Stalling(stall_on=[])
+    platform.network_stall = lambda: "guest NIC stalled (tx)" if next(stalls) else None
+    logged: list[str] = []
+    st = SweepState(None, 4, RunContext(params=params, log=logged.append), [], 0.0, 1024, platform)
+    return w, st, logged
+
+
+def _probes(st):
+    return [s for s in st.samples if s.metric == "capacity_probe"]
+
+
+def test_a_capacity_probe_during_a_stall_is_flagged_and_run_again(monkeypatch):
+    w, st, _ = _probing(monkeypatch, [746.0, 880.0], [True, False])
     assert w.capacity(st) == 880.0  # the sweep follows the probe on the kicked NIC
-    probes = [s for s in st.samples if s.metric == "capacity_probe"]
+    probes = _probes(st)
     assert [p.value for p in probes] == [746.0, 880.0]
     assert probes[0].labels["invalid"].startswith("guest NIC stalled")
     assert "invalid" not in probes[1].labels
-    st.samples.clear()
-    platform.network_stall = lambda: "guest NIC stalled again"  # at most one second probe
-    assert w.capacity(st) == 860.0 and len(st.samples) == 4
+    w, st, _ = _probing(monkeypatch, [700.0, 860.0, 990.0], [True, True, True])
+    assert w.capacity(st) == 860.0 and len(st.samples) == 4  # at most one second probe
+
+
+def test_when_every_probe_stalled_the_highest_sets_the_scale(monkeypatch):
+    """Run 20261127-054853-d90a: vm-virtio's 4 KB probes read 1,147 and then 133.6 req/s,
+    both on a stalled NIC; the second scaled the sweep, which topped out at 134 req/s served
+    in full where the server served ~1,277. A stall only makes a probe read low."""
+    w, st, logged = _probing(monkeypatch, [1147.0, 133.6], [True, True])
+    assert w.capacity(st) == 1147.0
+    first, second = _probes(st)
+    assert first.labels["invalid"].startswith("guest NIC stalled")  # each keeps its reason
+    assert second.labels["invalid"].startswith("guest NIC stalled")
+    assert first.labels["probe_used"] is True and "probe_used" not in second.labels
+    assert "every probe stalled" in logged[-1] and "1,147 req/s" in logged[-1]
+
+
+def test_a_clean_retry_sets_the_scale_even_below_the_stalled_probe(monkeypatch):
+    w, st, logged = _probing(monkeypatch, [1147.0, 900.0], [True, False])
+    assert w.capacity(st) == 900.0
+    first, second = _probes(st)
+    assert "invalid" not in second.labels and second.labels["probe_used"] is True
+    assert "probe_used" not in first.labels
+    assert not any("every probe stalled" in line for line in logged)
+
+
+def test_a_clean_first_probe_is_the_only_one_and_sets_the_scale(monkeypatch):
+    w, st, _ = _probing(monkeypatch, [880.0], [False])
+    assert w.capacity(st) == 880.0
+    (probe,) = _probes(st)
+    assert probe.labels == {"file_size_kb": 4, "probe_used": True}
+
+
+def test_probes_that_read_nothing_still_leave_nothing_to_sweep(monkeypatch):
+    from virtbench.errors import VirtbenchError
+
+    w, st, _ = _probing(monkeypatch, [0.0, 0.0], [True, True])
+    assert w.capacity(st) == 0.0
+    with pytest.raises(VirtbenchError, match="capacity probe measured 0 req/s"):
+        w.plan(st.ctx, 0.0)

@@ -77,6 +77,22 @@ def test_a_sweep_that_ran_out_of_steps_served_in_full_is_no_peak():
     assert _head(samples, "peak_offered_rate").labels["invalid"] == why
 
 
+class TwoStalledProbes(FakeSweep):
+    """Both probes stalled: the first, higher, set the scale (labelled probe_used)."""
+
+    def capacity(self, st):
+        used = self.sample("capacity_probe", 89.4, file_size_kb=st.size, probe_used=True)
+        st.samples += [used, self.sample("capacity_probe", 50.0, file_size_kb=st.size)]
+        return used.value
+
+
+def test_the_unsaturated_verdict_names_the_probe_that_set_the_scale():
+    samples = TwoStalledProbes().run(None, RunContext(params=_params()))
+    assert FakeSweep.unsaturated(samples) == pytest.approx(134.1)
+    why = _head(samples).labels["invalid"]
+    assert "capacity probe (wrk, 89 req/s)" in why  # not the last one read (50)
+
+
 def test_a_saturated_sweep_is_a_peak():
     # the probe read near the truth: the sweep fell after its peak and stopped there
     samples = _sweep(1000.0)

@@ -66,6 +66,8 @@ class _NginxWorkload(Workload):
     # held and their --timeout: a fixed-rate step sizes them to its rate (so they differ
     # between file sizes)
     ignored_labels += ("clients", "client_sockets", "timeout_s", "clients_per_cpu")
+    # which capacity probe set a sweep's scale: one of a size's probes, never a result's identity
+    ignored_labels += ("probe_used",)
     tools = ("nginx",)
     size_param = "file_sizes"
 
@@ -397,10 +399,15 @@ class HttperfSweep(_NginxWorkload):
         """Capacity mode: the wrk-measured req/s the sweep's rates are fractions of. A probe
         during which the guest NIC stalled is kept (flagged) and run once more on the kicked
         NIC: the sweep's rates follow from it, so a stalled probe would cap the whole sweep
-        (measured: a 746 req/s probe made a 746 req/s "peak" where the others read ~880)."""
+        (measured: a 746 req/s probe made a 746 req/s "peak" where the others read ~880).
+        If every probe stalled, the highest sets the scale: a stall only reads low (run
+        20261127-054853-d90a: 1,147 then 133.6 req/s, and 133.6 scaled a sweep that topped
+        out served in full where the server served ~1,277). The probe that set it is
+        labelled probe_used."""
         p, ctx = st.ctx.params, st.ctx
         threads = len(ctx.client_cpus) if ctx.client_cpus else 1  # as many as the sweep
-        for attempt in (1, 2):
+        probes: list[Sample] = []
+        for _ in range(2):  # at most one second probe
             res, run = self.wrk_run(
                 st.served,
                 st.size,
@@ -416,11 +423,23 @@ class HttperfSweep(_NginxWorkload):
             stall = self.stall(st.platform, ctx, f"{self.what(st)} probe")
             if why := "; ".join(w for w in (why, stall) if w):  # the rates still follow from it
                 probe.labels["invalid"] = why
+            probes.append(probe)
             st.samples += [probe, self.client_sample(run, file_size_kb=st.size, phase="probe")]
             self.check_alive(st.served, self.what(st), st.samples)
-            if stall is None or attempt == 2:
+            if stall is None:
                 break
-        return res.req_per_s
+        # A clean probe stands even below a stalled one before it: it measured the server as
+        # the sweep meets it (on the kicked NIC), where the stalled one is only a flagged
+        # reading; run-to-run spread can put either above, and a low scale is caught later
+        # (a solo peak that never saturated is measured again, wider).
+        used = probes[-1] if stall is None else max(probes, key=lambda s: s.value)
+        used.labels["probe_used"] = True
+        if stall is not None:
+            ctx.log(
+                f"{self.what(st)}: every probe stalled; the sweep follows the highest,"
+                f" {used.value:,.0f} req/s (a stall only reads low)"
+            )
+        return used.value
 
     def step(
         self,
@@ -636,9 +655,12 @@ class HttperfSweep(_NginxWorkload):
             if top is None:
                 continue
             offered = float(top.labels.get("offered_rate", 0))
-            probes = [s.value for s in mine if s.metric == "capacity_probe"]
+            probes = [s for s in mine if s.metric == "capacity_probe"]
+            # the probe that set the scale (stores written before the label: the last one)
+            used = next((s for s in probes if s.labels.get("probe_used")), None)
+            used = used or (probes[-1] if probes else None)
             why = sweep.never_saturated(
-                str(head.labels.get("stopped")), offered, top.value, probes[-1] if probes else None
+                str(head.labels.get("stopped")), offered, top.value, used.value if used else None
             )
             if why is None:
                 continue
