@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..results import PATH_LABELS, SOLO_PEAK_SCENARIO
+from ..saturation import MAX_STEPS, SERVED_IN_FULL
 from .stats import summarize
 
 SOLO = "solo"
@@ -493,7 +494,6 @@ def _limits(
 # a sweep's headline sample carries `peak_step` and `offered_rate`; its `steps` sample the
 # number of steps it ran (web.py headline), labelled `stopped`: MAX_STEPS when it ran out
 SWEEP_STEPS = "steps"
-MAX_STEPS = "max-steps"  # the drivers' sweep.MAX_STEPS
 
 
 def _under_driven(
@@ -563,11 +563,6 @@ def unsaturated_peaks(
         where = lab.get("env_platform", r["platform"])
         out[(r["platform"], r["test_case"], r["scenario"], dims)][r["role"]] = (where, tops[ref])
     return out
-
-
-# a step that served this share of its offered rate had not saturated the server (the
-# drivers' sweep.SERVED_IN_FULL; analysis reads the store only and imports no driver)
-SERVED_IN_FULL = 0.95
 
 
 def _top_served(row: dict[str, Any], labels: dict[str, Any], steps: float | None) -> float | None:
