@@ -34,6 +34,9 @@ class Sample:
 SOLO_PEAK_SCENARIO = "solo-peak"
 # the CPU limit a solo peak was measured under (two limits, two results): a run-wide dimension
 PEAK_LIMIT_LABEL = "peak_cpu_limit"
+# on a solo peak's headline whose sweep never saturated, kept (the last attempt) as what it
+# is, a lower bound of the peak (scenarios/peaks.py)
+LOWER_BOUND_LABEL = "peak_lower_bound"
 
 
 def is_solo_peak(scenario: str) -> bool:

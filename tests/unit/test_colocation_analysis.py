@@ -413,3 +413,129 @@ def test_a_schedule_scaled_by_a_solo_peak_that_never_saturated_is_no_degradation
         rows = solo + head + pair("x", "p")
         st = next(s for s in c.cell_stats(rows, primary, dims) if s.scenario == "identical")
         assert st.bad_peak is None and st.degradation_pct == pytest.approx(100 * (1 - 134 / 1277))
+
+
+# the measured example: a vm-e1000 neighbour beside a container target ran inside the
+# container's 0.5-CPU budget; its solo cell served 1,441 req/s under its own 1 CPU, its solo
+# peak under the 0.5-CPU budget 662 req/s
+HALF = {"cpu_budget": "shared:50000/100000"}
+PAIR = HALF | {"cpu_budget_members": ["vb-a", "vb-b"]}
+HET = "heterogeneous:vm-e1000"
+
+
+def _plat(quota=None):
+    return {"cell_labels": json.dumps({"platform": {"cpu_quota_us": quota} if quota else {}})}
+
+
+def _solo(platform, value, quota, budget=None):
+    row = _sized("solo", "target", 1, value, 1, **(budget or {})) | _plat(quota)
+    return row | {"platform": platform}
+
+
+def _peak(value, limit="cpu quota 50000 100000", valid=1, **labels):
+    row = _sized("solo-peak", "target", 1, value, 1, peak_cpu_limit=limit, **labels)
+    return row | {"platform": "vm-e1000", "valid": valid, "cell_id": f"peak-{value}"}
+
+
+def _het_pair(target=700.0, neighbour=500.0):
+    vm = {"env_platform": "vm-e1000"}
+    return [
+        _sized(HET, "target", 1, target, 1, **PAIR) | _plat(50000),
+        _sized(HET, "neighbour-1", 1, neighbour, 1, **vm, **PAIR) | _plat(50000),
+    ]
+
+
+# the solo-peak rows carry peak_cpu_limit, a run-wide dimension: not part of the served point
+BUDGET_DIMS = {"web": {"file_size_kb", "peak_cpu_limit"}}
+
+
+def _het(rows):
+    stats = c.cell_stats(rows, {"web": "req_per_s"}, BUDGET_DIMS)
+    return next(s for s in stats if s.scenario == HET)
+
+
+def test_a_neighbour_in_another_budget_than_its_solo_is_divided_by_its_same_budget_peak():
+    solos = [
+        _solo("container", 1000.0, 50000, HALF),
+        _solo("vm-e1000", 1441.0, 100000, {"cpu_budget": "shared:100000/100000"}),
+    ]
+    st = _het(solos + _het_pair() + [_peak(662.0, cpu_budget="shared:50000/100000")])
+    assert st.aggregated_ratio == pytest.approx(700 / 1000 + 500 / 662)
+    assert st.jain == pytest.approx(c.jain([700 / 1000, 500 / 662]))
+    assert st.budget_refs == (c.SoloRef("neighbour-1", "vm-e1000", "0.5", 662.0),)
+    # the target is its own platform's solo in the same budget: unchanged
+    assert st.solo_mean == 1000 and st.normalized == pytest.approx(0.7)
+    assert st.aggregated == 1200
+
+
+def test_no_same_budget_reference_gives_no_ratio_nor_fairness():
+    solos = [_solo("container", 1000.0, 50000, HALF), _solo("vm-e1000", 1441.0, 100000)]
+    # a peak measured under another limit (the VM's own, unlimited), one that never saturated
+    # (stored invalid), one kept as a lower bound: none is the neighbour's peak in 0.5 CPU
+    others = [
+        _peak(1500.0, "none"),
+        _peak(300.0, valid=0, invalid="sweep never saturated"),
+        _peak(400.0, peak_lower_bound="sweep never saturated"),
+    ]
+    st = _het(solos + _het_pair() + others)
+    assert st.aggregated_ratio is None and st.jain is None
+    assert st.budget_refs == (c.SoloRef("neighbour-1", "vm-e1000", "0.5", None),)
+    assert st.normalized == pytest.approx(0.7) and st.aggregated == 1200
+
+
+def test_a_solo_under_the_same_quota_stays_the_reference():
+    # the VM's solo ran under its own 0.5-CPU quota (no budget: a platform without co-location
+    # cells of its own): the same CPU as the pair's budget, so its solo cell is the reference
+    solos = [_solo("container", 1000.0, 50000, HALF), _solo("vm-e1000", 800.0, 50000)]
+    st = _het(solos + _het_pair() + [_peak(662.0)])
+    assert st.aggregated_ratio == pytest.approx(700 / 1000 + 500 / 800)
+    assert st.budget_refs == ()
+    # each environment under its own quota (cpu_budget = "own"): its own solo, as before
+    own = [r | {"labels_json": r["labels_json"].replace("shared:50000/100000", "own")}
+           for r in _het_pair()]  # fmt: skip
+    solos[1] = _solo("vm-e1000", 1441.0, 100000)
+    st = _het(solos + own + [_peak(662.0)])
+    assert st.aggregated_ratio == pytest.approx(700 / 1000 + 500 / 1441)
+    assert st.budget_refs == ()
+
+
+def test_an_unsaturated_solo_peak_of_an_older_store_is_no_reference():
+    # before the runner flagged them, a solo peak that ran out of steps with its top step
+    # served in full was stored valid: it bounds the peak from below, so it is no reference
+    solos = [_solo("container", 1000.0, 50000, HALF), _solo("vm-e1000", 1441.0, 100000)]
+    head = _peak(662.0, offered_rate=662.0, peak_step=9)
+    steps = _peak(10, stopped="max-steps") | {"metric": "steps", "cell_id": head["cell_id"]}
+    st = _het(solos + _het_pair() + [head, steps])
+    assert st.aggregated_ratio is None
+    assert st.budget_refs == (c.SoloRef("neighbour-1", "vm-e1000", "0.5", None),)
+
+
+def test_a_neighbour_with_no_solo_cell_takes_its_same_budget_peak_and_else_says_nothing():
+    # a platform with suites = [] runs no cells of its own, only a neighbour: no solo cell,
+    # but the schedule's solo peak was measured in the pair's budget
+    solos = [_solo("container", 1000.0, 50000, HALF)]
+    st = _het(solos + _het_pair() + [_peak(662.0)])
+    assert st.aggregated_ratio == pytest.approx(700 / 1000 + 500 / 662)
+    assert st.budget_refs == (c.SoloRef("neighbour-1", "vm-e1000", "0.5", 662.0),)
+    # neither a solo cell nor a peak: no ratio, as before, and nothing to say about budgets
+    st = _het(solos + _het_pair())
+    assert st.aggregated_ratio is None and st.budget_refs == ()
+
+
+def test_the_report_names_the_rows_divided_by_a_same_budget_peak():
+    from virtbench.report.suites.colocation import budget_ref_note
+
+    solos = [_solo("container", 1000.0, 50000, HALF), _solo("vm-e1000", 1441.0, 100000)]
+    stats = c.cell_stats(solos + _het_pair() + [_peak(662.0)], {"web": "req_per_s"}, BUDGET_DIMS)
+    note = budget_ref_note(stats)
+    assert note.startswith("Solo reference under the pair's CPU budget, 1 row:")
+    assert note.endswith(
+        "container heterogeneous:vm-e1000 (file_size_kb=1): neighbour-1 (vm-e1000)"
+        " ÷ 662 req/s, its solo peak in 0.5 CPU."
+    )
+    stats = c.cell_stats(solos + _het_pair(), {"web": "req_per_s"}, BUDGET_DIMS)
+    assert "neighbour-1 (vm-e1000): no solo peak measured in 0.5 CPU (no ratio, no Jain)" in (
+        budget_ref_note(stats)
+    )
+    # every environment divided by its own solo cell: nothing to say
+    assert budget_ref_note(c.cell_stats(solos, {"web": "req_per_s"}, BUDGET_DIMS)) == ""

@@ -5,6 +5,8 @@
 - aggregated throughput: the sum over all environments of a cell (seed 003 §3.4)
 - aggregated throughput ratio: sum over environments of value / own solo peak (§5.2)
 - Jain's fairness index between environments: (sum x)^2 / (n * sum x^2), 1 = fair
+  (both over each environment's share of its own solo under the CPU budget it had in the
+  cell: its solo cell's, else its solo peak measured under that budget)
 - coefficient of variation of any metric (§4.3)
 - interference matrix: victim platform x aggressor scenario -> degradation %
 """
@@ -18,7 +20,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..results import PATH_LABELS, SOLO_PEAK_SCENARIO
+from ..results import LOWER_BOUND_LABEL, PATH_LABELS, PEAK_LIMIT_LABEL, SOLO_PEAK_SCENARIO
+from ..saturation import MAX_STEPS, SERVED_IN_FULL
 from .stats import summarize
 
 SOLO = "solo"
@@ -66,6 +69,22 @@ Dims = tuple[tuple[str, Any], ...]
 # how a point was driven (a sweep, a fixed rate), not what was served: a fixed-rate cell is
 # normalized by the solo sweep of the same file size
 HOW_LABELS = frozenset({"phase"})
+# (CFS quota µs, period µs) a server ran under; None: no quota
+Quota = tuple[int, int] | None
+PERIOD_US = 100_000  # the kernel's default CFS period, where a quota names none
+
+
+@dataclass(frozen=True)
+class SoloRef:
+    """An environment whose own platform's solo cell ran under another CPU budget than it had
+    in the pair (a neighbour of another platform inside the target's budget): its share is of
+    `value`, its solo peak measured alone under the pair's budget (None: none was measured,
+    so no ratio and no fairness)."""
+
+    role: str
+    platform: str
+    budget: str  # the pair's budget in CPUs ("0.5")
+    value: float | None
 
 
 @dataclass
@@ -96,6 +115,9 @@ class CellStats:
     # why its ratio to solo is no degradation: an environment's schedule (or load=PCT) was
     # scaled by a solo peak whose sweep never saturated (`unsaturated_peaks`)
     bad_peak: str | None = None
+    # the environments whose aggregated ratio and Jain share is not of their solo cell's
+    # mean, which ran under another CPU budget (`SoloRef`)
+    budget_refs: tuple[SoloRef, ...] = ()
 
     @property
     def point(self) -> str:
@@ -286,6 +308,10 @@ def cell_stats(
     target_order: dict[tuple[Any, ...], list[tuple[Step, Dims]]] = defaultdict(list)
     limits = _limits(rows, primary, dimensions or {})
     storm: dict[tuple[str, str, str, Dims], list[tuple[float, float]]] = defaultdict(list)
+    # the CPU quota each environment ran under: (platform, tc, scenario, rep, role) in a cell,
+    # (platform, tc, point) -> those of its solo cells
+    env_quota: dict[tuple[Any, ...], Quota] = {}
+    solo_quotas: dict[tuple[str, str, Dims], set[Quota]] = defaultdict(set)
     for r in rows:
         if r["metric"] != primary.get(r["test_case"]) or r["role"] == "client":
             continue
@@ -295,6 +321,9 @@ def cell_stats(
         labels = labels_of(r)
         dims = _dims(labels, (dimensions or {}).get(r["test_case"], ()))
         meta[key] = (r["unit"], bool(r["higher_is_better"]))
+        env_quota[(*key, r["repetition"], r["role"])] = _env_quota(r)
+        if r["scenario"] == SOLO and r["role"] == "target":
+            solo_quotas[(r["platform"], r["test_case"], _what(dims))].add(_cpu_quota(r))
         if r["role"] == "target" and "storm_overlap_s" in labels:
             storm[(*key, dims)].append((labels["storm_overlap_s"], labels.get("point_s") or 0))
         step = labels.get("lockstep_step")
@@ -319,6 +348,7 @@ def cell_stats(
                 for dims, values in rep.get("target", {}).items():
                     solo[(p, tc, _what(dims))] += values
     solo_means = {k: statistics.fmean(v) for k, v in solo.items() if v}
+    peaks_in = solo_peaks(rows, primary, dimensions or {})
     bad_peaks = unsaturated_peaks(rows, primary, dimensions or {})
     points = {
         (*key, d)
@@ -350,8 +380,9 @@ def cell_stats(
             st.bad_peak = "; ".join(short)
             st.normalized = st.degradation_pct = None  # no degradation: the load was wrong
         sums, ratios, fair = [], [], []
+        refs: dict[str, SoloRef] = {}
         for rep_no, rep in reps.items():
-            roles, peaks, missing = {}, [], False
+            roles, peaks, missing, other = {}, [], False, []
             for role, by_dims in rep.items():
                 at, values = _role_values(by_dims, dims)
                 own = stepped[(*key[:3], rep_no, role, at)]
@@ -365,11 +396,24 @@ def cell_stats(
                 if values:
                     roles[role] = statistics.fmean(values)
                     where = env_platform.get((*key[:3], role), platform)
-                    peaks.append(solo_means.get((where, tc, _what(at))))
+                    what = (where, tc, _what(at))
+                    quota = env_quota.get((*key[:3], rep_no, role))
+                    solo_ran = solo_quotas.get(what)
+                    if quota is None or solo_ran == {quota}:  # no shared budget, or its solo's
+                        ref = solo_means.get(what)
+                    else:
+                        # its solo cell ran under another budget (or there is none): its solo
+                        # peak under this one. A vm-e1000 neighbour in a container's 0.5 CPU
+                        # peaked at 662 req/s; its solo cell served 1,441 with its own 1 CPU
+                        ref = peaks_in.get((*what, quota))
+                        if solo_ran or ref is not None:
+                            other.append(SoloRef(role, where, _cpus(quota), ref))
+                    peaks.append(ref)
                 elif at in by_dims:  # it served this point, but no valid value
                     missing = True
             if "target" not in roles:
                 continue
+            refs |= {x.role: x for x in other if x.role not in refs}
             st.environments = max(st.environments, len(roles))
             if missing:  # the target alone is no sum over the cell's environments
                 continue
@@ -383,31 +427,93 @@ def cell_stats(
         st.aggregated = statistics.fmean(sums) if sums else None
         st.aggregated_ratio = statistics.fmean(ratios) if ratios else None
         st.jain = statistics.fmean(fair) if fair else None
+        st.budget_refs = tuple(refs.values())
         out.append(st)
     return out
 
 
 def _budget(row: dict[str, Any]) -> str | None:
-    """The server's CPU budget (CPUs), if it had a quota: the cell's shared budget from the
-    sample's `cpu_budget` label ("shared:Q/P", with how many environments divided it; a
-    weights cell's "lifted" budget is none), else its platform's own quota."""
+    """The server's CPU budget (CPUs), if it had a quota (`_cpu_quota`), with how many
+    environments divided a shared one."""
+    quota = _cpu_quota(row)
+    if quota is None:
+        return None
+    n = len(labels_of(row).get("cpu_budget_members") or [])  # only a shared budget has them
+    return _cpus(quota) + (f" shared by {n}" if n > 1 else "")
+
+
+def _quota(quota: Any, period: Any) -> Quota:
+    """A CFS quota as numbers; None: none (absent, "max", -1, unreadable)."""
+    try:
+        q, p = int(quota), int(period or PERIOD_US)
+    except (TypeError, ValueError):
+        return None
+    return (q, p) if q > 0 and p > 0 else None
+
+
+def _cpus(quota: tuple[int, int]) -> str:
+    return f"{quota[0] / quota[1]:g}"
+
+
+def _cpu_quota(row: dict[str, Any]) -> Quota:
+    """The CFS quota the row's server ran under: the cell's shared budget from the sample's
+    `cpu_budget` label ("shared:Q/P"), else its cell's platform's own quota (the target's: a
+    neighbour's own is not in its row); a weights cell's "lifted" budget is none."""
     said = str(labels_of(row).get("cpu_budget") or "")
     if said.startswith("lifted:"):
         return None
     if said.startswith("shared:"):
         quota, _, period = said.removeprefix("shared:").partition("/")
-        try:
-            cpus = int(quota) / int(period or 100_000)
-        except ValueError:
-            return None
-        n = len(labels_of(row).get("cpu_budget_members") or [])
-        return f"{cpus:g}" + (f" shared by {n}" if n > 1 else "")
+        return _quota(quota, period)
     try:
         plat = json.loads(row.get("cell_labels") or "{}").get("platform") or {}
     except ValueError:
         return None
-    quota = plat.get("cpu_quota_us")
-    return f"{quota / (plat.get('cpu_period_us') or 100_000):g}" if quota else None
+    return _quota(plat.get("cpu_quota_us"), plat.get("cpu_period_us"))
+
+
+def _env_quota(row: dict[str, Any]) -> Quota:
+    """The shared CPU budget an environment of a co-location cell ran in (every environment
+    inside the target's, a neighbour of another platform too); None: none, each environment
+    under its own platform's quota as in its solo cell (cpu_budget "own", "none"; a weights
+    cell's lifted quota is compared with its solo as it always was)."""
+    shared = str(labels_of(row).get("cpu_budget") or "").startswith("shared:")
+    return _cpu_quota(row) if shared else None
+
+
+def _peak_quota(row: dict[str, Any]) -> Quota:
+    """The CFS quota a solo peak was measured under: its `peak_cpu_limit` ("cpu quota Q P",
+    "none"; scenarios/peaks.py `cpu_limit`), else (stores before that label) as any row's."""
+    limit = labels_of(row).get(PEAK_LIMIT_LABEL)
+    if limit is None:
+        return _cpu_quota(row)
+    quota, _, period = str(limit).removeprefix("cpu quota ").partition(" ")
+    return _quota(quota, period)
+
+
+def solo_peaks(
+    rows: list[dict[str, Any]], primary: dict[str, str], dimensions: dict[str, Iterable[str]]
+) -> dict[tuple[str, str, Dims, Quota], float]:
+    """(platform, test case, served point, CFS quota) -> the mean of the solo peaks measured
+    under that quota (solo-peak cells' primary headlines). None that never saturated: stored
+    invalid, kept as a lower bound (`peak_lower_bound`), or, in stores from before the runner
+    flagged them, a sweep that ran out of steps with its top step served in full: each only
+    bounds the peak from below."""
+    unsaturated = _unsaturated_peak_cells(rows, primary)
+    found: dict[tuple[str, str, Dims, Quota], list[float]] = defaultdict(list)
+    for r in rows:
+        if r["scenario"] != SOLO_PEAK_SCENARIO or r["metric"] != primary.get(r["test_case"]):
+            continue
+        lab = labels_of(r)
+        if r["role"] == "client" or not r["valid"] or LOWER_BOUND_LABEL in lab:
+            continue
+        if r.get("cell_id") in unsaturated:
+            continue
+        # the limit is the quota's, not the served point's
+        keys = [k for k in dimensions.get(r["test_case"], ()) if k != PEAK_LIMIT_LABEL]
+        point = _what(_dims(lab, keys))
+        found[(r["platform"], r["test_case"], point, _peak_quota(r))].append(float(r["value"]))
+    return {k: statistics.fmean(v) for k, v in found.items()}
 
 
 def _client_limited(row: dict[str, Any]) -> bool:
@@ -493,7 +599,6 @@ def _limits(
 # a sweep's headline sample carries `peak_step` and `offered_rate`; its `steps` sample the
 # number of steps it ran (web.py headline), labelled `stopped`: MAX_STEPS when it ran out
 SWEEP_STEPS = "steps"
-MAX_STEPS = "max-steps"  # the drivers' sweep.MAX_STEPS
 
 
 def _under_driven(
@@ -536,17 +641,7 @@ def unsaturated_peaks(
     in full (stores written before the runner refused such peaks; run 20261127-054853-d90a
     scaled vm-virtio's 4 KB pairs by 134 req/s where its solo cell served ~1,277). Cells
     name their peak by `peak_cell_id` (per file size for a schedule)."""
-    stopped: dict[Any, tuple[float, Any]] = {}  # peak cell -> (steps, stopped)
-    for r in rows:
-        if r["scenario"] == SOLO_PEAK_SCENARIO and r["metric"] == SWEEP_STEPS:
-            stopped[r.get("cell_id")] = (r["value"], labels_of(r).get("stopped"))
-    tops: dict[Any, float] = {}  # peak cell -> its top rate, served in full
-    for r in rows:
-        if r["scenario"] != SOLO_PEAK_SCENARIO or r["metric"] != primary.get(r["test_case"]):
-            continue
-        n, why = stopped.get(r.get("cell_id"), (None, None))
-        if why == MAX_STEPS and (top := _top_served(r, labels_of(r), n)) is not None:
-            tops[r.get("cell_id")] = top
+    tops = _unsaturated_peak_cells(rows, primary)
     out: dict[tuple[str, str, str, Dims], dict[str, tuple[str, float]]] = defaultdict(dict)
     if not tops:
         return out
@@ -565,9 +660,23 @@ def unsaturated_peaks(
     return out
 
 
-# a step that served this share of its offered rate had not saturated the server (the
-# drivers' sweep.SERVED_IN_FULL; analysis reads the store only and imports no driver)
-SERVED_IN_FULL = 0.95
+def _unsaturated_peak_cells(
+    rows: list[dict[str, Any]], primary: dict[str, str]
+) -> dict[Any, float]:
+    """Solo-peak cell -> its top rate, of each whose sweep ran out of steps with its headline
+    at the last step, served in full (`_top_served`): a lower bound, never a peak."""
+    stopped: dict[Any, tuple[float, Any]] = {}  # peak cell -> (steps, stopped)
+    for r in rows:
+        if r["scenario"] == SOLO_PEAK_SCENARIO and r["metric"] == SWEEP_STEPS:
+            stopped[r.get("cell_id")] = (r["value"], labels_of(r).get("stopped"))
+    tops: dict[Any, float] = {}  # peak cell -> its top rate, served in full
+    for r in rows:
+        if r["scenario"] != SOLO_PEAK_SCENARIO or r["metric"] != primary.get(r["test_case"]):
+            continue
+        n, why = stopped.get(r.get("cell_id"), (None, None))
+        if why == MAX_STEPS and (top := _top_served(r, labels_of(r), n)) is not None:
+            tops[r.get("cell_id")] = top
+    return tops
 
 
 def _top_served(row: dict[str, Any], labels: dict[str, Any], steps: float | None) -> float | None:

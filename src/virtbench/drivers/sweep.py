@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import VirtbenchError
+from ..saturation import MAX_STEPS, SERVED_IN_FULL
 
 
 @dataclass(frozen=True)
@@ -101,9 +102,8 @@ def peak(steps: list[StepResult]) -> StepResult | None:
     return max(valid, key=lambda s: s.throughput) if valid else None
 
 
-# a peak step that served this share of its offered rate had not saturated the server
-SERVED_IN_FULL = 0.95
-# ... and a next step serving less than this share of it is a server that stopped, not one
+# a peak step that served SERVED_IN_FULL of its offered rate had not saturated the server,
+# and a next step serving less than this share of it is a server that stopped, not one
 # that fell behind (a saturated server still serves near its peak while httperf runs out
 # of sockets)
 COLLAPSED = 0.5
@@ -126,10 +126,6 @@ def broke_before_saturation(steps: list[StepResult], best: StepResult) -> str | 
         f"offered, then step {nxt.index} served {nxt.throughput:.0f} of {nxt.offered_rate:.0f} "
         f"({nxt.invalid}): the server stopped answering before it saturated"
     )
-
-
-# a sweep's `stopped` label when it ran out of steps (no fall, no errors stopped it)
-MAX_STEPS = "max-steps"
 
 
 def never_saturated(stopped: str, offered: float, served: float, probe: float | None) -> str | None:

@@ -18,9 +18,8 @@ from typing import Any
 
 from ..errors import WorkloadError
 from ..platforms.base import Platform
-from ..results import PEAK_LIMIT_LABEL, SOLO_PEAK_SCENARIO
+from ..results import LOWER_BOUND_LABEL, PEAK_LIMIT_LABEL, SOLO_PEAK_SCENARIO
 from ..scenarios.peaks import (
-    LOWER_BOUND_LABEL,
     Peak,
     PeakKey,
     SoloPeaks,

@@ -23,7 +23,7 @@ from typing import Any
 from ..errors import WorkloadError
 from ..platforms.base import Platform
 from ..platforms.cpu_weight import own_quota
-from ..results import Sample
+from ..results import LOWER_BOUND_LABEL, Sample
 from ..workloads.base import RunContext, Workload
 
 PeakKey = tuple[str, str, str, str]  # (platform, test case, params as sorted JSON, CPU limit)
@@ -77,10 +77,6 @@ def run_solo(
         + (f" (its top step at {top_rate:,.0f} or more)" if top_rate else "")
     )
     return w().run(platform, replace(ctx, params=params))
-
-
-# a last attempt's sweep that never saturated is kept as what it is, a lower bound
-LOWER_BOUND_LABEL = "peak_lower_bound"
 
 
 def peak_value(workload: type[Workload], samples: list[Sample], last: bool = False) -> float:

@@ -72,6 +72,34 @@ def bad_peak_note(stats: list[coloc.CellStats]) -> str:
     )
 
 
+def budget_ref_note(stats: list[coloc.CellStats]) -> str:
+    """The rows whose agg. ratio and Jain divide an environment by its solo peak measured
+    under the pair's CPU budget, not by its platform's solo cell (another budget, or none):
+    a neighbour of another platform runs inside the target's budget."""
+    rows = [st for st in stats if st.budget_refs]
+    if not rows:
+        return ""
+
+    def ref(r: coloc.SoloRef, unit: str) -> str:
+        who = f"{r.role} ({r.platform})"
+        if r.value is None:
+            return f"{who}: no solo peak measured in {r.budget} CPU (no ratio, no Jain)"
+        return f"{who} ÷ {r.value:,.0f} {unit}, its solo peak in {r.budget} CPU"
+
+    listed = "; ".join(
+        f"{st.platform} {st.scenario}" + (f" ({st.point})" if st.point else "") + ": "
+        + ", ".join(ref(r, st.unit) for r in st.budget_refs)
+        for st in rows
+    )  # fmt: skip
+    return (
+        f"Solo reference under the pair's CPU budget, {len(rows)} row{'s' * (len(rows) > 1)}:"
+        " the agg. ratio and Jain divide each environment by its own solo, but these ran"
+        " inside the cell's shared budget while their platform's solo cell ran under another"
+        " (or there is none), so they are divided by their solo peak measured alone in the"
+        f" cell's budget. {listed}."
+    )
+
+
 @register_section(order=55, name="colocation")
 def colocation_section(data) -> Section | None:
     if not any(KIND_LABEL in s["labels"] for s in data.samples):
@@ -127,6 +155,8 @@ def colocation_section(data) -> Section | None:
     parts.append(str(html.scroll(str(html.table(headers, rows)))))
     if note := bad_peak_note(stats):
         parts.append(f"<p class='note'>{html.h(note)}</p>")
+    if refs := budget_ref_note(stats):
+        parts.append(f"<p class='note'>{html.h(refs)}</p>")
     matrix = coloc.interference_matrix(stats)
     if matrix:
         aggressors = sorted({a for m in matrix.values() for a in m})
@@ -213,7 +243,9 @@ def colocation_section(data) -> Section | None:
     parts.append(figures.startup_table(data))
     parts.append(figures.env_metrics_table(data))
     md_headers = ["platform", "scenario", *shown, "target", "degr. %", "agg. ratio", "Jain"]
-    md = html.md_table(md_headers, md_rows) + (f"\n{shared}\n" if shared else "")
+    md = html.md_table(md_headers, md_rows) + "".join(
+        f"\n{text}\n" for text in (refs, shared) if text
+    )
     return Section("Co-location and interference", html.Raw("\n".join(parts)), markdown=md)
 
 
