@@ -23,7 +23,8 @@ campaign's run time is their sum (it includes each piece's start-up and the cell
 interrupt cut short and the next piece ran again, which is printed too).
 
 Where a results directory cannot outlive a sitting, a piece can instead be a copy of the
-campaign whose other platforms have `suites = []` (hosts and neighbours only): it runs one
+campaign whose other platforms have `suites = []` (hosts and neighbours only; written by
+bench/one_platform.py): it runs one
 platform's cells beside the same neighbours, and measures again the neighbours' solo peaks
 its cells need (a little more than those cells cost inside the whole run).
 """
