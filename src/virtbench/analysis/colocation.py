@@ -387,10 +387,11 @@ def cell_stats(
     return out
 
 
-def _budget(row: dict[str, Any]) -> str | None:
+def _budget(row: dict[str, Any], platforms: dict[str, dict[str, Any] | None]) -> str | None:
     """The server's CPU budget (CPUs), if it had a quota: the cell's shared budget from the
     sample's `cpu_budget` label ("shared:Q/P", with how many environments divided it; a
-    weights cell's "lifted" budget is none), else its platform's own quota."""
+    weights cell's "lifted" budget is none), else its platform's own quota. `platforms`:
+    `_platform`'s memo."""
     said = str(labels_of(row).get("cpu_budget") or "")
     if said.startswith("lifted:"):
         return None
@@ -402,12 +403,25 @@ def _budget(row: dict[str, Any]) -> str | None:
             return None
         n = len(labels_of(row).get("cpu_budget_members") or [])
         return f"{cpus:g}" + (f" shared by {n}" if n > 1 else "")
-    try:
-        plat = json.loads(row.get("cell_labels") or "{}").get("platform") or {}
-    except ValueError:
+    plat = _platform(row, platforms)
+    if plat is None:
         return None
     quota = plat.get("cpu_quota_us")
     return f"{quota / (plat.get('cpu_period_us') or 100_000):g}" if quota else None
+
+
+def _platform(
+    row: dict[str, Any], platforms: dict[str, dict[str, Any] | None]
+) -> dict[str, Any] | None:
+    """The platform its cell recorded (None: unreadable), parsed once per text in
+    `platforms`: every sample of a cell carries the same (10^5 in a co-location run)."""
+    text = row.get("cell_labels") or "{}"
+    if text not in platforms:
+        try:
+            platforms[text] = json.loads(text).get("platform") or {}
+        except ValueError:
+            platforms[text] = None
+    return platforms[text]
 
 
 def _client_limited(row: dict[str, Any]) -> bool:
@@ -446,7 +460,8 @@ def _limits(
             heads[(cell, dims)] = ((*key, dims), _client_limited(r), step)
             if (top := _top_served(r, lab, steps.get((cell, dims)))) is not None:
                 unsaturated[(cell, dims)] = top
-    budgets = {r.get("cell_id") or r["repetition"]: b for r in rows if (b := _budget(r))}
+    platforms: dict[str, dict[str, Any] | None] = {}
+    budgets = {r.get("cell_id") or r["repetition"]: b for r in rows if (b := _budget(r, platforms))}
     # the target's client CPU per (cell, file size, step): a headline's is at its peak step
     client_at: dict[tuple[Any, Any, Any], float] = {}
     for r in rows:
