@@ -71,6 +71,8 @@ Dims = tuple[tuple[str, Any], ...]
 HOW_LABELS = frozenset({"phase"})
 # (CFS quota µs, period µs) a server ran under; None: no quota
 Quota = tuple[int, int] | None
+# a cell's labels text -> the platform it recorded (None: unreadable), parsed once per text
+Platforms = dict[str, dict[str, Any] | None]
 PERIOD_US = 100_000  # the kernel's default CFS period, where a quota names none
 
 
@@ -312,6 +314,7 @@ def cell_stats(
     # (platform, tc, point) -> those of its solo cells
     env_quota: dict[tuple[Any, ...], Quota] = {}
     solo_quotas: dict[tuple[str, str, Dims], set[Quota]] = defaultdict(set)
+    platforms: Platforms = {}
     for r in rows:
         if r["metric"] != primary.get(r["test_case"]) or r["role"] == "client":
             continue
@@ -321,9 +324,9 @@ def cell_stats(
         labels = labels_of(r)
         dims = _dims(labels, (dimensions or {}).get(r["test_case"], ()))
         meta[key] = (r["unit"], bool(r["higher_is_better"]))
-        env_quota[(*key, r["repetition"], r["role"])] = _env_quota(r)
+        env_quota[(*key, r["repetition"], r["role"])] = _env_quota(r, platforms)
         if r["scenario"] == SOLO and r["role"] == "target":
-            solo_quotas[(r["platform"], r["test_case"], _what(dims))].add(_cpu_quota(r))
+            solo_quotas[(r["platform"], r["test_case"], _what(dims))].add(_cpu_quota(r, platforms))
         if r["role"] == "target" and "storm_overlap_s" in labels:
             storm[(*key, dims)].append((labels["storm_overlap_s"], labels.get("point_s") or 0))
         step = labels.get("lockstep_step")
@@ -432,10 +435,10 @@ def cell_stats(
     return out
 
 
-def _budget(row: dict[str, Any]) -> str | None:
+def _budget(row: dict[str, Any], platforms: Platforms) -> str | None:
     """The server's CPU budget (CPUs), if it had a quota (`_cpu_quota`), with how many
     environments divided a shared one."""
-    quota = _cpu_quota(row)
+    quota = _cpu_quota(row, platforms)
     if quota is None:
         return None
     n = len(labels_of(row).get("cpu_budget_members") or [])  # only a shared budget has them
@@ -455,30 +458,30 @@ def _cpus(quota: tuple[int, int]) -> str:
     return f"{quota[0] / quota[1]:g}"
 
 
-def _cpu_quota(row: dict[str, Any]) -> Quota:
+def _cpu_quota(row: dict[str, Any], platforms: Platforms | None = None) -> Quota:
     """The CFS quota the row's server ran under: the cell's shared budget from the sample's
     `cpu_budget` label ("shared:Q/P"), else its cell's platform's own quota (the target's: a
-    neighbour's own is not in its row); a weights cell's "lifted" budget is none."""
+    neighbour's own is not in its row); a weights cell's "lifted" budget is none. `platforms`:
+    `_platform`'s memo."""
     said = str(labels_of(row).get("cpu_budget") or "")
     if said.startswith("lifted:"):
         return None
     if said.startswith("shared:"):
         quota, _, period = said.removeprefix("shared:").partition("/")
         return _quota(quota, period)
-    try:
-        plat = json.loads(row.get("cell_labels") or "{}").get("platform") or {}
-    except ValueError:
+    plat = _platform(row, platforms if platforms is not None else {})
+    if plat is None:
         return None
     return _quota(plat.get("cpu_quota_us"), plat.get("cpu_period_us"))
 
 
-def _env_quota(row: dict[str, Any]) -> Quota:
+def _env_quota(row: dict[str, Any], platforms: Platforms) -> Quota:
     """The shared CPU budget an environment of a co-location cell ran in (every environment
     inside the target's, a neighbour of another platform too); None: none, each environment
     under its own platform's quota as in its solo cell (cpu_budget "own", "none"; a weights
     cell's lifted quota is compared with its solo as it always was)."""
     shared = str(labels_of(row).get("cpu_budget") or "").startswith("shared:")
-    return _cpu_quota(row) if shared else None
+    return _cpu_quota(row, platforms) if shared else None
 
 
 def _peak_quota(row: dict[str, Any]) -> Quota:
@@ -514,6 +517,18 @@ def solo_peaks(
         point = _what(_dims(lab, keys))
         found[(r["platform"], r["test_case"], point, _peak_quota(r))].append(float(r["value"]))
     return {k: statistics.fmean(v) for k, v in found.items()}
+
+
+def _platform(row: dict[str, Any], platforms: Platforms) -> dict[str, Any] | None:
+    """The platform its cell recorded (None: unreadable), parsed once per text in
+    `platforms`: every sample of a cell carries the same (10^5 in a co-location run)."""
+    text = row.get("cell_labels") or "{}"
+    if text not in platforms:
+        try:
+            platforms[text] = json.loads(text).get("platform") or {}
+        except ValueError:
+            platforms[text] = None
+    return platforms[text]
 
 
 def _client_limited(row: dict[str, Any]) -> bool:
@@ -552,7 +567,8 @@ def _limits(
             heads[(cell, dims)] = ((*key, dims), _client_limited(r), step)
             if (top := _top_served(r, lab, steps.get((cell, dims)))) is not None:
                 unsaturated[(cell, dims)] = top
-    budgets = {r.get("cell_id") or r["repetition"]: b for r in rows if (b := _budget(r))}
+    platforms: Platforms = {}
+    budgets = {r.get("cell_id") or r["repetition"]: b for r in rows if (b := _budget(r, platforms))}
     # the target's client CPU per (cell, file size, step): a headline's is at its peak step
     client_at: dict[tuple[Any, Any, Any], float] = {}
     for r in rows:

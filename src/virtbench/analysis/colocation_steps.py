@@ -17,6 +17,7 @@ Nothing here is averaged across file sizes or across steps.
 
 from __future__ import annotations
 
+import bisect
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable
@@ -215,6 +216,7 @@ def env_by_step(
         for p in pts:
             if p["role"] == "target" and p["metric"].startswith("reply_rate."):
                 sizes[p["metric"].split(".", 1)[1]].append((p["t"], p["value"]))
+        within = _Within([p for p in pts if p["metric"] in wanted and p["role"] != "host"])
         for size_txt, tpts in sizes.items():
             size = _size(size_txt)
             for step, (t0, t1) in enumerate(_windows(tpts)):
@@ -222,9 +224,8 @@ def env_by_step(
                 if at is None:
                     continue
                 inside: dict[tuple[str, str], list[float]] = defaultdict(list)
-                for p in pts:
-                    if p["metric"] in wanted and t0 < p["t"] <= t1 and p["role"] != "host":
-                        inside[(p["role"], p["metric"])].append(p["value"])
+                for p in within(t0, t1):
+                    inside[(p["role"], p["metric"])].append(p["value"])
                 for (role, metric), vals in inside.items():
                     cell = pts[0]
                     sweep = (cell["platform"], cell["test_case"], cell["scenario"], role, size)
@@ -239,6 +240,20 @@ def env_by_step(
             x = statistics.fmean(xs[key][step])
             out[key].append(StepPoint(step, x, x, *_spread([v[0] for v in used]), len(used), why))
     return out
+
+
+class _Within:
+    """A cell's series points in a window (t0, t1], in their stored order. Found by time
+    (bisection), not by reading every point of the cell for each of its 70 step windows."""
+
+    def __init__(self, points: list[dict[str, Any]]) -> None:
+        self.points = points
+        self.by_time = sorted(range(len(points)), key=lambda i: points[i]["t"])
+        self.times = [points[i]["t"] for i in self.by_time]
+
+    def __call__(self, t0: float, t1: float) -> list[dict[str, Any]]:
+        lo, hi = bisect.bisect_right(self.times, t0), bisect.bisect_right(self.times, t1)
+        return [self.points[i] for i in sorted(self.by_time[lo:hi])]
 
 
 def _size(text: str) -> Any:

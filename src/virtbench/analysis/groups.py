@@ -13,6 +13,7 @@ statistics.
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -113,11 +114,15 @@ class Group:
         return tuple(sorted(dims.items()))
 
     def _meet(self, labels: dict[str, Any]) -> None:
-        """Keep the labels this sample shares with the group's earlier ones."""
+        """Keep the labels this sample shares with the group's earlier ones. The first
+        sample's dict itself is kept until one differs (read-only, like the rows' labels):
+        a copy per group was 1 KB for each of 10^5 groups of a co-location run."""
         if not self.values and not self.invalid:
-            self.labels = dict(labels)
+            self.labels = labels
             return
-        self.labels = {k: v for k, v in self.labels.items() if k in labels and _same(labels[k], v)}
+        kept = {k: v for k, v in self.labels.items() if k in labels and _same(labels[k], v)}
+        if len(kept) < len(self.labels):
+            self.labels = kept
 
     @property
     def n_invalid(self) -> int:
@@ -125,6 +130,8 @@ class Group:
 
 
 def _same(a: Any, b: Any) -> bool:
+    if a is b and type(a) is not float:  # one value shared by rows (report/labels.py) is
+        return True  # itself, unencoded; a float may be a NaN, unequal to itself
     return _scalar(a) == _scalar(b) and type(a) is type(b)
 
 
@@ -135,6 +142,51 @@ def _labels(row: dict[str, Any]) -> dict[str, Any]:
     return labels
 
 
+class _SplitPairs:
+    """A sample's labels that may split its results, as (key, scalar value) pairs. Each dict
+    or list value is JSON-encoded to be compared (env_params, solo peaks...), so work done
+    for one value is kept for rows sharing it (report/labels.py shares equal ones): the
+    last labels' pairs, for the next row (a sweep step's dozen metrics are stored one after
+    another with one labels dict), and the encodings of recent values by identity."""
+
+    MEMO = 4096  # encodings kept: a cell's shared values, bounded where nothing is shared
+
+    def __init__(self, description: RunDescription) -> None:
+        self.description = description
+        self.ignored: dict[str, frozenset[str]] = {}
+        self.last: tuple[dict[str, Any], str] | None = None
+        self.pairs: list[tuple[str, Any]] = []
+        self.encoded: dict[int, tuple[Any, str]] = {}  # id -> (the value, held; its JSON)
+
+    def of(self, labels: dict[str, Any], test_case: str) -> list[tuple[str, Any]]:
+        if self.last is None or self.last[0] is not labels or self.last[1] != test_case:
+            skip = self.skipped(test_case)
+            self.pairs = [(k, self.scalar(v)) for k, v in labels.items() if k not in skip]
+            self.last = (labels, test_case)  # held: no new dict can take its place
+        return self.pairs
+
+    def scalar(self, value: Any) -> Any:
+        if type(value) is not dict and type(value) is not list:
+            return _scalar(value)
+        hit = self.encoded.get(id(value))
+        if hit is None:
+            if len(self.encoded) >= self.MEMO:
+                self.encoded.clear()
+            hit = self.encoded[id(value)] = (value, _scalar(value))
+        return hit[1]
+
+    def skipped(self, test_case: str) -> frozenset[str]:
+        skip = self.ignored.get(test_case)
+        if skip is None:
+            ignored = self.description.labels_of(IGNORED, test_case)
+            skip = self.ignored[test_case] = ignored | {VALIDITY_LABEL}
+        return skip
+
+
+def _value_sets() -> defaultdict[str, set[Any]]:
+    return defaultdict(set)
+
+
 def dimension_keys(
     rows: Iterable[dict[str, Any]], description: RunDescription
 ) -> dict[tuple[str, str, str], set[str]]:
@@ -142,26 +194,22 @@ def dimension_keys(
 
     A declared key whose value is the same in every sample of the test case splits nothing,
     so it is left out (keeps display names short: no "[threads=1]" on a 1-thread test)."""
-    seen: dict[tuple[str, str, str, str], dict[str, set[Any]]] = {}
-    overall: dict[tuple[str, str, str], dict[str, set[Any]]] = {}
+    # defaultdicts, not setdefault(k, set()): that made a new set for each of ~10^7 labels
+    seen: dict[tuple[str, str, str, str], dict[str, set[Any]]] = defaultdict(_value_sets)
+    overall: dict[tuple[str, str, str], dict[str, set[Any]]] = defaultdict(_value_sets)
     count: dict[tuple[str, str, str], int] = {}
     with_key: dict[tuple[str, str, str, str], int] = {}  # (test key..., label) -> rows having it
-    ignored: dict[str, set[str]] = {}
+    pairs = _SplitPairs(description)
     for row in rows:
-        labels = _labels(row)
         tkey = (row["test_case"], row["role"], row["metric"])
         count[tkey] = count.get(tkey, 0) + 1
-        values = overall.setdefault(tkey, {})
-        per_cell = seen.setdefault((row["cell_id"], *tkey), {})
-        skip = ignored.get(tkey[0])
-        if skip is None:
-            skip = ignored[tkey[0]] = description.labels_of(IGNORED, tkey[0]) | {VALIDITY_LABEL}
-        for k, v in labels.items():
-            if k in skip:
-                continue
-            values.setdefault(k, set()).add(_scalar(v))
-            with_key[(*tkey, k)] = with_key.get((*tkey, k), 0) + 1
-            per_cell.setdefault(k, set()).add(_scalar(v))
+        values = overall[tkey]
+        per_cell = seen[(row["cell_id"], *tkey)]
+        for k, v in pairs.of(_labels(row), tkey[0]):
+            values[k].add(v)
+            at = (*tkey, k)
+            with_key[at] = with_key.get(at, 0) + 1
+            per_cell[k].add(v)
     out: dict[tuple[str, str, str], set[str]] = {}
     for tkey, values in overall.items():
         declared = description.labels_of(DIMENSION, tkey[0])

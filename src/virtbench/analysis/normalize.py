@@ -14,6 +14,7 @@ mapped through the (monotone) overhead formula.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from ..results import LOAD_PCT_LABEL, NET_PATH_LABEL, PATH_LABELS
@@ -104,20 +105,47 @@ def compare(x: Group, base: Group, confidence: float = CONFIDENCE) -> Comparison
     )
 
 
-def against_baseline(groups: list[Group], baseline: str | None) -> dict[GroupKey, Comparison]:
-    """Every group that has a matching baseline group (same test, scenario, role, dims)."""
+class Comparisons(Mapping[GroupKey, Comparison]):
+    """Group key -> its comparison with the baseline group of the same test, each made when
+    first asked for. A ratio's interval costs a Student-t quantile of its own Welch df
+    (~0.5 ms), and most groups of a co-location run (10^5 per-step figures) are in no table."""
+
+    def __init__(self, pairs: dict[GroupKey, tuple[Group, Group]]) -> None:
+        self._pairs = pairs  # key -> (its group, the baseline's), in the groups' order
+        self._made: dict[GroupKey, Comparison | None] = {}
+
+    def _made_for(self, key: GroupKey) -> Comparison | None:
+        if key not in self._made:
+            pair = self._pairs.get(key)
+            self._made[key] = compare(*pair) if pair is not None else None
+        return self._made[key]
+
+    def __getitem__(self, key: GroupKey) -> Comparison:
+        c = self._made_for(key)
+        if c is None:  # no baseline group, or no ratio (a mean missing or not positive)
+            raise KeyError(key)
+        return c
+
+    def __iter__(self) -> Iterator[GroupKey]:
+        return (k for k in self._pairs if self._made_for(k) is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _k in self)
+
+
+def against_baseline(groups: list[Group], baseline: str | None) -> Mapping[GroupKey, Comparison]:
+    """Every group that has a matching baseline group (same test, scenario, role, dims) and
+    a ratio to it (`compare`)."""
     if not baseline:
         return {}
     by_key = {g.key: g for g in groups}
-    out: dict[GroupKey, Comparison] = {}
+    pairs = {}
     for g in groups:
         base = by_key.get(g.key.on(baseline))
         if base is None or own_peak_load(g) or own_peak_load(base):
             continue
-        c = compare(g, base)
-        if c is not None:
-            out[g.key] = c
-    return out
+        pairs[g.key] = (g, base)
+    return Comparisons(pairs)
 
 
 # --- results whose load was relative to each platform's own peak ---------------------------

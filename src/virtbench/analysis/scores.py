@@ -26,7 +26,7 @@ shown as the min..max of the ratios.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 
 from ..results import SOLO_PEAK_SCENARIO
@@ -235,7 +235,7 @@ def _weights(comps: list[Comparison]) -> list[tuple[float, Comparison]]:
 
 def geomeans(
     groups: list[Group],
-    comparisons: dict[GroupKey, Comparison],
+    comparisons: Mapping[GroupKey, Comparison],
     baseline: str | None,
     scoring: Scoring = _v1_scoring,
 ) -> list[GeoMean]:

@@ -7,6 +7,7 @@ works for any real degrees of freedom, so Welch-Satterthwaite df can be used dir
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from collections.abc import Sequence
@@ -89,6 +90,9 @@ def t_quantile(p: float, df: float) -> float:
     return 0.5 * (lo + hi)
 
 
+# by (df, confidence): the quantile is ~200 incomplete-beta evaluations, and a run asks for
+# the same few integer df once per group (10^5 groups of 3 repetitions in a co-location run)
+@functools.lru_cache(maxsize=4096)
 def t_critical(df: float, confidence: float = CONFIDENCE) -> float:
     """Two-sided critical value: mean ± t_critical · standard error."""
     return t_quantile(0.5 + confidence / 2.0, df)

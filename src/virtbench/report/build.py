@@ -7,7 +7,10 @@ compact Markdown summary the CLI prints.
 
 from __future__ import annotations
 
+import gc
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from .. import ownedtmp
@@ -21,8 +24,9 @@ from .html import Raw, h, page
 def render(store: Store, run_id: str) -> tuple[str, str]:
     """(html, markdown) of one run."""
     sections.discover()
-    data = ReportData.load(store, run_id)
-    parts = sections.render(data)
+    with _collector_paused():
+        data = ReportData.load(store, run_id)
+        parts = sections.render(data)
     body = "".join(
         f'<section id="{s.anchor}"><h2>{h(s.title)}</h2>{s.html}</section>' for s in parts
     )
@@ -36,6 +40,21 @@ def render(store: Store, run_id: str) -> tuple[str, str]:
     html_text = page(title, nav, Raw(body), subtitle)
     markdown = "\n\n".join(s.markdown for s in parts if s.markdown)
     return html_text, markdown
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cycle collector off while a report is built (back on after, if it was): a
+    report holds millions of objects (rows, labels, groups) until its end and makes next to
+    no garbage cycles, and the collector re-scanned all of them each time their number grew
+    by a quarter: a quarter to a third of a colocation-web report's time, for nothing."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def default_path(results_dir: Path, run_id: str) -> Path:

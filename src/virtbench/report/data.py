@@ -1,7 +1,8 @@
 """Everything a report section may use, read once from the store (and only from the store).
 
 Sections get a `ReportData`: the run row, host facts, settings, the run's description (units,
-primary metrics, label roles, suite notes), cells, sample rows (with parsed labels), the
+primary metrics, label roles, suite notes), cells, sample rows (with parsed labels, shared
+between rows: read them, never change them in place; labels.py), the
 analysed groups, comparisons with the baseline, both scores, and the
 time series on demand. Helpers give stable platform colours and common selections.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +21,7 @@ from ..analysis.groups import Group, GroupKey
 from ..analysis.normalize import Comparison, against_baseline, incomparable
 from ..store.db import CellRow, Store
 from ..store.description import RunDescription
+from .labels import parse_labels
 from .svg import PALETTE
 
 
@@ -33,7 +36,7 @@ class ReportData:
     cells: list[CellRow]
     samples: list[dict[str, Any]]
     groups: list[Group]
-    comparisons: dict[GroupKey, Comparison]
+    comparisons: Mapping[GroupKey, Comparison]  # each made when first asked for
     seed004: list[scores.Seed004Suite]
     geomeans: list[scores.GeoMean]
     platforms: list[str] = field(default_factory=list)  # baseline first, then campaign order
@@ -49,8 +52,7 @@ class ReportData:
         description = store.description(run_id)
         cells = store.cells(run_id)
         samples = store.sample_rows(run_id)
-        for row in samples:
-            row["labels"] = json.loads(row.get("labels_json") or "{}")
+        parse_labels(samples)
         groups = groups_mod.build(samples, description)
         baseline = settings.get("baseline")
         comparisons = against_baseline(groups, baseline)

@@ -15,6 +15,10 @@ automatically). The report reads the store only: a section never imports a workl
         table = html.table(["platform", "rate"], [[g.key.platform, g.key.dim("rate")] ...])
         return Section("Web: response rate vs offered rate", table, markdown="...")
 
+`data.samples` are the store's rows with their labels parsed (`row["labels"]`), one dict
+shared by every row with the same labels and equal nested values shared too: read them,
+never change them in place (report/labels.py).
+
 `order` places the section (lower first). Built-in orders: 10 run, 20 host, 30 per-suite
 results, 50 memory block-size curve, 60 scores, 80 time series, 90 invalid samples. A
 section function may return None, one Section, or a list of them. `html` must be safe

@@ -305,9 +305,14 @@ class Store:
                 )
 
     def _dicts(self, sql: str, params: Any = ()) -> list[dict[str, Any]]:
+        """The rows as dicts, one object per distinct text: a run's rows repeat a few texts
+        (platform, metric, a cell's labels, a sweep step's labels on a dozen metrics), and
+        the driver makes a new copy of each for every row (10^6 rows in a co-location run)."""
         cur = self.conn.execute(sql, params)
         cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+        texts: dict[str, str] = {}
+        # row by row: fetchall() held every row's own copies of its texts at once
+        return [dict(zip(cols, _shared(r, texts), strict=True)) for r in cur]
 
     # --- reading ----------------------------------------------------------------------
     def sample_rows(self, run_id: str) -> list[dict[str, Any]]:
@@ -382,6 +387,11 @@ class Store:
 
     def run_stops(self, run_id: str) -> list[stops.Stop]:
         return stops.select(self.conn, run_id)
+
+
+def _shared(row: Iterable[Any], texts: dict[str, str]) -> Iterator[Any]:
+    """The row's values, each text replaced by the first equal one seen (kept in `texts`)."""
+    return (texts.setdefault(v, v) if type(v) is str else v for v in row)
 
 
 def open_store(

@@ -82,6 +82,10 @@ class RunDescription:
     labels: tuple[LabelRole, ...] = ()
     suites: dict[str, str] = field(default_factory=dict)  # suite -> one-line description
     scoring: dict[str, SuiteScoring] = field(default_factory=dict)  # suite -> its flags
+    # (role, test case) -> labels_of: a report asks once per sample (10^6 in a co-location run)
+    _labels_of: dict[tuple[str, str], frozenset[str]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def scoring_of(self, suite: str) -> SuiteScoring:
         return self.scoring.get(suite, SuiteScoring())
@@ -90,12 +94,15 @@ class RunDescription:
         """test case -> its primary metric."""
         return {m.test_case: m.metric for m in self.metrics if m.primary}
 
-    def labels_of(self, role: str, test_case: str) -> set[str]:
-        return {
-            r.label
-            for r in self.labels
-            if r.role == role and r.test_case in (ALL_TEST_CASES, test_case)
-        }
+    def labels_of(self, role: str, test_case: str) -> frozenset[str]:
+        found = self._labels_of.get((role, test_case))
+        if found is None:
+            found = self._labels_of[(role, test_case)] = frozenset(
+                r.label
+                for r in self.labels
+                if r.role == role and r.test_case in (ALL_TEST_CASES, test_case)
+            )
+        return found
 
 
 def insert(conn: Any, run_id: str, d: RunDescription) -> None:

@@ -149,13 +149,20 @@ def unplanned(data) -> Callable[[dict[str, Any]], bool]:
     unflagged, so the target's own samples at that point say whether the scene was as
     planned. A summary names fewer labels than a workload sample: it matches every sample
     whose point includes its own."""
-    bad: dict[str, list[set]] = defaultdict(list)
+    # a cell's invalid points, once each (a bad step has a dozen invalid metrics)
+    bad: dict[str, set[frozenset]] = defaultdict(set)
     for r in data.samples:
         if r["role"] == "target" and not r.get("valid", True) and "stdev" not in r["labels"]:
-            bad[r["cell_id"]].append(set(sample_point(data, r)))
-    return lambda row: any(
-        set(sample_point(data, row)) <= at for at in bad.get(row.get("cell_id"), [])
-    )
+            bad[r["cell_id"]].add(frozenset(sample_point(data, r)))
+
+    def off_plan(row: dict[str, Any]) -> bool:
+        points = bad.get(row.get("cell_id"))
+        if not points:
+            return False
+        mine = set(sample_point(data, row))  # once, not once per invalid point
+        return any(mine <= at for at in points)
+
+    return off_plan
 
 
 def _summaries(data, metrics: set[str]) -> dict[Key, list[dict]]:
