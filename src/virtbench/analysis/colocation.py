@@ -308,13 +308,13 @@ def cell_stats(
     stepped: dict[tuple[Any, ...], list[tuple[Any, float | None]]] = defaultdict(list)
     # (platform, test case, scenario, rep) -> the target's (lockstep step, point), in order
     target_order: dict[tuple[Any, ...], list[tuple[Step, Dims]]] = defaultdict(list)
-    limits = _limits(rows, primary, dimensions or {})
+    platforms: Platforms = {}  # cell labels parsed once, for every CPU budget read below
+    limits = _limits(rows, primary, dimensions or {}, platforms)
     storm: dict[tuple[str, str, str, Dims], list[tuple[float, float]]] = defaultdict(list)
     # the CPU quota each environment ran under: (platform, tc, scenario, rep, role) in a cell,
     # (platform, tc, point) -> those of its solo cells
     env_quota: dict[tuple[Any, ...], Quota] = {}
     solo_quotas: dict[tuple[str, str, Dims], set[Quota]] = defaultdict(set)
-    platforms: Platforms = {}
     for r in rows:
         if r["metric"] != primary.get(r["test_case"]) or r["role"] == "client":
             continue
@@ -351,8 +351,9 @@ def cell_stats(
                 for dims, values in rep.get("target", {}).items():
                     solo[(p, tc, _what(dims))] += values
     solo_means = {k: statistics.fmean(v) for k, v in solo.items() if v}
-    peaks_in = solo_peaks(rows, primary, dimensions or {})
-    bad_peaks = unsaturated_peaks(rows, primary, dimensions or {})
+    unsaturated = _unsaturated_peak_cells(rows, primary)  # both below skip or name them
+    peaks_in = solo_peaks(rows, primary, dimensions or {}, unsaturated)
+    bad_peaks = unsaturated_peaks(rows, primary, dimensions or {}, unsaturated)
     points = {
         (*key, d)
         for key, reps in groups.items()
@@ -495,14 +496,16 @@ def _peak_quota(row: dict[str, Any]) -> Quota:
 
 
 def solo_peaks(
-    rows: list[dict[str, Any]], primary: dict[str, str], dimensions: dict[str, Iterable[str]]
+    rows: list[dict[str, Any]],
+    primary: dict[str, str],
+    dimensions: dict[str, Iterable[str]],
+    unsaturated: dict[Any, float],
 ) -> dict[tuple[str, str, Dims, Quota], float]:
     """(platform, test case, served point, CFS quota) -> the mean of the solo peaks measured
     under that quota (solo-peak cells' primary headlines). None that never saturated: stored
     invalid, kept as a lower bound (`peak_lower_bound`), or, in stores from before the runner
     flagged them, a sweep that ran out of steps with its top step served in full: each only
-    bounds the peak from below."""
-    unsaturated = _unsaturated_peak_cells(rows, primary)
+    bounds the peak from below. `unsaturated`: `_unsaturated_peak_cells`."""
     found: dict[tuple[str, str, Dims, Quota], list[float]] = defaultdict(list)
     for r in rows:
         if r["scenario"] != SOLO_PEAK_SCENARIO or r["metric"] != primary.get(r["test_case"]):
@@ -539,7 +542,10 @@ def _client_limited(row: dict[str, Any]) -> bool:
 
 
 def _limits(
-    rows: list[dict[str, Any]], primary: dict[str, str], dimensions: dict[str, Iterable[str]]
+    rows: list[dict[str, Any]],
+    primary: dict[str, str],
+    dimensions: dict[str, Iterable[str]],
+    platforms: Platforms | None = None,
 ) -> dict[tuple[str, str, str, Dims], str]:
     """Which side limited each target headline, over repetitions: the load generator (the
     headline invalid by the tool's own client verdict) or the server (with its CPU budget
@@ -567,7 +573,7 @@ def _limits(
             heads[(cell, dims)] = ((*key, dims), _client_limited(r), step)
             if (top := _top_served(r, lab, steps.get((cell, dims)))) is not None:
                 unsaturated[(cell, dims)] = top
-    platforms: Platforms = {}
+    platforms = {} if platforms is None else platforms
     budgets = {r.get("cell_id") or r["repetition"]: b for r in rows if (b := _budget(r, platforms))}
     # the target's client CPU per (cell, file size, step): a headline's is at its peak step
     client_at: dict[tuple[Any, Any, Any], float] = {}
@@ -649,15 +655,18 @@ def _whose(role: str) -> str:
 
 
 def unsaturated_peaks(
-    rows: list[dict[str, Any]], primary: dict[str, str], dimensions: dict[str, Iterable[str]]
+    rows: list[dict[str, Any]],
+    primary: dict[str, str],
+    dimensions: dict[str, Iterable[str]],
+    tops: dict[Any, float],
 ) -> dict[tuple[str, str, str, Dims], dict[str, tuple[str, float]]]:
     """(platform, test case, scenario, served point) -> role -> (its platform, top rate) of
     each environment whose rates were shares of a solo peak that never saturated: a
     solo-peak cell whose sweep ran out of steps with its headline at the last step, served
     in full (stores written before the runner refused such peaks; run 20261127-054853-d90a
     scaled vm-virtio's 4 KB pairs by 134 req/s where its solo cell served ~1,277). Cells
-    name their peak by `peak_cell_id` (per file size for a schedule)."""
-    tops = _unsaturated_peak_cells(rows, primary)
+    name their peak by `peak_cell_id` (per file size for a schedule). `tops`:
+    `_unsaturated_peak_cells`."""
     out: dict[tuple[str, str, str, Dims], dict[str, tuple[str, float]]] = defaultdict(dict)
     if not tops:
         return out
