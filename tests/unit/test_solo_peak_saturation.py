@@ -53,7 +53,9 @@ class FakeSweep(HttperfSweep):
 
 
 def _params(**over):
-    return {k: p.default for k, p in HttperfSweep.params.items()} | {"file_sizes": [4]} | over
+    # the retry path, with no extension past max_fraction (its own tests below)
+    base = {k: p.default for k, p in HttperfSweep.params.items()} | {"file_sizes": [4]}
+    return base | {"extend_fraction": 0} | over
 
 
 def _sweep(probe: float, **over) -> list:
@@ -194,3 +196,71 @@ def test_a_flake_after_an_unsaturated_attempt_gets_a_retry(store):
     peaks = StoredPeaks(store, RUN, lambda *a: None)
     peak = peaks.get(FakePlatform("vm-virtio", []), FlakyRetry(), params, RunContext(params={}))
     assert peak.value > 0  # failed before: the flake was the last attempt
+
+
+def test_a_sweep_served_in_full_at_its_top_goes_on_until_the_server_saturates():
+    """A quota'd container served 1.5x, then 2x, its wrk probe at 30 KB under httperf
+    (27 Nov 2026): a sweep stopping at the probe read a lower bound as its peak."""
+    # the plan tops at 900; the server serves 1,277
+    samples = _sweep(600.0, extend_fraction=3.0, fall_steps=10)
+    offered = FakeSweep.offered[-1]
+    assert offered[14] == pytest.approx(900)  # the plan, then the same 60 req/s steps
+    assert offered[15] == pytest.approx(960) and offered[-3] == pytest.approx(1320)
+    # two steps in a row not served in full (1,380 and 1,440): the end
+    assert offered[-2:] == pytest.approx([1380, 1440])
+    assert _head(samples, "steps").labels["stopped"] == "saturated"
+    assert _head(samples).value == pytest.approx(1277 * (1 - 0.02 * (1320 / 1277 - 1)))
+    assert FakeSweep.unsaturated(samples) is None
+
+
+def test_the_extension_stops_at_its_reach_and_the_peak_stays_a_lower_bound():
+    samples = _sweep(89.4, extend_fraction=3.0, max_steps=100)
+    assert FakeSweep.offered[-1][-1] == pytest.approx(3 * 89.4)
+    assert len(FakeSweep.offered[-1]) == 30
+    assert _head(samples, "steps").labels["stopped"] == "max-steps"
+    assert FakeSweep.unsaturated(samples) == pytest.approx(268.2)
+    # and within max_steps (30 by default: 3.0 x the probe at 10 % steps)
+    _sweep(89.4, extend_fraction=5.0, max_steps=20)
+    assert len(FakeSweep.offered[-1]) == 20
+
+
+def test_no_extension_when_the_top_step_was_not_served_in_full_or_it_is_off():
+    _sweep(900.0, max_fraction=1.6, fall_steps=10, extend_fraction=3.0)
+    assert FakeSweep.offered[-1][-1] == pytest.approx(1440)  # the plan's top: not served
+    _sweep(89.4, extend_fraction=1.5)  # at or below max_fraction: off
+    assert FakeSweep.offered[-1][-1] == pytest.approx(134.1)
+    params = {"mode": "absolute", "rate_start": 10, "rate_step": 10, "max_steps": 5}
+    _sweep(89.4, extend_fraction=3.0, **params)  # absolute mode: max_steps is the user's
+    assert FakeSweep.offered[-1] == pytest.approx([10, 20, 30, 40, 50])
+
+
+def test_a_widened_retry_extends_in_its_own_scale():
+    _sweep(89.4, min_top_rate=268.2, extend_fraction=3.0, max_steps=100)
+    offered = FakeSweep.offered[-1]
+    assert offered[14] == pytest.approx(268.2)  # the widened plan's top (1.5 x 2 x 89.4)
+    assert offered[-1] == pytest.approx(536.4)  # its reach: 3/1.5 of that top
+    assert offered[15] - offered[14] == pytest.approx(offered[1] - offered[0])
+
+
+def test_extension_rates_continue_the_plan():
+    plan = sweep.capacity_plan(100.0, 0.1, 0.1, 1.0)
+    assert sweep.extension(plan, 150.0, 30) == pytest.approx([110, 120, 130, 140, 150])
+    assert sweep.extension(plan, 150.0, 12) == pytest.approx([110, 120])
+    assert sweep.extension(plan, 100.0, 30) == []
+
+
+class OneDip(FakeSweep):
+    """Step 16 served 94 % (the host's noise, as 95.0 % at 1.1x the probe on 27 Nov)."""
+
+    def step(self, st, index, rate, duration=None, phase=None, clients=None):
+        out = super().step(st, index, rate, duration, phase, clients)
+        if index == 16:
+            out.throughput = 0.94 * rate
+        return out
+
+
+def test_one_step_short_of_its_rate_does_not_end_the_extension():
+    OneDip.probes, OneDip.probed = [600.0], 0
+    samples = OneDip().run(None, RunContext(params=_params(extend_fraction=3.0, fall_steps=10)))
+    assert FakeSweep.offered[-1][-1] == pytest.approx(1440)  # went on past the dip at 1,020
+    assert _head(samples, "steps").labels["stopped"] == "saturated"

@@ -96,6 +96,38 @@ def stop_reason(steps: list[StepResult], fall_steps: int, error_threshold: float
     return None
 
 
+def served_in_full(step: StepResult) -> bool:
+    """The step's server kept up with its offered rate: it was not saturated there."""
+    return step.offered_rate > 0 and step.throughput >= SERVED_IN_FULL * step.offered_rate
+
+
+# steps in a row not served in full that end a sweep's extension: one alone can be the
+# host's noise (a quota'd container served 95.0 % at 1.1x its probe, in full at 1.2-1.7x)
+FELL_BEHIND_STEPS = 2
+
+
+def fell_behind(steps: list[StepResult]) -> bool:
+    """The last FELL_BEHIND_STEPS steps were not served in full: the server saturated."""
+    tail = steps[-FELL_BEHIND_STEPS:]
+    return len(tail) == FELL_BEHIND_STEPS and not any(served_in_full(s) for s in tail)
+
+
+def extension(plan: Plan, top_rate: float, max_steps: int) -> list[float]:
+    """The rates that continue `plan` past its last step, in its own step, up to `top_rate`
+    and `max_steps` steps in all: where a sweep goes on while its server still serves all
+    it is offered (a quota'd container served 1.5x, then 2x, its wrk probe at 30 KB under
+    httperf, so a sweep stopping at the probe read a lower bound as its peak)."""
+    rates = plan.rates()
+    if not rates:
+        return []
+    out: list[float] = []
+    r = rates[-1] + plan.step
+    while len(rates) + len(out) < max_steps and r <= top_rate * (1 + 1e-9):
+        out.append(r)
+        r += plan.step
+    return out
+
+
 def peak(steps: list[StepResult]) -> StepResult | None:
     """The step with the highest throughput among valid steps (None if none is valid)."""
     valid = [s for s in steps if not s.invalid]

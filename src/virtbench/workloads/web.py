@@ -18,6 +18,7 @@ from ..drivers.validity import first, http_errors
 from ..errors import WorkloadError, WorkloadTimeout
 from ..platforms.base import Platform
 from ..results import NET_PATH_LABEL
+from ..saturation import SATURATED
 from ..serving.loadgen import (
     ClientRun,
     ParallelRun,
@@ -228,6 +229,15 @@ class HttperfSweep(_NginxWorkload):
         "start_fraction": Param(0.1, "capacity mode: first rate as a share of capacity", 0.01, 5),
         "step_fraction": Param(0.1, "capacity mode: rate step as a share of capacity", 0.01, 5),
         "max_fraction": Param(1.5, "capacity mode: highest rate as a share of capacity", 0.01, 10),
+        "extend_fraction": Param(
+            3.0,
+            "capacity mode: a sweep whose step at max_fraction was still served in full goes"
+            " on in the same steps until one is not (the server saturated), up to this share"
+            " of capacity and max_steps; at or below max_fraction it stops there, its peak a"
+            " lower bound (the wrk probe can read below what the server serves under httperf)",
+            0,
+            10,
+        ),
         "rate_start": Param(100, "absolute mode: first offered rate, req/s", 1, 10_000_000),
         "rate_step": Param(100, "absolute mode: rate increment, req/s", 1, 10_000_000),
         "max_steps": Param(30, "most steps per file size", 1, 1000),
@@ -377,13 +387,35 @@ class HttperfSweep(_NginxWorkload):
         )
         return sweep.widened(plan, float(p.get(self.top_rate_param) or 0))
 
+    @staticmethod
+    def beyond(ctx: RunContext, plan: sweep.Plan) -> list[float]:
+        """Capacity mode: the steps past `plan` (extend_fraction) a sweep takes while its
+        server still serves all it is offered; scaled as the plan is (a widened retry)."""
+        p = ctx.params
+        top, reach = float(p["max_fraction"]), float(p.get("extend_fraction", 0))
+        if p.get("mode", "capacity") != "capacity" or plan.max_rate is None or reach <= top:
+            return []
+        return sweep.extension(plan, plan.max_rate * reach / top, int(p["max_steps"]))
+
     def sweep_one(self, st: SweepState) -> None:
         p = st.ctx.params
         what = self.what(st)
         capacity = self.capacity(st) if p.get("mode", "capacity") == "capacity" else None
         steps: list[sweep.StepResult] = []
         stopped = sweep.MAX_STEPS
-        for i, rate in enumerate(self.plan(st.ctx, capacity).rates()):
+        plan = self.plan(st.ctx, capacity)
+        rates = plan.rates()
+        beyond = self.beyond(st.ctx, plan)
+        for i, rate in enumerate(rates + beyond):
+            if i == len(rates) and not sweep.served_in_full(steps[-1]):
+                break  # saturated within its plan
+            if i > len(rates) and sweep.fell_behind(steps):
+                break
+            if i == len(rates):
+                st.ctx.log(
+                    f"{what}: its top step was served in full; it goes on up to"
+                    f" {beyond[-1]:,.0f} req/s until the server saturates"
+                )
             steps.append(self.step(st, i, rate))
             self.check_alive(st.served, what, st.samples)
             reason = sweep.stop_reason(
@@ -393,6 +425,9 @@ class HttperfSweep(_NginxWorkload):
                 stopped = "errors" if reason.startswith("errors") else "falling"
                 st.ctx.log(f"{what}: sweep stopped: {reason}")
                 break
+        past_plan = len(steps) > len(rates)
+        if stopped == sweep.MAX_STEPS and past_plan and not sweep.served_in_full(steps[-1]):
+            stopped = SATURATED
         st.samples += self.headline(steps, st.size, stopped)
 
     def capacity(self, st: SweepState) -> float:
