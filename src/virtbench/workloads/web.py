@@ -232,7 +232,7 @@ class HttperfSweep(_NginxWorkload):
         "extend_fraction": Param(
             3.0,
             "capacity mode: a sweep whose step at max_fraction was still served in full goes"
-            " on in the same steps until one is not (the server saturated), up to this share"
+            " on in the same steps until two in a row are not (saturated), up to this share"
             " of capacity and max_steps; at or below max_fraction it stops there, its peak a"
             " lower bound (the wrk probe can read below what the server serves under httperf)",
             0,
