@@ -11,6 +11,6 @@ from __future__ import annotations
 SERVED_IN_FULL = 0.95
 # a sweep's `stopped` label when it ran out of steps (no fall, no errors stopped it)
 MAX_STEPS = "max-steps"
-# its `stopped` label when it went on past its plan while served in full and ended at the
-# first step that was not: the server was seen saturated
+# its `stopped` label when it went on past its plan while served in full and ended on a
+# step that was not (two in a row, or its last): the server was seen saturated
 SATURATED = "saturated"

@@ -149,7 +149,7 @@ def broke_before_saturation(steps: list[StepResult], best: StepResult) -> str | 
     if not after or not after[0].invalid or best.offered_rate <= 0:
         return None
     nxt = after[0]
-    if best.throughput < SERVED_IN_FULL * best.offered_rate:
+    if not served_in_full(best):
         return None
     if nxt.throughput >= COLLAPSED * best.throughput:
         return None

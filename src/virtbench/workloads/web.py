@@ -407,15 +407,15 @@ class HttperfSweep(_NginxWorkload):
         rates = plan.rates()
         beyond = self.beyond(st.ctx, plan)
         for i, rate in enumerate(rates + beyond):
-            if i == len(rates) and not sweep.served_in_full(steps[-1]):
-                break  # saturated within its plan
-            if i > len(rates) and sweep.fell_behind(steps):
-                break
             if i == len(rates):
+                if not sweep.served_in_full(steps[-1]):
+                    break  # saturated within its plan
                 st.ctx.log(
                     f"{what}: its top step was served in full; it goes on up to"
                     f" {beyond[-1]:,.0f} req/s until the server saturates"
                 )
+            elif i > len(rates) and sweep.fell_behind(steps):
+                break
             steps.append(self.step(st, i, rate))
             self.check_alive(st.served, what, st.samples)
             reason = sweep.stop_reason(
