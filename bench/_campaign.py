@@ -52,19 +52,32 @@ def cli(*args: str, stop_after: float | None = None) -> CliRun:
     """`virtbench ARGS` with this interpreter (the venv's, and PYTHONPATH's code), captured.
     After `stop_after` seconds it gets SIGINT, as from Ctrl-C (a run tears down, keeps its
     finished cells and exits 130: continue it with --resume)."""
+    return run_child([sys.executable, "-m", "virtbench.cli", *args], stop_after)
+
+
+def run_child(argv: list[str], stop_after: float | None = None) -> CliRun:
+    """`argv` to its end, captured; SIGINT after `stop_after` seconds (see cli)."""
     e0, t0 = time.time(), time.monotonic()
     with subprocess.Popen(
-        [sys.executable, "-m", "virtbench.cli", *args],
+        argv,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         preexec_fn=_sigint_default,
     ) as proc:
+        # SIGTERM/SIGHUP to this script reach the run as SIGINT, and this script waits for its
+        # teardown: killed alone, it released `flock` while its orphaned run went on measuring
+        forward = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
+        for s in forward:
+            signal.signal(s, lambda *_: proc.send_signal(signal.SIGINT))
         try:
             stdout, stderr = proc.communicate(timeout=stop_after)
         except subprocess.TimeoutExpired:
             proc.send_signal(signal.SIGINT)
             stdout, stderr = proc.communicate()
+        finally:
+            for s, old in forward.items():
+                signal.signal(s, old)
     return CliRun(proc.returncode, time.monotonic() - t0, e0, time.time(), stdout, stderr)
 
 

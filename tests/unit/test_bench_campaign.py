@@ -136,3 +136,34 @@ def test_a_piece_can_be_interrupted_even_when_started_in_the_background():
     finally:
         signal.signal(signal.SIGINT, old)
     assert out.stdout.strip() == "False"
+
+
+def test_sigterm_to_a_piece_reaches_its_run_as_sigint_and_waits_for_it(tmp_path: Path):
+    """Killed alone, the bench script left its run measuring on without the machine lock."""
+    import signal
+    import subprocess
+    import time
+
+    marker = tmp_path / "got"
+    child = (
+        "import signal, sys, time\n"
+        "def stop(*_):\n"
+        "    time.sleep(0.5)  # a teardown\n"
+        f"    open({str(marker)!r}, 'w').write('SIGINT')\n"
+        "    sys.exit(130)\n"
+        "signal.signal(signal.SIGINT, stop)\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(30)\n"
+    )
+    script = (
+        f"import sys; sys.path.append({str(Path(bench.__file__).parent)!r})\n"
+        "import _campaign\n"
+        f"out = _campaign.run_child([sys.executable, '-c', {child!r}])\n"
+        "print(out.returncode, out.stdout.strip())\n"
+    )
+    outer = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    time.sleep(1.5)  # both interpreters started and the child's handler set
+    outer.send_signal(signal.SIGTERM)
+    stdout, _ = outer.communicate(timeout=20)
+    assert marker.read_text() == "SIGINT"  # the run got Ctrl-C's signal, not a kill
+    assert stdout.split() == ["130", "ready"]  # and the script waited for it to end

@@ -77,6 +77,23 @@ def test_httperf_argv():
     assert a[:2] == ["httperf", "--hog"]
     assert a[a.index("--rate") + 1] == "250.000"
     assert a[a.index("--num-conns") + 1] == "500"
+    assert "--recv-buffer=16384" in a  # httperf's own default, stated
+
+
+@pytest.mark.parametrize("kb", [1, 4, 10, 30, 50, 70, 100, 200])
+def test_httperf_recv_buffer_holds_two_replies(kb):
+    # with httperf's 16 KB default a 100 KB reply waited on the client (half the server's
+    # rate at 30 % of its CPU budget, measured); never below that default
+    got = httperf.recv_buffer(kb)
+    assert got >= 2 * kb * 1024 + 2 * httperf.REPLY_HEADER_BYTES
+    assert got >= httperf.RECV_BUFFER_DEFAULT
+    a = httperf.argv("h", 80, "/", 100, 100, recv_bytes=got)
+    assert f"--recv-buffer={got}" in a
+
+
+def test_httperf_recv_buffer_small_replies_keep_the_default():
+    assert httperf.recv_buffer(1) == httperf.RECV_BUFFER_DEFAULT
+    assert httperf.recv_buffer(100) > httperf.recv_buffer(70) > httperf.RECV_BUFFER_DEFAULT
 
 
 @pytest.mark.parametrize(

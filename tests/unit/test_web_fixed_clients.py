@@ -23,6 +23,7 @@ SWEEP_STEP_LABELS = {
     "file_size_kb",
     "calls_per_conn",
     "client_nofile",
+    "client_recv_buffer",
     "clients",
     "closes",
 }

@@ -551,6 +551,7 @@ class HttperfSweep(_NginxWorkload):
                 timeout,
                 bool(p.get("hog", False)),
                 st.server_closes,
+                httperf.recv_buffer(st.size),
             )
             for r, n in zip(load.rates, load.shares, strict=True)
         ]
@@ -584,6 +585,7 @@ class HttperfSweep(_NginxWorkload):
             "file_size_kb": st.size,
             "calls_per_conn": st.calls,
             "client_nofile": st.nofile,
+            "client_recv_buffer": httperf.recv_buffer(st.size),
             "clients": clients,
         }
         if st.calls == 1:
