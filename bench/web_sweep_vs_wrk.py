@@ -16,6 +16,10 @@ a wrong ratio. Both tools use the same client CPUs (wrk one thread per client CP
 one httperf process per client CPU unless --clients says otherwise).
 
     python bench/web_sweep_vs_wrk.py [--rounds 3] [--calls 1] [--server-cpu 1 --client-cpus 0]
+
+With --vs-default-buffer each round also sweeps with httperf's own 16 KB receive buffer and
+prints the ratio of the two peaks (the `recv_buffer` param: 0 sizes it to two replies): at
+100 KB the default left the client's window, not the server, as the limit.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import os
 import statistics
 import time
 
+from virtbench.drivers import httperf
 from virtbench.platforms.base import PlatformSpec
 from virtbench.platforms.native import NativePlatform
 from virtbench.serving.loadgen import raise_nofile
@@ -54,6 +59,12 @@ def main() -> None:
         action="store_true",
         help="httperf closes (no 'Connection: close'; TIME_WAIT on client ports)",
     )
+    ap.add_argument("--recv-buffer", type=int, default=0, help="httperf bytes (0: two replies)")
+    ap.add_argument(
+        "--vs-default-buffer",
+        action="store_true",
+        help="each round also sweeps with httperf's 16 KB default receive buffer",
+    )
     ap.add_argument("--verbose", action="store_true", help="print every sweep step")
     a = ap.parse_args()
 
@@ -70,6 +81,7 @@ def main() -> None:
         "hog": a.hog,
         "clients": a.clients,
         "server_closes": not a.client_closes,
+        "recv_buffer": a.recv_buffer,
     }
     log = print if a.verbose else (lambda msg: None)
     ctx = RunContext(params=params, cpus=[a.server_cpu], client_cpus=a.client_cpus, log=log)
@@ -77,6 +89,7 @@ def main() -> None:
     nofile = raise_nofile()
     ratios: list[float] = []
     ratios_ka: list[float] = []
+    ratios_buf: list[float] = []
     no_valid = 0
     print(
         f"nginx on CPU {a.server_cpu}, clients on CPU(s) {a.client_cpus}, {a.size} KB,"
@@ -108,6 +121,23 @@ def main() -> None:
                 (s.value for s in samples if s.metric == "client_cpu_pct" and "step" in s.labels),
                 default=0.0,
             )
+            if a.vs_default_buffer:
+                small = RunContext(
+                    params=params | {"recv_buffer": httperf.RECV_BUFFER_DEFAULT},
+                    cpus=[a.server_cpu],
+                    client_cpus=a.client_cpus,
+                    log=log,
+                )
+                other: list = []
+                w.sweep_one(SweepState(served, a.size, small, other, time.monotonic(), nofile))
+                dflt = next(s for s in other if s.metric == "peak_throughput")
+                ratios_buf.append(peak.value / dflt.value)
+                print(
+                    f"round {rnd}: sweep peak {peak.value:6.0f} req/s with --recv-buffer"
+                    f" {a.recv_buffer or httperf.recv_buffer(a.size)}, {dflt.value:6.0f} with"
+                    f" httperf's default {httperf.RECV_BUFFER_DEFAULT}: ratio"
+                    f" {ratios_buf[-1]:.3f}"
+                )
             print(
                 f"round {rnd}: wrk same-conn {before.req_per_s:6.0f}/{after.req_per_s:6.0f}"
                 f" req/s (before/after, client CPU {run_b.cpu_util:.0%}/{run_a.cpu_util:.0%});"
@@ -122,6 +152,12 @@ def main() -> None:
                     else ""
                 )
             )
+    if ratios_buf:
+        print(
+            f"median ratio sweep peak sized / httperf-default receive buffer ="
+            f" {statistics.median(ratios_buf):.3f} (min {min(ratios_buf):.3f},"
+            f" max {max(ratios_buf):.3f}, n={len(ratios_buf)})"
+        )
     print(f"rounds without any valid sweep step (left out of the medians): {no_valid}")
     if not ratios:
         print("no round gave a valid sweep peak: no ratio")

@@ -293,3 +293,17 @@ def test_a_client_cpu_runs_one_busy_polling_httperf():
     assert httperf.MAX_PER_CPU == 1
     c = httperf.size_clients(900, 5.0, 1, NOFILE, cpus=1)
     assert c.processes == 1 and c.timeout == pytest.approx(1.1)
+
+
+def test_every_httperf_of_a_step_gets_the_receive_buffer_and_its_label(monkeypatch):
+    calls = _fake_clients(monkeypatch, "rate2000_ok.txt")
+    st, w = _state({}, cpus=(0, 1))
+    st.size = 100
+    w.step(st, 3, 2025.0)
+    ((argvs, _slots),) = calls
+    want = f"--recv-buffer={httperf.recv_buffer(100)}"
+    assert all(want in a for a in argvs)
+    assert _step_labels(st)["client_recv_buffer"] == httperf.recv_buffer(100)
+    st2, _ = _state({"recv_buffer": httperf.RECV_BUFFER_DEFAULT})
+    st2.size = 100
+    assert st2.recv_bytes == httperf.RECV_BUFFER_DEFAULT  # set by hand: kept as given

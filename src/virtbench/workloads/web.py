@@ -179,6 +179,11 @@ class SweepState:
     def server_closes(self) -> bool:
         return bool(self.ctx.params.get("server_closes", True))
 
+    @property
+    def recv_bytes(self) -> int:
+        """httperf's --recv-buffer: the `recv_buffer` param, else two replies of this size."""
+        return int(self.ctx.params.get("recv_buffer") or 0) or httperf.recv_buffer(self.size)
+
 
 @register
 class HttperfSweep(_NginxWorkload):
@@ -270,6 +275,14 @@ class HttperfSweep(_NginxWorkload):
             " for its 1024-socket select() limit",
             min=0,
             max=256,
+        ),
+        "recv_buffer": Param(
+            0,
+            "httperf --recv-buffer in bytes; 0 = two whole replies of the file size, at least"
+            " httperf's own 16384 (with that default alone, on loopback and virtual links the"
+            " client's window, not the server, limited 100 KB replies)",
+            min=0,
+            max=64 * 1024 * 1024,
         ),
         "server_closes": Param(
             True,
@@ -551,7 +564,7 @@ class HttperfSweep(_NginxWorkload):
                 timeout,
                 bool(p.get("hog", False)),
                 st.server_closes,
-                httperf.recv_buffer(st.size),
+                st.recv_bytes,
             )
             for r, n in zip(load.rates, load.shares, strict=True)
         ]
@@ -585,7 +598,7 @@ class HttperfSweep(_NginxWorkload):
             "file_size_kb": st.size,
             "calls_per_conn": st.calls,
             "client_nofile": st.nofile,
-            "client_recv_buffer": httperf.recv_buffer(st.size),
+            "client_recv_buffer": st.recv_bytes,
             "clients": clients,
         }
         if st.calls == 1:
