@@ -149,6 +149,36 @@ def test_limit_names_the_side_that_limited_each_headline():
     assert st.limit == "client (client at ≤ 95 % CPU)"
 
 
+def test_limit_is_not_the_server_where_it_never_neared_its_own_budget():
+    """httperf's 16 KB receive buffer stopped native nginx's 100 KB sweeps at 24-30 % CPU of a
+    50 % budget (fd-unavail), and the report said "server (CPU budget 0.5)"."""
+    plat = json.dumps({"platform": {"cpu_quota_us": 50000}})
+
+    def head(cell, value, step=2):
+        row = _sized("solo", "target", 1, value, 100, peak_step=step) | {"cell_id": cell}
+        return row | {"cell_labels": plat}
+
+    def cpu(cell, step, pct):
+        row = _sized("solo", "target", 1, pct, 100, step=step) | {"cell_id": cell}
+        return row | {"metric": "cpu_util"}
+
+    def limit(rows):
+        (st,) = c.cell_stats(rows, {"web": "req_per_s"}, {"web": {"file_size_kb"}})
+        return st.limit
+
+    idle = [head("a", 4583), cpu("a", 1, 18.0), cpu("a", 2, 24.0), cpu("a", 3, 29.5)]
+    assert limit(idle) == "client or path (the server used ≤ 30 % CPU of its 50 %)"
+    # near its budget after its peak: the server's limit, as before
+    busy = [head("b", 18631, 12), cpu("b", 12, 50.2), cpu("b", 13, 50.4)]
+    assert limit(busy) == "server (CPU budget 0.5)"
+    # the steps before the peak never decide it
+    assert limit([*busy, cpu("b", 3, 10.0)]) == "server (CPU budget 0.5)"
+    assert limit([*idle, *busy]) == (
+        "client or path (the server used ≤ 30 % CPU of its 50 %) in 1/2,"
+        " else server (CPU budget 0.5)"
+    )
+
+
 def test_limit_says_a_pair_shared_one_budget_and_a_weights_cell_had_none():
     shared = {"cpu_budget": "shared:50000/100000", "cpu_budget_members": ["vb-a", "vb-b"]}
     plat = json.dumps({"platform": {"cpu_quota_us": 50000}})

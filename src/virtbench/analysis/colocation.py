@@ -541,6 +541,50 @@ def _client_limited(row: dict[str, Any]) -> bool:
     return not row["valid"] and ("load generator" in why or "client" in why)
 
 
+# a server under a quota of its own that used less than this share of it from its peak step
+# to its sweep's end was not what stopped the sweep (httperf's 16 KB receive buffer left
+# native nginx at 100 KB at 24-30 % of a 50 % budget while the client ran out of sockets)
+SERVER_BUSY = 0.8
+
+
+def _server_cpu(rows: list[dict[str, Any]]) -> dict[tuple[Any, Any], list[tuple[int, float]]]:
+    """(cell, file size) -> [(step, the target server's CPU % in it)] of its sweep steps."""
+    out: dict[tuple[Any, Any], list[tuple[int, float]]] = defaultdict(list)
+    for r in rows:
+        if r["metric"] != "cpu_util" or r["role"] != "target":
+            continue
+        lab = labels_of(r)
+        if lab.get("step") is None or lab.get("phase"):
+            continue
+        cell = r.get("cell_id") or r["repetition"]
+        out[(cell, lab.get("file_size_kb"))].append((int(lab["step"]), float(r["value"])))
+    return out
+
+
+def _server_idle(
+    row: dict[str, Any],
+    step: tuple[Any, Any, Any],
+    server_cpu: dict[tuple[Any, Any], list[tuple[int, float]]],
+    platforms: Platforms,
+) -> tuple[float, float] | None:
+    """(the most CPU %, its budget in %) of a server whose own quota it never neared from its
+    headline's step to its sweep's end: the sweep stopped on something else (the client, the
+    path). None where it neared it, or had no quota of its own (none, lifted, shared)."""
+    cell, size, peak_step = step
+    quota = _cpu_quota(row, platforms)
+    if (
+        quota is None
+        or peak_step is None
+        or len(labels_of(row).get("cpu_budget_members") or []) > 1
+    ):
+        return None
+    after = [pct for s, pct in server_cpu.get((cell, size), []) if s >= int(peak_step)]
+    budget = 100.0 * quota[0] / quota[1]
+    if not after or max(after) >= SERVER_BUSY * budget:
+        return None
+    return max(after), budget
+
+
 def _limits(
     rows: list[dict[str, Any]],
     primary: dict[str, str],
@@ -555,7 +599,9 @@ def _limits(
     # (cell, point) -> (stats key, client-limited, where its client CPU is: (cell, file size,
     # peak step)); one per point a cell served: keyed by (cell, file size) alone, a cell's
     # other points (connections, block sizes) overwrote each other
-    heads: dict[tuple[Any, Dims], tuple[tuple[str, str, str, Dims], bool, tuple]] = {}
+    heads: dict[tuple[Any, Dims], tuple[tuple[str, str, str, Dims], bool, tuple, Any]] = {}
+    platforms = {} if platforms is None else platforms
+    server_cpu = _server_cpu(rows)
     # (cell, point) -> the offered rate of a top step served in full (no saturation seen)
     unsaturated: dict[tuple[Any, Dims], float] = {}
     steps: dict[tuple[Any, Dims], float] = {}  # (cell, point) -> how many steps its sweep ran
@@ -570,10 +616,10 @@ def _limits(
             dims = _dims(lab, dimensions.get(r["test_case"], ()))
             cell = r.get("cell_id") or r["repetition"]
             step = (cell, lab.get("file_size_kb"), lab.get("peak_step"))
-            heads[(cell, dims)] = ((*key, dims), _client_limited(r), step)
+            idle = _server_idle(r, step, server_cpu, platforms)
+            heads[(cell, dims)] = ((*key, dims), _client_limited(r), step, idle)
             if (top := _top_served(r, lab, steps.get((cell, dims)))) is not None:
                 unsaturated[(cell, dims)] = top
-    platforms = {} if platforms is None else platforms
     budgets = {r.get("cell_id") or r["repetition"]: b for r in rows if (b := _budget(r, platforms))}
     # the target's client CPU per (cell, file size, step): a headline's is at its peak step
     client_at: dict[tuple[Any, Any, Any], float] = {}
@@ -584,23 +630,31 @@ def _limits(
         if lab.get("phase") != "probe":
             cell = r.get("cell_id") or r["repetition"]
             client_at[(cell, lab.get("file_size_kb"), lab.get("step"))] = float(r["value"])
-    sides: dict[tuple[str, str, str, Dims], list[tuple[bool, float | None, str | None]]]
+    sides: dict[tuple[str, str, str, Dims], list[tuple[bool, float | None, str | None, Any]]]
     sides = defaultdict(list)
     tops: dict[tuple[str, str, str, Dims], list[float]] = defaultdict(list)
-    for at, (key, client, step) in heads.items():
+    for at, (key, client, step, idle) in heads.items():
         if at in unsaturated:  # neither side limited it: the schedule ended first
             tops[key].append(unsaturated[at])
             continue
-        sides[key].append((client, client_at.get(step), budgets.get(at[0])))
+        sides[key].append((client, client_at.get(step), budgets.get(at[0]), idle))
     out = {}
     for key, found in sides.items():
-        pcts = [p for _c, p, _b in found if p is not None]
+        pcts = [p for _c, p, _b, _i in found if p is not None]
         cpu = f"client at ≤ {max(pcts):.0f} % CPU" if pcts else ""
-        budget = next((b for _c, _p, b in found if b), None)
+        budget = next((b for _c, _p, b, _i in found if b), None)
         server = "server" + (f" (CPU budget {budget})" if budget else "")
-        n = sum(1 for c, _p, _b in found if c)
-        if n == 0:
+        idle = [i for c, _p, _b, i in found if i is not None and not c]
+        if idle:
+            used, of = max(u for u, _b in idle), idle[0][1]
+            path = f"client or path (the server used ≤ {used:.0f} % CPU of its {of:g} %)"
+        n = sum(1 for c, _p, _b, _i in found if c)
+        if n == 0 and len(idle) == len(found):
+            out[key] = path
+        elif n == 0:
             out[key] = server + (f"; {cpu}" if cpu else "")
+            if idle:
+                out[key] = f"{path} in {len(idle)}/{len(found)}, else {out[key]}"
         elif n == len(found):
             out[key] = "client" + (f" ({cpu})" if cpu else "")
         else:
