@@ -28,6 +28,7 @@ import argparse
 import os
 import statistics
 import time
+from dataclasses import replace
 
 from virtbench.drivers import httperf
 from virtbench.platforms.base import PlatformSpec
@@ -102,7 +103,8 @@ def main() -> None:
         for rnd in range(1, a.rounds + 1):
             before, run_b = w.wrk_run(served, a.size, ctx, threads, a.connections, a.duration)
             samples: list = []
-            w.sweep_one(SweepState(served, a.size, ctx, samples, time.monotonic(), nofile))
+            state = SweepState(served, a.size, ctx, samples, time.monotonic(), nofile)
+            w.sweep_one(state)
             after, run_a = w.wrk_run(served, a.size, ctx, threads, a.connections, a.duration)
             ka, run_k = w.wrk_run(served, a.size, ctx, threads, a.connections, a.duration, 0)
             peak = next(s for s in samples if s.metric == "peak_throughput")
@@ -122,19 +124,14 @@ def main() -> None:
                 default=0.0,
             )
             if a.vs_default_buffer:
-                small = RunContext(
-                    params=params | {"recv_buffer": httperf.RECV_BUFFER_DEFAULT},
-                    cpus=[a.server_cpu],
-                    client_cpus=a.client_cpus,
-                    log=log,
-                )
+                small = replace(ctx, params=params | {"recv_buffer": httperf.RECV_BUFFER_DEFAULT})
                 other: list = []
                 w.sweep_one(SweepState(served, a.size, small, other, time.monotonic(), nofile))
                 dflt = next(s for s in other if s.metric == "peak_throughput")
                 ratios_buf.append(peak.value / dflt.value)
                 print(
                     f"round {rnd}: sweep peak {peak.value:6.0f} req/s with --recv-buffer"
-                    f" {a.recv_buffer or httperf.recv_buffer(a.size)}, {dflt.value:6.0f} with"
+                    f" {state.recv_bytes}, {dflt.value:6.0f} with"
                     f" httperf's default {httperf.RECV_BUFFER_DEFAULT}: ratio"
                     f" {ratios_buf[-1]:.3f}"
                 )

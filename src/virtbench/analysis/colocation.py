@@ -578,11 +578,13 @@ def _server_idle(
         or len(labels_of(row).get("cpu_budget_members") or []) > 1
     ):
         return None
-    after = [pct for s, pct in server_cpu.get((cell, size), []) if s >= int(peak_step)]
+    used = max(
+        (pct for s, pct in server_cpu.get((cell, size), []) if s >= int(peak_step)), default=None
+    )
     budget = 100.0 * quota[0] / quota[1]
-    if not after or max(after) >= SERVER_BUSY * budget:
+    if used is None or used >= SERVER_BUSY * budget:
         return None
-    return max(after), budget
+    return used, budget
 
 
 def _limits(
@@ -645,11 +647,14 @@ def _limits(
         budget = next((b for _c, _p, b, _i in found if b), None)
         server = "server" + (f" (CPU budget {budget})" if budget else "")
         idle = [i for c, _p, _b, i in found if i is not None and not c]
-        if idle:
-            used, of = max(u for u, _b in idle), idle[0][1]
-            path = f"client or path (the server used ≤ {used:.0f} % CPU of its {of:g} %)"
+        path = (
+            f"client or path (the server used ≤ {max(u for u, _b in idle):.0f} % CPU"
+            f" of its {idle[0][1]:g} %)"
+            if idle
+            else ""
+        )
         n = sum(1 for c, _p, _b, _i in found if c)
-        if n == 0 and len(idle) == len(found):
+        if idle and len(idle) == len(found):
             out[key] = path
         elif n == 0:
             out[key] = server + (f"; {cpu}" if cpu else "")
