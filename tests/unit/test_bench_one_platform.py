@@ -43,3 +43,34 @@ def test_the_copy_runs_the_shipped_cells_of_one_platform(one_platform, platform)
 def test_an_unknown_platform_names_the_allowed_ones(one_platform):
     with pytest.raises(Exception, match="no platform 'nope'; allowed: native, container"):
         one_platform.needed("colocation-web", "nope")
+
+
+def test_a_part_runs_the_chosen_scenarios_beside_their_neighbours_only(one_platform):
+    chosen = {"solo", "identical"}
+    text = one_platform.some_scenarios(
+        source.read(loader.resolve("colocation-web")), chosen, "colocation-web.toml"
+    )
+    copy = one_platform.one_platform(
+        text, "vm-virtio", one_platform.needed("colocation-web", "vm-virtio", chosen)
+    )
+    parsed = loader.parse(copy, "copy.toml")
+    assert {p.name for p in parsed.platforms} == {"vm-virtio"}
+    assert {c.scenario for c in expand.expand(parsed)} == chosen
+    assert "# Fig. 4: two identical servers" in copy  # the kept entries keep their comments
+
+    rest = {"heterogeneous:container", "heterogeneous:vm-e1000"}
+    text = one_platform.some_scenarios(source.read(loader.resolve("colocation-web")), rest, "x")
+    kept = one_platform.needed("colocation-web", "vm-virtio", rest)
+    assert kept == {"vm-virtio", "container", "vm-e1000"}
+    assert {
+        c.scenario
+        for c in expand.expand(
+            loader.parse(one_platform.one_platform(text, "vm-virtio", kept), "copy.toml")
+        )
+    } == rest
+
+
+def test_an_unknown_scenario_names_the_file_and_the_allowed_ones(one_platform):
+    text = source.read(loader.resolve("colocation-web"))
+    with pytest.raises(Exception, match=r"cw.toml: scenarios: no nope; allowed: solo, idle-n"):
+        one_platform.some_scenarios(text, {"solo", "nope"}, "cw.toml")
