@@ -177,6 +177,15 @@ def test_limit_is_not_the_server_where_it_never_neared_its_own_budget():
         "client or path (the server used ≤ 30 % CPU of its 50 %) in 1/2,"
         " else server (CPU budget 0.5)"
     )
+    # a client-limited repetition beside them keeps the idle server's part of the label
+    bad = head("c", 9000) | {"valid": 0, "invalid_reason": "load generator CPU saturated"}
+    assert limit([*idle, *busy, bad]) == (
+        "client in 1/3, client or path (the server used ≤ 30 % CPU of its 50 %) in 1/3,"
+        " else server (CPU budget 0.5)"
+    )
+    assert limit([*idle, bad]) == (
+        "client in 1/2, else client or path (the server used ≤ 30 % CPU of its 50 %)"
+    )
 
 
 def test_limit_says_a_pair_shared_one_budget_and_a_weights_cell_had_none():

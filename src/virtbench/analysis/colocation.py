@@ -662,8 +662,11 @@ def _limits(
                 out[key] = f"{path} in {len(idle)}/{len(found)}, else {out[key]}"
         elif n == len(found):
             out[key] = "client" + (f" ({cpu})" if cpu else "")
+        elif n + len(idle) == len(found):
+            out[key] = f"client in {n}/{len(found)}, else {path}"
         else:
-            out[key] = f"client in {n}/{len(found)}, else {server}"
+            more = f"{path} in {len(idle)}/{len(found)}, " if idle else ""
+            out[key] = f"client in {n}/{len(found)}, {more}else {server}"
     for key, offered in tops.items():
         rate = f"{max(offered):.0f} req/s offered"
         if key not in out:
