@@ -111,6 +111,27 @@ def thp() -> str | None:
     return raw
 
 
+# the network stack's defaults that move web and network figures by themselves (BBR paces
+# every connection, cubic does not; tcp_wmem/rmem's middle value is a new socket's buffer)
+NET_SYSCTLS = (
+    "net.ipv4.tcp_congestion_control",
+    "net.core.default_qdisc",
+    "net.ipv4.tcp_wmem",
+    "net.ipv4.tcp_rmem",
+    "net.ipv4.tcp_slow_start_after_idle",
+)
+
+
+def net_stack() -> dict[str, str]:
+    """The host network namespace's NET_SYSCTLS that it has (short names: no `net.ipv4.`)."""
+    out = {}
+    for key in NET_SYSCTLS:
+        value = _read("/proc/sys/" + key.replace(".", "/"))
+        if value is not None:
+            out[key.rsplit(".", 1)[1]] = " ".join(value.split())
+    return out
+
+
 def mem_total_bytes() -> int:
     for line in (_read("/proc/meminfo") or "").splitlines():
         if line.startswith("MemTotal:"):
@@ -140,6 +161,7 @@ def facts(
         "governor": governor(),
         "smt": smt(),
         "thp": thp(),
+        "net_stack": net_stack(),
         "python": platform.python_version(),
         "tool_versions": {n: tools.version(n) for n in names if tools.which(n)},
         "microcode": microcode(),

@@ -48,6 +48,25 @@ def test_tool_versions_matter_only_for_the_tools_compared():
     assert [d.key for d in gate.mattering] == ["tool crun"]
 
 
+def test_the_tcp_stack_matters_to_network_test_cases_only():
+    host = HOST | {"tools_used": HOST["tools_used"] | {"httperf-sweep": ["httperf", "nginx"]}}
+    cubic = host | {"net_stack": {"tcp_congestion_control": "cubic"}}
+    bbr = host | {"net_stack": {"tcp_congestion_control": "bbr"}}
+    gate = fingerprint.compare(cubic, bbr, ["httperf-sweep"])
+    assert [d.text for d in gate.mattering] == [
+        "net_stack: {'tcp_congestion_control': 'cubic'} (A) vs"
+        " {'tcp_congestion_control': 'bbr'} (B)"
+    ]
+    assert fingerprint.compare(cubic, bbr, ["sysbench-cpu-1t"]).comparable  # a note there
+    assert fingerprint.compare(host, bbr, ["httperf-sweep"]).comparable  # not recorded in A
+
+
+def test_hostinfo_reads_the_tcp_stack():
+    net = hostinfo.net_stack()
+    assert net["tcp_congestion_control"]  # every Linux host has one
+    assert len(net["tcp_wmem"].split()) == 3  # min, default, max, one space apart
+
+
 def test_old_runs_are_unknown_not_refused():
     old = {k: v for k, v in HOST.items() if k not in ("microcode", "turbo", "tools_used")}
     gate = fingerprint.compare(old, HOST, ["sysbench-cpu-1t"])

@@ -18,6 +18,10 @@ MATTERS = ("cpu_model", "microcode", "kernel", "governor", "turbo", "smt", "virt
 # matter when both runs record them; runs stored before they were recorded say nothing
 # (no "unknown" line: hostinfo.hypervisor() came with issue 14, `tuned` with `virtbench tune`)
 MATTERS_IF_KNOWN = ("hypervisor", "tuned")
+# the TCP defaults (congestion control, qdisc, buffers): matter, when both runs record them,
+# to test cases that run a network tool (or whose tools are unknown); a note to the rest
+NET_STACK = "net_stack"
+NET_TOOLS = frozenset({"httperf", "wrk", "ab", "iperf3", "sockperf", "netperf", "nginx"})
 NOTED = (
     "cores",
     "memory_bytes",
@@ -115,6 +119,10 @@ def compare(
         relevant = None
     else:
         relevant = ta | tb | set(platform_tools_used)
+    net_a, net_b = host_a.get(NET_STACK), host_b.get(NET_STACK)
+    if net_a is not None and net_b is not None and net_a != net_b:
+        matters = relevant is None or bool(relevant & NET_TOOLS)
+        diffs.append(Difference(NET_STACK, net_a, net_b, matters))
     va, vb = host_a.get(TOOL_VERSIONS) or {}, host_b.get(TOOL_VERSIONS) or {}
     for tool in sorted(set(va) | set(vb)):
         if va.get(tool) != vb.get(tool):

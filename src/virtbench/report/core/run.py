@@ -210,6 +210,8 @@ def host_section(data: ReportData) -> Section:
         ),
         ("hostname / python", f"{f.get('hostname', '–')} / {f.get('python', '–')}"),
     ]
+    if net := f.get("net_stack"):  # runs stored since it was recorded
+        facts.append(("TCP stack", ", ".join(f"{k} {v}" for k, v in net.items())))
     if "hypervisor" in f:  # runs stored since issue 14: the machine beneath, with evidence
         ev = f.get("hypervisor_evidence") or {}
         show = lambda v: " ".join(v) if isinstance(v, list) else str(v)  # noqa: E731
