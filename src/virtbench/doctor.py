@@ -84,6 +84,26 @@ def docker_check() -> Check | None:
     return Check("docker", "ok", f"{who} dockerd answers on {d.socket}; -p via {d.nat_mode}")
 
 
+def tcp_check(net: dict[str, str]) -> Check:
+    """The host's TCP congestion control: BBR paces every connection, which over a veth costs
+    a sending container far more CPU per reply than cubic (docs/network.md, measured)."""
+    cc = net.get("tcp_congestion_control")
+    if cc is None:
+        return Check("tcp stack", "warn", "congestion control not readable")
+    qdisc = net.get("default_qdisc", "?")
+    if cc != "bbr":
+        return Check("tcp stack", "ok", f"congestion control {cc}, default qdisc {qdisc}")
+    return Check(
+        "tcp stack",
+        "warn",
+        f"congestion control bbr (default qdisc {qdisc}): BBR paces each connection, and a"
+        " container sending 10-50 KB replies over a bridge served ~4x fewer per CPU than"
+        " with cubic (loopback and VM guests not affected); runs record it (net_stack)",
+        "sysctl -w net.ipv4.tcp_congestion_control=cubic, or compare only runs whose TCP"
+        " stack matches",
+    )
+
+
 def checks() -> list[Check]:
     out: list[Check] = []
     root = os.geteuid() == 0
@@ -101,6 +121,7 @@ def checks() -> list[Check]:
     out.append(Check("cgroups", "ok" if cg != "none" else "missing", f"cgroup {cg}"))
     out.append(Check("host virtualization", "ok", hostinfo.virtualization()))
     out.append(kvm_check())
+    out.append(tcp_check(hostinfo.net_stack()))
     if root and (gv := gvisor_check()) is not None:
         out.append(gv)
     out.append(lxc_check())

@@ -67,6 +67,16 @@ def test_hostinfo_reads_the_tcp_stack():
     assert len(net["tcp_wmem"].split()) == 3  # min, default, max, one space apart
 
 
+def test_doctor_warns_of_bbr_and_names_the_way_back():
+    from virtbench import doctor
+
+    check = doctor.tcp_check({"tcp_congestion_control": "bbr", "default_qdisc": "pfifo_fast"})
+    assert check.status == "warn" and "pfifo_fast" in check.detail
+    assert "tcp_congestion_control=cubic" in check.fix
+    assert doctor.tcp_check({"tcp_congestion_control": "cubic"}).status == "ok"
+    assert doctor.tcp_check({}).status == "warn"
+
+
 def test_old_runs_are_unknown_not_refused():
     old = {k: v for k, v in HOST.items() if k not in ("microcode", "turbo", "tools_used")}
     gate = fingerprint.compare(old, HOST, ["sysbench-cpu-1t"])
