@@ -128,3 +128,20 @@ def test_runner_records_the_tools_each_test_case_runs():
     assert {"wrk", "nginx"} <= set(used["wrk-max"]) and "no-such-test" not in used
     facts = hostinfo.facts(tool_names=[], tools_used=used)
     assert facts["tools_used"] == used and "microcode" in facts and "turbo" in facts
+
+
+def test_the_report_host_table_shows_the_tcp_stack_and_what_bbr_does():
+    from types import SimpleNamespace
+
+    from virtbench.report.core.run import host_section
+
+    def shown(net):
+        data = SimpleNamespace(
+            host=HOST | {"net_stack": net}, platforms=[], baseline=None, platform_labels=dict
+        )
+        return str(host_section(data).html)
+
+    bbr = shown({"tcp_congestion_control": "bbr", "default_qdisc": "pfifo_fast"})
+    assert "tcp_congestion_control bbr, default_qdisc pfifo_fast" in bbr
+    assert "BBR paces every connection" in bbr
+    assert "BBR paces" not in shown({"tcp_congestion_control": "cubic"})

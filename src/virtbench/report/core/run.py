@@ -211,7 +211,14 @@ def host_section(data: ReportData) -> Section:
         ("hostname / python", f"{f.get('hostname', '–')} / {f.get('python', '–')}"),
     ]
     if net := f.get("net_stack"):  # runs stored since it was recorded
-        facts.append(("TCP stack", ", ".join(f"{k} {v}" for k, v in net.items())))
+        text = ", ".join(f"{k} {v}" for k, v in net.items())
+        if net.get("tcp_congestion_control") == "bbr":  # measured: docs/network.md
+            text += (
+                " (BBR paces every connection: over a bridge a container's replies above"
+                " ~14 KB cost its server ~4x the CPU they cost under cubic; over loopback"
+                " nothing; a VM guest uses its own kernel's setting)"
+            )
+        facts.append(("TCP stack", text))
     if "hypervisor" in f:  # runs stored since issue 14: the machine beneath, with evidence
         ev = f.get("hypervisor_evidence") or {}
         show = lambda v: " ".join(v) if isinstance(v, list) else str(v)  # noqa: E731
