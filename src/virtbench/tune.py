@@ -1,10 +1,11 @@
 """`virtbench tune`: opt-in host settings that lower measurement noise, recorded and undone.
 
 Each knob is a sysfs/procfs file: the CPU frequency governor (performance), turbo/boost
-(off), transparent huge pages (never) and IRQ affinity (a housekeeping CPU, away from the
-CPUs that measure). What was changed is kept with its old value in STATE, so `tune --reset`
-(or `virtbench cleanup` after a crash) writes every old value back. A knob the host does
-not have, or refuses, is reported as such: a VM guest has few of them.
+(off), transparent huge pages (never), TCP congestion control (cubic, as the guests') and IRQ
+affinity (a housekeeping CPU, away from the CPUs that measure). What was changed is kept with
+its old value in STATE, so `tune --reset` (or `virtbench cleanup` after a crash) writes every
+old value back. A knob the host does not have, or refuses, is reported as such: a VM guest
+has few of them.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ SET, ALREADY, UNAVAILABLE, REFUSED = "set", "already", "not available here", "re
 
 @dataclass
 class Change:
-    knob: str  # what it is for (governor, turbo, thp, irq)
+    knob: str  # what it is for (governor, turbo, thp, tcp, irq)
     path: str  # relative to the root ("/" on a real host)
     old: str | None
     new: str
@@ -66,6 +67,12 @@ def plan(root: Path = Path("/"), housekeeping: int = 0) -> list[Change]:
         p = f"/sys/kernel/mm/transparent_hugepage/{name}"
         old = _read(root, p)
         out.append(Change("thp", p, _selected(old) if old is not None else None, "never"))
+    # cubic, a Debian guest's default: a host on BBR paces every container's connection and
+    # a bridged container then pays ~4x the CPU per large reply that a VM guest does not
+    # (docs/network.md). New network namespaces take the host's value when made.
+    cc = "/proc/sys/net/ipv4/tcp_congestion_control"
+    if _read(root, cc) is not None:
+        out.append(Change("tcp", cc, _read(root, cc), "cubic"))
     for irq in sorted((root / "proc/irq").glob("[0-9]*/smp_affinity_list")):
         rel = "/" + str(irq.relative_to(root))
         out.append(Change("irq", rel, _read(root, rel), str(housekeeping)))

@@ -61,6 +61,22 @@ def test_a_guest_without_knobs_says_so_and_writes_nothing(tmp_path):
     assert not state.exists()
 
 
+def test_tune_sets_cubic_where_the_host_runs_bbr_and_reset_puts_bbr_back(tmp_path):
+    root, state = tmp_path / "root", tmp_path / "tune.json"
+    cc = root / "proc/sys/net/ipv4/tcp_congestion_control"
+    cc.parent.mkdir(parents=True)
+    cc.write_text("bbr\n")
+    changes = tune.apply(root, state=state)
+    assert [(c.knob, c.old, c.status) for c in changes if c.knob == "tcp"] == [
+        ("tcp", "bbr", tune.SET)
+    ]
+    assert cc.read_text() == "cubic\n" and tune.summary(state) == {"tcp": 1}
+    tune.reset(root, state)
+    assert cc.read_text().strip() == "bbr"
+    cc.write_text("cubic\n")
+    assert [c.status for c in tune.plan(root) if c.knob == "tcp"] == [tune.ALREADY]
+
+
 def test_dry_run_writes_nothing(tmp_path):
     root = tmp_path / "root"
     _host(root, boost=False)
