@@ -20,7 +20,8 @@ cleanup() {
   for c in $CGS; do rmdir "$c" 2>/dev/null || true; done
   ip netns del $NS 2>/dev/null || true; ip link del $BR 2>/dev/null || true; rm -rf "$DIR"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT TERM  # stop measuring; EXIT then cleans up once
 mkdir -p $CGS
 if [ $V = 1 ]; then
   echo 100000 > /sys/fs/cgroup/cpu/$NAME/cpu.cfs_period_us

@@ -96,9 +96,8 @@ def tcp_check(net: dict[str, str]) -> Check:
     return Check(
         "tcp stack",
         "warn",
-        f"congestion control bbr (default qdisc {qdisc}): BBR paces each connection, and a"
-        " container sending 10-50 KB replies over a bridge served ~4x fewer per CPU than"
-        " with cubic (loopback and VM guests not affected); runs record it (net_stack)",
+        f"congestion control bbr (default qdisc {qdisc}): {hostinfo.BBR_EFFECT}; runs record"
+        " it (net_stack)",
         "sysctl -w net.ipv4.tcp_congestion_control=cubic, or compare only runs whose TCP"
         " stack matches",
     )

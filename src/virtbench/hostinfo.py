@@ -120,6 +120,13 @@ NET_SYSCTLS = (
     "net.ipv4.tcp_rmem",
     "net.ipv4.tcp_slow_start_after_idle",
 )
+# what a BBR host does to the figures, measured (docs/network.md): said by the report's host
+# table and by `virtbench doctor`
+BBR_EFFECT = (
+    "BBR paces every connection: over a bridge a container's replies above ~14 KB cost its"
+    " server ~4x the CPU they cost under cubic; over loopback nothing; a VM guest uses its"
+    " own kernel's setting"
+)
 
 
 def net_stack() -> dict[str, str]:

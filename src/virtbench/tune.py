@@ -71,8 +71,8 @@ def plan(root: Path = Path("/"), housekeeping: int = 0) -> list[Change]:
     # a bridged container then pays ~4x the CPU per large reply that a VM guest does not
     # (docs/network.md). New network namespaces take the host's value when made.
     cc = "/proc/sys/net/ipv4/tcp_congestion_control"
-    if _read(root, cc) is not None:
-        out.append(Change("tcp", cc, _read(root, cc), "cubic"))
+    if (now := _read(root, cc)) is not None:
+        out.append(Change("tcp", cc, now, "cubic"))
     for irq in sorted((root / "proc/irq").glob("[0-9]*/smp_affinity_list")):
         rel = "/" + str(irq.relative_to(root))
         out.append(Change("irq", rel, _read(root, rel), str(housekeeping)))
