@@ -98,8 +98,8 @@ def tcp_check(net: dict[str, str]) -> Check:
         "warn",
         f"congestion control bbr (default qdisc {qdisc}): {hostinfo.BBR_EFFECT}; runs record"
         " it (net_stack)",
-        "sysctl -w net.ipv4.tcp_congestion_control=cubic, or compare only runs whose TCP"
-        " stack matches",
+        "virtbench tune (switches it to cubic, recorded in the run, undone by --reset), or"
+        " compare only runs whose TCP stack matches",
     )
 
 
