@@ -654,19 +654,14 @@ def _limits(
             else ""
         )
         n = sum(1 for c, _p, _b, _i in found if c)
-        if idle and len(idle) == len(found):
-            out[key] = path
-        elif n == 0:
-            out[key] = server + (f"; {cpu}" if cpu else "")
-            if idle:
-                out[key] = f"{path} in {len(idle)}/{len(found)}, else {out[key]}"
-        elif n == len(found):
-            out[key] = "client" + (f" ({cpu})" if cpu else "")
-        elif n + len(idle) == len(found):
-            out[key] = f"client in {n}/{len(found)}, else {path}"
-        else:
-            more = f"{path} in {len(idle)}/{len(found)}, " if idle else ""
-            out[key] = f"client in {n}/{len(found)}, {more}else {server}"
+        counts = {"client": n, "path": len(idle), "server": len(found) - n - len(idle)}
+        bare = {"client": "client", "path": path, "server": server}
+        alone = {
+            "client": "client" + (f" ({cpu})" if cpu else ""),
+            "path": path,
+            "server": server + (f"; {cpu}" if cpu else ""),
+        }
+        out[key] = _counted(counts, bare, alone, len(found))
     for key, offered in tops.items():
         rate = f"{max(offered):.0f} req/s offered"
         if key not in out:
@@ -678,6 +673,17 @@ def _limits(
                 f"else {out[key]}"
             )
     return out
+
+
+def _counted(counts: dict[str, int], bare: dict[str, str], alone: dict[str, str], n: int) -> str:
+    """One verdict over `n` repetitions: a kind that all of them share reads as its `alone`
+    label (with the client's CPU as context); several as 'A in k/n, B in j/n, else C' in
+    `counts`' order, with their `bare` labels."""
+    present = [kind for kind, k in counts.items() if k]
+    if len(present) == 1:
+        return alone[present[0]]
+    head = ", ".join(f"{bare[kind]} in {counts[kind]}/{n}" for kind in present[:-1])
+    return f"{head}, else {bare[present[-1]]}"
 
 
 # a sweep's headline sample carries `peak_step` and `offered_rate`; its `steps` sample the
