@@ -20,6 +20,10 @@ def span(platform: str, scenario: str, start: float, end: float, rep: int = 1) -
     return sp.Span(platform, scenario, rep, "ok", start, end)
 
 
+def piece(where: str, wall: float, *spans: sp.Span) -> sp.Piece:
+    return sp.Piece(where, f"run-{where}", "finished", wall, spans)
+
+
 def test_nested_spans_are_covered_once():
     spans = [span("a", "x", 0, 100), span("b", PEAK, 10, 40), span("a", "x", 150, 200)]
     assert sp.covered(spans) == 150
@@ -27,32 +31,24 @@ def test_nested_spans_are_covered_once():
 
 def test_peaks_count_once_per_platform_and_extra_parts_lose_their_warm_up():
     # part a: 2 own peaks (20 s each), 100 s warm-up gap, 2 cells of 200 s; wall 600
-    part_a = sp.Piece(
+    part_a = piece(
         "a",
-        "r1",
-        "finished",
         600.0,
-        (
-            span("vm", PEAK, 0, 20),
-            span("vm", PEAK, 20, 40),
-            span("vm", "solo", 140, 340),
-            span("vm", "solo", 340, 540, rep=2),
-        ),
+        span("vm", PEAK, 0, 20),
+        span("vm", PEAK, 20, 40),
+        span("vm", "solo", 140, 340),
+        span("vm", "solo", 340, 540, rep=2),
     )
     # part b: the same 2 peaks again, a 120 s gap, one cell of 300 s with a neighbour's 2
     # peaks (10 s each) inside it; wall 460
-    part_b = sp.Piece(
+    part_b = piece(
         "b",
-        "r2",
-        "finished",
         460.0,
-        (
-            span("vm", PEAK, 0, 20),
-            span("vm", PEAK, 20, 40),
-            span("vm", "pair", 160, 460),
-            span("ct", PEAK, 160, 170),
-            span("ct", PEAK, 170, 180),
-        ),
+        span("vm", PEAK, 0, 20),
+        span("vm", PEAK, 20, 40),
+        span("vm", "pair", 160, 460),
+        span("ct", PEAK, 160, 170),
+        span("ct", PEAK, 170, 180),
     )
     result = sp.summed([part_a, part_b])
     assert part_a.uncovered() == 160 and part_b.uncovered() == 120
@@ -64,21 +60,13 @@ def test_peaks_count_once_per_platform_and_extra_parts_lose_their_warm_up():
 
 
 def test_a_piece_with_two_target_platforms_is_refused():
-    piece = sp.Piece(
-        "both", "r", "finished", 10.0, (span("a", "solo", 0, 1), span("b", "solo", 1, 2))
-    )
+    both = piece("both", 10.0, span("a", "solo", 0, 1), span("b", "solo", 1, 2))
     with pytest.raises(VirtbenchError, match="both: a piece runs one platform's cells"):
-        sp.summed([piece])
+        sp.summed([both])
 
 
 def test_missing_names_every_cell_no_piece_finished_ok():
-    native = sp.Piece(
-        "n",
-        "r",
-        "finished",
-        10.0,
-        tuple(span("native", "solo", 0, 1, rep=r) for r in (1, 2)),
-    )
+    native = piece("n", 10.0, *(span("native", "solo", 0, 1, rep=r) for r in (1, 2)))
     gaps = sp.missing("colocation-web", [native])
     assert "native solo 1 of 3" in gaps
     assert "container solo 3 of 3" in gaps
