@@ -30,6 +30,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from _campaign import CellTime
+from campaign_runtime import summary
+
 from virtbench.campaign import expand, loader
 from virtbench.errors import VirtbenchError
 from virtbench.results import SOLO_PEAK_SCENARIO
@@ -197,6 +200,18 @@ def main() -> None:
     print(
         "  repeated warm-up and provisioning of extra parts, taken out: "
         f"{result.repeated_overhead:.0f} s"
+    )
+    print("per (platform, scenario), over the pieces:")
+    print(
+        "\n".join(
+            summary(
+                [
+                    CellTime(s.platform, s.scenario, s.repetition, s.status, s.seconds)
+                    for p in pieces
+                    for s in p.spans
+                ]
+            )
+        )
     )
     if gaps:
         print(f"missing or not ok ({len(gaps)}): " + "; ".join(gaps))
