@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from . import hostinfo, tools
+from . import hostinfo, netstack, tools
 
 
 @dataclass
@@ -96,7 +96,7 @@ def tcp_check(net: dict[str, str]) -> Check:
     return Check(
         "tcp stack",
         "warn",
-        f"congestion control bbr (default qdisc {qdisc}): {hostinfo.BBR_EFFECT}; runs record"
+        f"congestion control bbr (default qdisc {qdisc}): {netstack.BBR_EFFECT}; runs record"
         " it (net_stack)",
         "virtbench tune (switches it to cubic, recorded in the run, undone by --reset), or"
         " compare only runs whose TCP stack matches",
@@ -120,7 +120,7 @@ def checks() -> list[Check]:
     out.append(Check("cgroups", "ok" if cg != "none" else "missing", f"cgroup {cg}"))
     out.append(Check("host virtualization", "ok", hostinfo.virtualization()))
     out.append(kvm_check())
-    out.append(tcp_check(hostinfo.net_stack()))
+    out.append(tcp_check(netstack.read()))
     if root and (gv := gvisor_check()) is not None:
         out.append(gv)
     out.append(lxc_check())

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from . import tools, tune
+from . import netstack, tools, tune
 
 # set by the fleet's playbook: the host's inventory name (namespaces and clones often share
 # a hostname, the inventory name is what the SRE knows the host by)
@@ -111,34 +111,6 @@ def thp() -> str | None:
     return raw
 
 
-# the network stack's defaults that move web and network figures by themselves (BBR paces
-# every connection, cubic does not; tcp_wmem/rmem's middle value is a new socket's buffer)
-NET_SYSCTLS = (
-    "net.ipv4.tcp_congestion_control",
-    "net.core.default_qdisc",
-    "net.ipv4.tcp_wmem",
-    "net.ipv4.tcp_rmem",
-    "net.ipv4.tcp_slow_start_after_idle",
-)
-# what a BBR host does to the figures, measured (docs/network.md): said by the report's host
-# table and by `virtbench doctor`
-BBR_EFFECT = (
-    "BBR paces every connection: over a bridge a container's replies above ~14 KB cost its"
-    " server ~4x the CPU they cost under cubic; over loopback nothing; a VM guest uses its"
-    " own kernel's setting"
-)
-
-
-def net_stack() -> dict[str, str]:
-    """The host network namespace's NET_SYSCTLS that it has (short names: no `net.ipv4.`)."""
-    out = {}
-    for key in NET_SYSCTLS:
-        value = _read("/proc/sys/" + key.replace(".", "/"))
-        if value is not None:
-            out[key.rsplit(".", 1)[1]] = " ".join(value.split())
-    return out
-
-
 def mem_total_bytes() -> int:
     for line in (_read("/proc/meminfo") or "").splitlines():
         if line.startswith("MemTotal:"):
@@ -168,7 +140,7 @@ def facts(
         "governor": governor(),
         "smt": smt(),
         "thp": thp(),
-        "net_stack": net_stack(),
+        "net_stack": netstack.read(),
         "python": platform.python_version(),
         "tool_versions": {n: tools.version(n) for n in names if tools.which(n)},
         "microcode": microcode(),

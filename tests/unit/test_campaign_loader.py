@@ -156,6 +156,8 @@ VM_AND = '[[platforms]]\nname = "v"\ntype = "vm"\n'
         ),
         ("[campaign]\ntarget_cpus = []\n" + SUITE, "campaign.target_cpus", "at least one CPU"),
         ("[campaign]\nclient_cpus = []\n" + SUITE, "campaign.client_cpus", "at least one CPU"),
+        ("[campaign]\ntarget_cpus = [4096]\n" + SUITE, "campaign.target_cpus", "this host"),
+        ('[campaign]\nclient_cpus = "0-x"\n' + SUITE, "campaign.client_cpus", "'0-1,3'"),
         (
             '[[platforms]]\nname = "a\\u0000b"\ntype = "native"\n' + SUITE,
             "platforms[0].name",
@@ -322,6 +324,12 @@ def test_a_campaign_where_every_platform_has_no_suites_is_refused():
     text = NEIGHBOUR_ONLY.replace('host = "guest"\n', 'host = "guest"\nsuites = []\n')
     with pytest.raises(CampaignError, match="nothing to run"):
         parse(text)
+
+
+def test_client_cpus_are_a_list_or_ranges_and_a_client_hosts_own_with_client_host():
+    assert parse('[campaign]\nclient_cpus = "0"\n' + SUITE).settings.client_cpus == [0]
+    remote = '[campaign]\nclient_host = "load1"\nclient_cpus = "0-63"\n' + SUITE
+    assert parse(remote).settings.client_cpus == list(range(64))  # not this host's CPUs
 
 
 def test_cpu_budget_defaults_to_shared_and_takes_own():

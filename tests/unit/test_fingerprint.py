@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from virtbench import hostinfo
+from virtbench import hostinfo, netstack
 from virtbench.analysis import fingerprint
 
 HOST = {
@@ -61,10 +61,14 @@ def test_the_tcp_stack_matters_to_network_test_cases_only():
     assert fingerprint.compare(host, bbr, ["httperf-sweep"]).comparable  # not recorded in A
 
 
-def test_hostinfo_reads_the_tcp_stack():
-    net = hostinfo.net_stack()
+def test_the_tcp_stack_is_read_and_recorded_in_host_facts(tmp_path):
+    net = netstack.read()
     assert net["tcp_congestion_control"]  # every Linux host has one
     assert len(net["tcp_wmem"].split()) == 3  # min, default, max, one space apart
+    assert hostinfo.facts(tool_names=[])["net_stack"] == net
+    (tmp_path / "net/ipv4").mkdir(parents=True)
+    (tmp_path / "net/ipv4/tcp_wmem").write_text("4096\t16384\t4194304\n")
+    assert netstack.read(tmp_path) == {"tcp_wmem": "4096 16384 4194304"}  # absent: left out
 
 
 def test_doctor_warns_of_bbr_and_names_the_way_back():

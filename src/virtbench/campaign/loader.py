@@ -253,19 +253,23 @@ def _int_range(file: str, key: str, value: Any, lo: int, hi: int) -> int:
         raise CampaignError(file, key, f"must be between {lo} and {hi}", value) from None
 
 
-def _cpus(file: str, key: str, value: Any) -> list[int] | None:
+def _cpus(file: str, key: str, value: Any, here: bool = True) -> list[int] | None:
+    """CPU numbers as [0, 1] or '0-1,3'; `here`: each one of this host's (not for the CPUs of a
+    client host, which pins its clients there)."""
     if value is None:
         return None
-    available = sorted(os.sched_getaffinity(0))
-    _typed(file, key, value, list)
+    _typed(file, key, value, (list, str))
     if not value:
         raise CampaignError(
             file, key, "must name at least one CPU (leave the key out: not pinned)", value
         )
+    available = sorted(os.sched_getaffinity(0)) if here else None
     try:
         return parsing.cpu_list(value, available)
     except ParseError as exc:
-        raise CampaignError(file, key, "not a CPU of this host", exc.value, available) from None
+        raise CampaignError(
+            file, key, exc.problem.removeprefix("is "), exc.value, [exc.allowed]
+        ) from None
 
 
 def _number(file: str, key: str, value: Any, hi: float, what: str) -> float:
@@ -365,7 +369,10 @@ def _settings(file: str, meta: dict) -> Settings:
             )
         s.cpu_budget = meta["cpu_budget"]
     s.target_cpus = _cpus(file, "campaign.target_cpus", meta.get("target_cpus"))
-    s.client_cpus = _cpus(file, "campaign.client_cpus", meta.get("client_cpus"))
+    # with a client host they are that host's CPUs (serving/remote.py pins its clients there)
+    s.client_cpus = _cpus(
+        file, "campaign.client_cpus", meta.get("client_cpus"), here="client_host" not in meta
+    )
     for key in CLIENT_KEYS:  # a client host of an Ansible inventory (serving/remote.py)
         if key in meta:
             value = _typed(file, f"campaign.{key}", meta[key], str)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 
-from ... import hostinfo
+from ... import netstack
 from .. import fmt
 from ..data import ReportData
 from ..html import Raw, Td, badge, details, h, kv_table, table
@@ -214,7 +214,7 @@ def host_section(data: ReportData) -> Section:
     if net := f.get("net_stack"):  # runs stored since it was recorded
         text = ", ".join(f"{k} {v}" for k, v in net.items())
         if net.get("tcp_congestion_control") == "bbr":
-            text += f" ({hostinfo.BBR_EFFECT})"
+            text += f" ({netstack.BBR_EFFECT})"
         facts.append(("TCP stack", text))
     if "hypervisor" in f:  # runs stored since issue 14: the machine beneath, with evidence
         ev = f.get("hypervisor_evidence") or {}
