@@ -24,6 +24,14 @@ def test_highest_cpu_shared_clients_on_the_others():
     assert p.labels() == {"placement": "shared-cpu", "env_cpus": [1], "client_cpus": [0]}
 
 
+def test_a_client_hosts_cpus_are_its_own_not_this_hosts():
+    specs = {"target": NATIVE, "neighbour-1": NATIVE}
+    p = shared_cpu(specs, "w", client_cpus=[1], cpus=[0, 1], client_host=True)
+    assert (p.cpu, p.client_cpus) == (1, [1])  # CPU 1 there is not the shared CPU 1 here
+    assert p.labels()["clients_on"] == "client host" and "placement_note" not in p.labels()
+    assert shared_cpu(specs, "w", cpus=[0, 1], client_host=True).client_cpus is None
+
+
 def test_campaign_target_and_client_cpus_are_honoured():
     specs = {"target": NATIVE, "neighbour-1": VM}  # a VM's vcpu_pin yields to the cell's CPUs
     p = shared_cpu(specs, "w", target_cpus=[2, 3], client_cpus=[0, 2], cpus=[0, 1, 2, 3])

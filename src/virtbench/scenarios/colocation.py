@@ -293,7 +293,13 @@ class Weights(_Colocation):
         # weights decide only between environments that want the same CPU at once
         specs = {p.role: p.spec or env.target.spec for p in plans}
         return shared_cpu(
-            specs, self.text(), self.cpu, env.ctx.cpus, env.ctx.client_cpus, clients=self.clients
+            specs,
+            self.text(),
+            self.cpu,
+            env.ctx.cpus,
+            env.ctx.client_cpus,
+            clients=self.clients,
+            client_host=env.ctx.remote is not None,
         )
 
     def _backlog(self, env) -> int | None:

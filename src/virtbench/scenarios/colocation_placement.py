@@ -38,6 +38,7 @@ MAX_BACKLOG_CONNECTIONS = 10_000  # per client; nginx allows 16,384 per worker
 class SharedCpu:
     cpu: int  # the host CPU every environment of the cell is pinned to
     client_cpus: list[int] | None  # where the load generators run (None: anywhere)
+    client_host: bool = False  # they run on the campaign's client host: its CPUs, not ours
 
     @property
     def env_cpus(self) -> list[int]:
@@ -49,7 +50,9 @@ class SharedCpu:
             "env_cpus": self.env_cpus,
             "client_cpus": self.client_cpus,
         }
-        if self.client_cpus is None or self.cpu in self.client_cpus:
+        if self.client_host:
+            out["clients_on"] = "client host"
+        elif self.client_cpus is None or self.cpu in self.client_cpus:
             out["placement_note"] = "the load generators may run on the shared CPU too"
         return out
 
@@ -87,6 +90,7 @@ def shared_cpu(
     client_cpus: list[int] | None = None,
     cpus: list[int] | None = None,
     clients: str = "other",
+    client_host: bool = False,
 ) -> SharedCpu:
     """One CPU every environment (role -> its platform spec) may use, and the clients' CPUs.
 
@@ -125,6 +129,8 @@ def shared_cpu(
     else:
         preferred = [c for c in (target_cpus or []) if c in common]
         cpu = preferred[0] if preferred else common[-1]
+    if client_host:  # its clients cannot take this host's CPU: client_cpus are that host's
+        return SharedCpu(cpu, client_cpus, client_host=True)
     if clients == "all":  # the campaign's client CPUs as they are (None: unpinned)
         return SharedCpu(cpu, client_cpus)
     return SharedCpu(cpu, [c for c in (client_cpus or host) if c != cpu] or [cpu])
