@@ -47,7 +47,7 @@ BASE: dict[str, Any] = {
 
 # values no free-form option, campaign key or parameter accepts
 JUNK = [{"a": 1}, [{}], NAN, -INF, -5, 0.5, 2**62, "9" * 30 + "T", "\x00", "\x1b[2J"]
-CPU_LISTS = [[], [999], "0", [-1], ["a"], [0.5], [True], {}, 0]
+CPU_LISTS = [[], [999], "x", "0-", "999", [-1], ["a"], [0.5], [True], {}, 0]  # "0-1,3" is good
 BAD_CAMPAIGN: dict[str, list[Any]] = {
     "name": [1, [], {}, True, "a\x00b", "\u202eevil"],
     "description": [1, ["x"], "\x1b[31mred"],
