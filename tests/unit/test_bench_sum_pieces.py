@@ -59,6 +59,20 @@ def test_peaks_count_once_per_platform_and_extra_parts_lose_their_warm_up():
     assert result.total == 840 + 40 + 20
 
 
+def test_a_failed_peak_measured_again_is_not_a_peak_more():
+    retried = piece(
+        "r",
+        300.0,
+        span("vm", PEAK, 0, 20),
+        sp.Span("vm", PEAK, 1, "failed", 20, 60),  # the guest's NIC stalled
+        span("vm", PEAK, 60, 80),
+        span("vm", "solo", 100, 300),
+    )
+    result = sp.summed([retried])
+    assert result.peak_sets == {"vm": (2, 20.0, 0.0)}
+    assert result.own == {"vm": 300 - 80} and result.total == 220 + 40
+
+
 def test_a_piece_with_two_target_platforms_is_refused():
     both = piece("both", 10.0, span("a", "solo", 0, 1), span("b", "solo", 1, 2))
     with pytest.raises(VirtbenchError, match="both: a piece runs one platform's cells"):
