@@ -129,19 +129,27 @@ def cell_seconds(cell: CellRow) -> float | None:
     return cell.finished_at - cell.started_at
 
 
-def cell_times(results: Path) -> list[CellTime]:
-    """The latest run's cells in run order; empty when the directory has no store or no run."""
+def latest_run(results: Path) -> tuple[dict[str, Any], list[CellRow]] | None:
+    """The latest run stored in `results` and its cells in run order; None when the directory
+    has no store or no run."""
     if not (Path(results) / DB_NAME).exists():
-        return []
+        return None
     store = Store.open_existing(results)
     try:
         if not store.runs():
-            return []
-        cells = store.cells(store.resolve_run("latest"))
+            return None
+        run: dict[str, Any] = store.run(store.resolve_run("latest"))
+        return run, store.cells(run["run_id"])
     finally:
         store.close()
+
+
+def cell_times(results: Path) -> list[CellTime]:
+    """The latest run's cells in run order; empty when the directory has no store or no run."""
+    latest = latest_run(results)
     return [
-        CellTime(c.platform, c.scenario, c.repetition, c.status, cell_seconds(c)) for c in cells
+        CellTime(c.platform, c.scenario, c.repetition, c.status, cell_seconds(c))
+        for c in (latest[1] if latest else [])
     ]
 
 

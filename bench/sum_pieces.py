@@ -31,13 +31,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from _campaign import CellTime
+from _campaign import CellTime, latest_run
 from campaign_runtime import summary
 
 from virtbench.campaign import expand, loader
 from virtbench.errors import VirtbenchError
 from virtbench.results import SOLO_PEAK_SCENARIO
-from virtbench.store.db import DB_NAME, Store
+from virtbench.store.db import DB_NAME
 
 
 @dataclass(frozen=True)
@@ -152,16 +152,12 @@ def missing(campaign_ref: str, pieces: list[Piece]) -> list[str]:
 
 
 def read_piece(results: Path) -> Piece:
-    if not (results / DB_NAME).exists():
-        raise VirtbenchError(f"{results}: no {DB_NAME} (not a results directory)")
-    store = Store.open_existing(results)
-    try:
-        if not store.runs():
-            raise VirtbenchError(f"{results}: no run stored")
-        run = store.run(store.resolve_run("latest"))
-        cells = store.cells(run["run_id"])
-    finally:
-        store.close()
+    latest = latest_run(results)
+    if latest is None:
+        raise VirtbenchError(
+            f"{results}: no run stored (not a results directory, or {DB_NAME} empty)"
+        )
+    run, cells = latest
     if run["finished_at"] is None:
         raise VirtbenchError(f"{results}: run {run['run_id']} has not finished ({run['status']})")
     spans = tuple(

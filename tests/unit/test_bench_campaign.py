@@ -16,6 +16,9 @@ from virtbench.store.db import Store
 
 sys.path.append(str(Path(__file__).resolve().parents[2] / "bench"))  # last: shadows nothing
 import _campaign as bench  # noqa: E402
+import sum_pieces  # noqa: E402
+
+from virtbench.errors import VirtbenchError  # noqa: E402
 
 OLD, NEW = "20260101-000000-0old", "20260101-000100-0new"
 
@@ -76,6 +79,14 @@ def test_cell_times_are_the_latest_runs_cells_in_order(results: Path):
     ]
     assert [c.seconds for c in cells] == [2.5, 1.0, None]  # no finish: no time, not 0
     assert bench.cell_times(results / "nothing-here") == []
+
+
+def test_a_piece_is_the_latest_runs_finished_cells_and_wall(results: Path):
+    piece = sum_pieces.read_piece(results)
+    assert (piece.run_id, piece.wall) == (NEW, 60.0)
+    assert [(s.platform, s.seconds) for s in piece.spans] == [("native", 2.5), ("container", 1.0)]
+    with pytest.raises(VirtbenchError, match="nothing-here: no run stored"):
+        sum_pieces.read_piece(results / "nothing-here")
 
 
 def test_run_span_is_the_latest_runs(results: Path):
