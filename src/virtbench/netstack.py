@@ -8,8 +8,9 @@ from pathlib import Path
 
 # BBR paces every connection, cubic does not; tcp_wmem/rmem's middle value is a new socket's
 # buffer
+CONGESTION_CONTROL = "net.ipv4.tcp_congestion_control"
 SYSCTLS = (
-    "net.ipv4.tcp_congestion_control",
+    CONGESTION_CONTROL,
     "net.core.default_qdisc",
     "net.ipv4.tcp_wmem",
     "net.ipv4.tcp_rmem",
@@ -24,12 +25,17 @@ BBR_EFFECT = (
 )
 
 
+def proc_path(key: str) -> str:
+    """Where sysctl `key` lives under /proc/sys ('net.ipv4.x' -> 'net/ipv4/x')."""
+    return key.replace(".", "/")
+
+
 def read(proc: Path = Path("/proc/sys")) -> dict[str, str]:
     """This network namespace's SYSCTLS that it has (short names: no `net.ipv4.`)."""
     out = {}
     for key in SYSCTLS:
         try:
-            value = (proc / key.replace(".", "/")).read_text()
+            value = (proc / proc_path(key)).read_text()
         except OSError:
             continue
         out[key.rsplit(".", 1)[1]] = " ".join(value.split())

@@ -15,7 +15,7 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from . import cleanup
+from . import cleanup, netstack
 
 STATE = Path("/run/virtbench/tune.json")
 SET, ALREADY, UNAVAILABLE, REFUSED = "set", "already", "not available here", "refused"
@@ -70,7 +70,7 @@ def plan(root: Path = Path("/"), housekeeping: int = 0) -> list[Change]:
     # cubic, a Debian guest's default: a host on BBR paces every container's connection and
     # a bridged container then pays ~4x the CPU per large reply that a VM guest does not
     # (docs/network.md). New network namespaces take the host's value when made.
-    cc = "/proc/sys/net/ipv4/tcp_congestion_control"
+    cc = "/proc/sys/" + netstack.proc_path(netstack.CONGESTION_CONTROL)
     if (now := _read(root, cc)) is not None:
         out.append(Change("tcp", cc, now, "cubic"))
     for irq in sorted((root / "proc/irq").glob("[0-9]*/smp_affinity_list")):
