@@ -30,6 +30,7 @@ scenarios = ["solo", "idle-neighbours:2", "identical", "weights:1:1:4"]
 [[platforms]]
 name = "native"
 type = "native"
+cpu_quota_us = 50000  # the cell's one shared budget (cgroups/budget.py)
 
 [suites.cpu]
 test_cases = ["sysbench-cpu-1t"]
@@ -52,5 +53,16 @@ def test_native_colocation_roles_metrics_and_cleanup(tmp_path: Path, monkeypatch
     }
     # cpu.shares 1024 vs 4096: both exist and were measured (no timing threshold here)
     assert set(weighted) >= {"target", "neighbour-1"}
+    # the solo reference says how often its budget ran out too (a spinning sysbench in half a
+    # CPU: in most periods), as a pair's scene does
+    for scenario in ("solo", "identical"):
+        ran_out = {
+            r["labels"].get("cpu_budget_throttled")
+            for r in rows
+            if r["scenario"] == scenario and r["role"] == "target"
+        }
+        assert len(ran_out) == 1 and None not in ran_out, (scenario, ran_out)
+        throttled, periods = map(int, ran_out.pop().split()[0].split("/"))
+        assert 0 < throttled <= periods, (scenario, throttled, periods)
     assert owned.instances and owned.cgroups  # the run did create environments and groups
     assert owned.leftovers() == []

@@ -163,3 +163,25 @@ def test_parent_weight_follows_child_count(tmp_path):
     layout2 = _fake_v2(tmp_path / "v2" if (tmp_path / "v2").mkdir() is None else tmp_path)
     Cgroup.create("vb-c", layout=layout2)
     assert (tmp_path / "v2/virtbench/cpu.weight").read_text() == "100"
+
+
+class _CountingBudget:
+    """CpuBudget.throttled()'s surface: cpu.stat counters that move between reads."""
+
+    def __init__(self, reads: list[dict[str, int]]) -> None:
+        self.reads = reads
+
+    def throttled(self) -> dict[str, int]:
+        return self.reads.pop(0)
+
+
+def test_throttle_count_is_the_change_between_making_and_reading():
+    budget = _CountingBudget(
+        [{"nr_periods": 100, "nr_throttled": 40}, {"nr_periods": 130, "nr_throttled": 52}]
+    )
+    assert cgroups.ThrottleCount(budget).labels() == {  # type: ignore[arg-type]
+        "cpu_budget_throttled": "12/30 periods"
+    }
+    assert cgroups.ThrottleCount(None).labels() == {}  # no budget: nothing said
+    # a group whose cpu.stat could not be read says nothing rather than "0/0"
+    assert cgroups.ThrottleCount(_CountingBudget([{}])).labels() == {}  # type: ignore[arg-type]

@@ -2,6 +2,7 @@
 their own (scenario solo-peak), read back on --resume, and named by the cells that used them."""
 
 import contextlib
+import json
 from dataclasses import replace
 
 import pytest
@@ -137,6 +138,10 @@ class _Budget:
     def label(self):
         return f"shared:{self.quota}"
 
+    def throttled(self):  # cpu.stat, 10 periods on at each read, half of them throttled
+        self.periods = getattr(self, "periods", 0) + 10
+        return {"nr_periods": self.periods, "nr_throttled": self.periods // 2}
+
 
 def test_a_peak_inside_a_shared_budget_is_not_the_unlimited_peak(store):
     """A VM is unlimited as a target but inside a container target's 0.5-CPU budget as its
@@ -151,6 +156,10 @@ def test_a_peak_inside_a_shared_budget_is_not_the_unlimited_peak(store):
     assert a.cell_id != b.cell_id and Rated.runs == 2
     limits = [r.labels.get("peak_cpu_limit") for r in store.cells(RUN) if r.scenario == SCENARIO]
     assert limits == ["cpu quota 50000 100000", ""]
+    ran_out = {
+        json.loads(r["labels_json"]).get("cpu_budget_throttled") for r in store.sample_rows(RUN)
+    }
+    assert ran_out == {"5/10 periods", None}  # said inside the budget only, over its cell
     again = StoredPeaks(store, RUN, lambda *a: None)  # --resume reads both back
     assert again.get(inside, Rated(), {"rate": 0}, ctx) == a
     assert again.get(free, Rated(), {"rate": 0}, ctx) == b and Rated.runs == 2

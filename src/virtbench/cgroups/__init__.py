@@ -11,7 +11,7 @@ environments share (`CpuBudget`, groups nested in it). Import from here.
 
 from __future__ import annotations
 
-from .budget import CpuBudget
+from .budget import CpuBudget, ThrottleCount
 from .group import (
     SHARES_MAX,
     SHARES_MIN,
@@ -55,6 +55,7 @@ __all__ = [
     "V2_CONTROLLERS",
     "Cgroup",
     "CpuBudget",
+    "ThrottleCount",
     "Layout",
     "clean",
     "grant",

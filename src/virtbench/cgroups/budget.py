@@ -99,3 +99,20 @@ class CpuBudget:
             self.group.destroy()
         finally:
             cleanup.release(self.name)
+
+
+class ThrottleCount:
+    """How often a budget ran out from this object's making to labels() (its cpu.stat): the
+    evidence that its environments contended for it, or that a solo filled it alone."""
+
+    def __init__(self, budget: CpuBudget | None) -> None:
+        self.budget = budget
+        self.before = budget.throttled() if budget is not None else {}
+
+    def labels(self) -> dict[str, str]:
+        if self.budget is None or not self.before:
+            return {}
+        after = self.budget.throttled()
+        periods = after.get("nr_periods", 0) - self.before.get("nr_periods", 0)
+        throttled = after.get("nr_throttled", 0) - self.before.get("nr_throttled", 0)
+        return {"cpu_budget_throttled": f"{throttled}/{periods} periods"}

@@ -16,6 +16,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from ..cgroups import ThrottleCount
 from ..errors import WorkloadError
 from ..platforms.base import Platform
 from ..results import LOWER_BOUND_LABEL, PEAK_LIMIT_LABEL, SOLO_PEAK_SCENARIO
@@ -75,6 +76,7 @@ class StoredPeaks(SoloPeaks):
         key = peak_key(platform.name, workload.name, params, limit)
         cid = self.unfinished.pop(key, None) or self._new_cell(platform, workload, params, limit)
         self.store.start_cell(cid)
+        throttled = ThrottleCount(platform.cpu_budget())
         out = measure(
             platform, ctx, lambda c, _sampler: run_solo(platform, workload, params, c, top_rate)
         )
@@ -86,8 +88,10 @@ class StoredPeaks(SoloPeaks):
         if top_rate:  # the retry of a sweep that never saturated
             labels["min_top_rate"] = round(top_rate, 1)
         if (budget := platform.cpu_budget()) is not None:  # measured alone in the shared budget
+            ran_out = throttled.labels()
             for s in out.samples:
                 s.labels.setdefault("cpu_budget", budget.label())
+                s.labels.update(ran_out)
         for s in out.samples:  # two peaks of one platform under two limits are two results
             s.labels[PEAK_LIMIT_LABEL] = limit or "none"
         value, unsaturated = None, None

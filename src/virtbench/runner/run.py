@@ -32,7 +32,7 @@ from rich.text import Text
 from .. import __version__, hostinfo
 from ..campaign import expand, loader
 from ..campaign.model import Adaptive, Campaign, Cell
-from ..cgroups import CpuBudget
+from ..cgroups import CpuBudget, ThrottleCount
 from ..errors import PlatformError, VirtbenchError, WorkloadError
 from ..metrics.sampler import Sampler
 from ..platforms import registry as platform_registry
@@ -537,6 +537,7 @@ class Runner:
         labels = {"params": cell.params, "platform": platform.labels()}
         if warmup_error is not None:  # said with the cell: the report and export show it
             labels["warmup"] = {"failed": warmup_error}
+        throttled = ThrottleCount(platform.cpu_budget())
         out = measure(
             platform,
             ctx,
@@ -544,11 +545,13 @@ class Runner:
                 self._scenario_env(platform, wcls(), c, campaign, sampler)
             ),
         )
-        # the CPU budget the target ran in (scenarios say more: a pair's neighbours, a lift)
+        # the CPU budget the target ran in and how often it ran out: a solo's own throttling
+        # is the reference for a pair's (co-location scenarios say more: neighbours, the scene)
         said = budget_mod.label(platform.cpu_budget(), cell.platform)
-        if said is not None:
-            for s in out.samples:
-                s.labels.setdefault("cpu_budget", said)
+        budget_labels = ({"cpu_budget": said} if said is not None else {}) | throttled.labels()
+        for s in out.samples:
+            for key, value in budget_labels.items():
+                s.labels.setdefault(key, value)
         client = getattr(ctx, "remote", None)
         if client is not None and client.facts:  # clock offset, RTT to the target
             labels["client"] = client.facts

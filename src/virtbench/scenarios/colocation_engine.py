@@ -19,7 +19,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..cgroups import CpuBudget
+from ..cgroups import CpuBudget, ThrottleCount
 from ..cgroups.budget import NONE as NO_BUDGET
 from ..drivers.sweep import Lockstep
 from ..errors import VirtbenchError, WorkloadError
@@ -310,7 +310,7 @@ def _scene(
         ]
         # the cell's sampler reads every environment of the scene in detail meanwhile
         roles = {e.plan.role: e.platform for e in active}
-        throttled = _Throttled(budget)
+        throttled = ThrottleCount(budget)
         with env.sampler.window(roles) as window:  # type: ignore[arg-type]
             storm = _Storm(group, late, env.sampler)
             for th in threads:
@@ -377,22 +377,6 @@ def _budget_labels(env: ScenarioEnv) -> dict[str, Any]:
     if budget is None:
         return {"cpu_budget": env.budget_note or NO_BUDGET}
     return {"cpu_budget": budget.label(), "cpu_budget_members": budget.members()}
-
-
-class _Throttled:
-    """How often the shared budget ran out during the scene (the kernel's cpu.stat)."""
-
-    def __init__(self, budget: CpuBudget | None) -> None:
-        self.budget = budget
-        self.before = budget.throttled() if budget is not None else {}
-
-    def labels(self) -> dict[str, Any]:
-        if self.budget is None or not self.before:
-            return {}
-        after = self.budget.throttled()
-        periods = after.get("nr_periods", 0) - self.before.get("nr_periods", 0)
-        throttled = after.get("nr_throttled", 0) - self.before.get("nr_throttled", 0)
-        return {"cpu_budget_throttled": f"{throttled}/{periods} periods"}
 
 
 def _started(group: Neighbours, role: str) -> Platform | None:
