@@ -194,6 +194,16 @@ def test_limit_says_a_pair_shared_one_budget_and_a_weights_cell_had_none():
     pair = _sized("identical", "target", 1, 6000, 1, **shared) | {"cell_id": "p"}
     (st,) = c.cell_stats([pair | {"cell_labels": plat}], {"web": "req_per_s"}, {"web": set()})
     assert st.limit == "server (CPU budget 0.5 shared by 2)"
+    # with how often the budget ran out (the scene's cpu.stat), over the repetitions
+    ran = [
+        _sized("identical", "target", rep, 6000, 1, **shared, cpu_budget_throttled=said)
+        | {"cell_id": f"p{rep}", "cell_labels": plat}
+        for rep, said in ((1, "31/100 periods"), (2, "45/100 periods"), (3, "bad"))
+    ]
+    (st,) = c.cell_stats(ran, {"web": "req_per_s"}, {"web": set()})
+    assert st.limit == "server (CPU budget 0.5 shared by 2, ran out in 31–45 % of periods)"
+    (st,) = c.cell_stats(ran[:1], {"web": "req_per_s"}, {"web": set()})
+    assert st.limit == "server (CPU budget 0.5 shared by 2, ran out in 31 % of periods)"
     lifted = {"cpu_budget": "lifted:50000/100000"}
     w = _sized("weights:1:4:1", "target", 1, 6000, 1, **lifted) | {"cell_id": "w"}
     (st,) = c.cell_stats([w | {"cell_labels": plat}], {"web": "req_per_s"}, {"web": set()})

@@ -446,6 +446,23 @@ def _budget(row: dict[str, Any], platforms: Platforms) -> str | None:
     return _cpus(quota) + (f" shared by {n}" if n > 1 else "")
 
 
+def _ran_out(row: dict[str, Any]) -> float | None:
+    """The share of CFS periods the row's budget ran out in (`cpu_budget_throttled`, "N/M
+    periods": a scene's, or a solo cell's whole); None: not said."""
+    said = str(labels_of(row).get("cpu_budget_throttled") or "")
+    try:
+        throttled, periods = (int(x) for x in said.split()[0].split("/"))
+    except (ValueError, IndexError):
+        return None
+    return throttled / periods if periods > 0 else None
+
+
+def _pct_span(shares: list[float]) -> str:
+    """'38 %' or '31-45 %' (shares of 1)."""
+    lo, hi = round(100 * min(shares)), round(100 * max(shares))
+    return f"{lo} %" if lo == hi else f"{lo}–{hi} %"
+
+
 def _quota(quota: Any, period: Any) -> Quota:
     """A CFS quota as numbers; None: none (absent, "max", -1, unreadable)."""
     try:
@@ -623,6 +640,9 @@ def _limits(
             if (top := _top_served(r, lab, steps.get((cell, dims)))) is not None:
                 unsaturated[(cell, dims)] = top
     budgets = {r.get("cell_id") or r["repetition"]: b for r in rows if (b := _budget(r, platforms))}
+    ran_out = {
+        r.get("cell_id") or r["repetition"]: f for r in rows if (f := _ran_out(r)) is not None
+    }
     # the target's client CPU per (cell, file size, step): a headline's is at its peak step
     client_at: dict[tuple[Any, Any, Any], float] = {}
     for r in rows:
@@ -635,16 +655,21 @@ def _limits(
     sides: dict[tuple[str, str, str, Dims], list[tuple[bool, float | None, str | None, Any]]]
     sides = defaultdict(list)
     tops: dict[tuple[str, str, str, Dims], list[float]] = defaultdict(list)
+    shares: dict[tuple[str, str, str, Dims], list[float]] = defaultdict(list)
     for at, (key, client, step, idle) in heads.items():
         if at in unsaturated:  # neither side limited it: the schedule ended first
             tops[key].append(unsaturated[at])
             continue
         sides[key].append((client, client_at.get(step), budgets.get(at[0]), idle))
+        if at[0] in ran_out:
+            shares[key].append(ran_out[at[0]])
     out = {}
     for key, found in sides.items():
         pcts = [p for _c, p, _b, _i in found if p is not None]
         cpu = f"client at ≤ {max(pcts):.0f} % CPU" if pcts else ""
         budget = next((b for _c, _p, b, _i in found if b), None)
+        if budget and shares[key]:  # the evidence that the budget was what ran out
+            budget += f", ran out in {_pct_span(shares[key])} of periods"
         server = "server" + (f" (CPU budget {budget})" if budget else "")
         idle = [i for c, _p, _b, i in found if i is not None and not c]
         path = (
