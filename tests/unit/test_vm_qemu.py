@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -117,6 +118,8 @@ def test_options_defaults_are_valid():
         ("vcpus", 0, "vcpus = 0"),
         ("memory_mb", 10**9, "memory_mb"),
         ("vcpu_pin", [9999], "vcpu_pin"),
+        ("emulator_pin", [9999], "emulator_pin"),
+        ("emulator_pin", 1, "emulator_pin"),
         ("cpu_weight", 1, "cpu_weight"),
         ("disk_gb", "big", "disk_gb"),
     ],
@@ -135,3 +138,44 @@ def test_disk_cache_mode_reaches_the_drive(mode):
 
 def test_disk_cache_defaults_to_none():
     assert options.validate("vm", {}).disk_cache == "none"
+
+
+def test_emulator_pin_moves_every_thread_but_the_vcpus(tmp_path):
+    """Machine.pin_emulator on a real two-thread process standing in for QEMU: its main
+    thread and a thread it makes later go to the CPUs; the one named as a vCPU stays put."""
+    import subprocess
+    import sys
+    import time
+
+    from virtbench.platforms.vm.machine import Machine
+
+    allowed = sorted(os.sched_getaffinity(0))
+    code = (
+        "import threading, time\n"
+        "threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
+        "input()\n"  # the 'later' thread, made after the pinning
+        "threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
+        "time.sleep(30)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, text=True)
+    try:
+        tasks = Path(f"/proc/{proc.pid}/task")
+        while len(list(tasks.iterdir())) < 2:
+            time.sleep(0.01)
+        main, vcpu = sorted(int(t.name) for t in tasks.iterdir())
+        machine = Machine.__new__(Machine)
+        machine.proc, machine.vcpu_threads = proc, [vcpu]
+        machine.pin_emulator([allowed[0]])
+        assert proc.stdin is not None
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        while len(list(tasks.iterdir())) < 3:
+            time.sleep(0.01)
+        pins = {int(t.name): os.sched_getaffinity(int(t.name)) for t in tasks.iterdir()}
+        assert pins.pop(vcpu) == set(allowed)  # a vCPU is vcpu_pin's, not moved
+        assert list(pins.values()) == [{allowed[0]}] * 2  # main and the later thread
+        machine.pin_emulator(None)  # None: left as they are
+        assert os.sched_getaffinity(main) == {allowed[0]}
+    finally:
+        proc.kill()
+        proc.wait()

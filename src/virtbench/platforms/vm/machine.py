@@ -104,6 +104,17 @@ class Machine:
             with contextlib.suppress(ProcessLookupError):
                 os.sched_setaffinity(tid, target)
 
+    def pin_emulator(self, cpus: list[int] | None) -> None:
+        """QEMU's threads other than the vCPUs (main loop, back ends, I/O) on host CPUs `cpus`;
+        None leaves them floating. Threads QEMU makes later inherit the main thread's."""
+        if not cpus or self.proc is None:
+            return
+        vcpus = set(self.vcpu_threads)
+        for task in Path(f"/proc/{self.proc.pid}/task").glob("[0-9]*"):
+            if int(task.name) not in vcpus:
+                with contextlib.suppress(ProcessLookupError):
+                    os.sched_setaffinity(int(task.name), set(cpus))
+
     # --- stop ---------------------------------------------------------------------------
     def shutdown(self, timeout: float = 30.0) -> float:
         """Graceful guest poweroff through the agent; returns seconds until QEMU exited."""

@@ -28,6 +28,12 @@ SCHEMA: Schema = {
     ),
     "disk_gb": (4, None, "root disk size in GiB (free space for disk tests)"),
     "vcpu_pin": (None, None, "host CPUs for the vCPU threads (list); a cell's cpus override"),
+    "emulator_pin": (
+        None,
+        None,
+        "host CPUs for QEMU's other threads: main loop, NIC and disk back ends (list), as "
+        "libvirt's emulatorpin",
+    ),
     "cpu_weight": (None, None, "cgroup CPU weight of the QEMU process (cpu.shares scale)"),
     "cpu_quota_us": (None, None, "CFS quota of the QEMU process per period (µs)"),
     "cpu_period_us": (None, None, "CFS period (µs), default 100000"),
@@ -46,6 +52,7 @@ class VmOptions(PlatformOptions):
     disk_cache: str
     disk_gb: int
     vcpu_pin: list[int] | None  # host CPUs for the vCPU threads; None: they float
+    emulator_pin: list[int] | None  # host CPUs for QEMU's other threads; None: they float
     cpu_weight: int | None  # cgroup limits of the QEMU process; None: not set
     cpu_quota_us: int | None
     cpu_period_us: int | None
@@ -71,12 +78,15 @@ class VmOptions(PlatformOptions):
             ),
             "disk_gb": _int(r, "disk_gb", 1, 1024, " GiB"),
             "boot_timeout": _int(r, "boot_timeout", 5, 3600, " s"),
-            "vcpu_pin": r.get(
-                "vcpu_pin",
-                lambda pin: parsing.cpu_list(_a_list(pin), cpus),
-                f"a non-empty list of host CPUs from {cpus}",
-                BAD,
-            ),
+            **{
+                key: r.get(
+                    key,
+                    lambda pin: parsing.cpu_list(_a_list(pin), cpus),
+                    f"a non-empty list of host CPUs from {cpus}",
+                    BAD,
+                )
+                for key in ("vcpu_pin", "emulator_pin")
+            },
             "cpu_weight": _int(r, "cpu_weight", 2, 262144, " (cpu.shares scale)"),
             "cpu_quota_us": _int(r, "cpu_quota_us", 1000, 10_000_000, " µs"),
             "cpu_period_us": _int(r, "cpu_period_us", 1000, 1_000_000, " µs"),

@@ -99,6 +99,7 @@ class VmPlatform(Platform):
         self.machine.start(o.boot_timeout, on_pid=self._enter_cgroup)
         self._pinned = o.vcpu_pin
         self.machine.pin_vcpus(self._pinned)
+        self.machine.pin_emulator(o.emulator_pin)
         self.facts = {
             "accel_used": self.accel_used,
             "accel_reason": self.accel_reason,
