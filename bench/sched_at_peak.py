@@ -41,10 +41,11 @@ METRICS = (
 Point = tuple[str, Any, Any]  # (cell, file size, step)
 
 
-def at_peaks(rows: list[dict[str, Any]], scenarios: set[str]) -> dict[tuple[str, Any], dict]:
-    """(scenario, file size) -> metric -> [value at each cell's peak step]; also 'throttled'."""
+def at_peaks(rows: list[dict[str, Any]], scenarios: set[str]) -> dict[tuple[str, str, Any], dict]:
+    """(platform, scenario, file size) -> metric -> [value at each cell's peak step]; also
+    'throttled'."""
     points: dict[Point, dict[str, float]] = defaultdict(dict)
-    scenario_of: dict[str, str] = {}
+    scenario_of: dict[str, tuple[str, str]] = {}  # cell -> (platform, scenario)
     throttled: dict[Point, str] = {}
     for r in rows:
         labels = labels_of(r)
@@ -52,7 +53,7 @@ def at_peaks(rows: list[dict[str, Any]], scenarios: set[str]) -> dict[tuple[str,
             continue
         key = (r["cell_id"], labels.get("file_size_kb"), labels["step"])
         points[key][r["metric"]] = r["value"]
-        scenario_of[r["cell_id"]] = r["scenario"]
+        scenario_of[r["cell_id"]] = (r["platform"], r["scenario"])
         if "cpu_budget_throttled" in labels:
             throttled[key] = labels["cpu_budget_throttled"]
     peak: dict[tuple[str, Any], Point] = {}
@@ -62,9 +63,9 @@ def at_peaks(rows: list[dict[str, Any]], scenarios: set[str]) -> dict[tuple[str,
             best is None or values["reply_rate"] > points[best]["reply_rate"]
         ):
             peak[key[:2]] = key
-    out: dict[tuple[str, Any], dict] = defaultdict(lambda: defaultdict(list))
+    out: dict[tuple[str, str, Any], dict] = defaultdict(lambda: defaultdict(list))
     for (cell, size), key in peak.items():
-        group = out[scenario_of[cell], size]
+        group = out[(*scenario_of[cell], size)]
         for metric in METRICS:
             if metric in points[key]:
                 group[metric].append(points[key][metric])
@@ -90,15 +91,15 @@ def main() -> None:
     if not table:
         sys.exit(f"error: no target sweep steps of {', '.join(args.scenarios)} in {args.results}")
     print(f"run {latest[0]['run_id']}: the target at each cell's peak step, mean of repetitions")
-    print("scenario            KB  " + " ".join(f"{m[:14]:>14}" for m in METRICS))
-    for scenario, size in sorted(table, key=lambda k: (k[1] or 0, k[0])):
-        group = table[scenario, size]
+    print("platform     scenario            KB  " + " ".join(f"{m[:14]:>14}" for m in METRICS))
+    for platform, scenario, size in sorted(table, key=lambda k: (k[0], k[2] or 0, k[1])):
+        group = table[platform, scenario, size]
         cols = (
             f"{statistics.mean(group[m]):14.1f}" if group.get(m) else f"{'-':>14}" for m in METRICS
         )
-        print(f"{scenario:<18} {size!s:>3}  " + " ".join(cols))
+        print(f"{platform:<12} {scenario:<18} {size!s:>3}  " + " ".join(cols))
         if group.get("throttled"):
-            print(f"{'':<23}budget ran out: {', '.join(group['throttled'])}")
+            print(f"{'':<36}budget ran out: {', '.join(group['throttled'])}")
 
 
 if __name__ == "__main__":

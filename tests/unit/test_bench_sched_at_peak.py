@@ -12,6 +12,7 @@ import sched_at_peak  # noqa: E402
 def row(cell: str, scenario: str, step: int, metric: str, value: float, **labels) -> dict:
     return {
         "cell_id": cell,
+        "platform": labels.pop("platform", "vm"),
         "scenario": scenario,
         "role": labels.pop("role", "target"),
         "metric": metric,
@@ -34,9 +35,19 @@ def test_each_cells_peak_step_is_read_and_cells_are_averaged():
         row("c", "identical", 0, "reply_rate", 1.0),  # a scenario not asked for
     ]
     table = sched_at_peak.at_peaks(rows, {"solo"})
-    assert set(table) == {("solo", 1)}
-    assert table["solo", 1]["reply_rate"] == [900.0, 800.0]
-    assert table["solo", 1]["exe_per_s"] == [7000.0, 9000.0]
+    assert set(table) == {("vm", "solo", 1)}
+    assert table["vm", "solo", 1]["reply_rate"] == [900.0, 800.0]
+    assert table["vm", "solo", 1]["exe_per_s"] == [7000.0, 9000.0]
+
+
+def test_two_target_platforms_are_kept_apart():
+    rows = [
+        row("a", "solo", 0, "reply_rate", 500.0, platform="vm-float"),
+        row("b", "solo", 0, "reply_rate", 700.0, platform="vm-pinned"),
+    ]
+    table = sched_at_peak.at_peaks(rows, {"solo"})
+    assert table["vm-float", "solo", 1]["reply_rate"] == [500.0]
+    assert table["vm-pinned", "solo", 1]["reply_rate"] == [700.0]
 
 
 def test_the_budget_throttling_at_the_peak_step_is_kept():
@@ -44,4 +55,4 @@ def test_the_budget_throttling_at_the_peak_step_is_kept():
         row("a", "idle", 0, "reply_rate", 10.0, cpu_budget_throttled="1/2 periods"),
         row("a", "idle", 1, "reply_rate", 20.0, cpu_budget_throttled="3/4 periods"),
     ]
-    assert sched_at_peak.at_peaks(rows, {"idle"})["idle", 1]["throttled"] == ["3/4 periods"]
+    assert sched_at_peak.at_peaks(rows, {"idle"})["vm", "idle", 1]["throttled"] == ["3/4 periods"]
