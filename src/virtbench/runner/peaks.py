@@ -87,7 +87,7 @@ class StoredPeaks(SoloPeaks):
         }
         if top_rate:  # the retry of a sweep that never saturated
             labels["min_top_rate"] = round(top_rate, 1)
-        if (budget := platform.cpu_budget()) is not None:  # measured alone in the shared budget
+        if (budget := throttled.budget) is not None:  # measured alone in the shared budget
             ran_out = throttled.labels()
             for s in out.samples:
                 s.labels.setdefault("cpu_budget", budget.label())

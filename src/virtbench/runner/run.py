@@ -547,7 +547,7 @@ class Runner:
         )
         # the CPU budget the target ran in and how often it ran out: a solo's own throttling
         # is the reference for a pair's (co-location scenarios say more: neighbours, the scene)
-        said = budget_mod.label(platform.cpu_budget(), cell.platform)
+        said = budget_mod.label(throttled.budget, cell.platform)
         budget_labels = ({"cpu_budget": said} if said is not None else {}) | throttled.labels()
         for s in out.samples:
             for key, value in budget_labels.items():
