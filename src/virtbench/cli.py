@@ -471,7 +471,7 @@ Exit status: 0 compared; 2 bad input (unknown run or platform);
     default=2.0,
     show_default=True,
     metavar="PCT",
-    help="smallest change called faster/slower (raised to the runs' pooled CV when noisier)",
+    help="smallest change called faster/slower where no A/A floor was measured on A's host",
 )
 @click.option("--all-metrics", is_flag=True, help="every metric, not only each test case's primary")
 @click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True)
@@ -503,8 +503,8 @@ def compare(
     fail_on_regression,
     strict,
 ) -> None:
-    """Is B faster or slower than A? Per test case: B/A with a 95% CI, a permutation test and
-    a verdict (faster / slower / same / ambiguous).
+    """Is B faster or slower than A? Per test case: B/A with a 95% CI and a verdict
+    (faster / slower / same / undecided; docs/verdicts.md).
 
     Compares RUN_B with RUN_A (run ids, unique prefixes or 'latest'; the same platforms by
     name, or --platforms A B), or two platforms of RUN_A (--platforms A B alone)."""
@@ -524,11 +524,18 @@ def compare(
     if one_run and not platforms:
         raise VirtbenchError(f"RUN_A and RUN_B are the same run ({id_a}); give --platforms A B")
     plat_a, plat_b = platforms or (None, None)
-    side_a = _compare_side(store_a, id_a, plat_a)
-    side_b = _compare_side(store_2, id_b, plat_b)
+    side_a = _compare_side(store_a, id_a, plat_a, threshold / 100.0)
+    side_b = _compare_side(store_2, id_b, plat_b, threshold / 100.0)
     settings = cmp.Settings(threshold=threshold / 100.0)
     outcomes, pairing = cmp.compare_groups(
-        side_a["groups"], side_b["groups"], plat_a, plat_b, settings, all_metrics
+        side_a["groups"],
+        side_b["groups"],
+        plat_a,
+        plat_b,
+        settings,
+        all_metrics,
+        paired=one_run,
+        floor_of=side_a["floor_of"],
     )
     gate = None
     if not one_run:
@@ -577,9 +584,9 @@ def import_(files, results_dir, store) -> None:
         importer.import_file(f, dst, say)
 
 
-def _compare_side(store, run_id: str, platform: str | None) -> dict:
+def _compare_side(store, run_id: str, platform: str | None, threshold: float) -> dict:
     """What compare needs of one run: its groups, host facts, and its platforms' runtimes."""
-    from .analysis import fingerprint
+    from .analysis import fingerprint, floors
     from .analysis import groups as groups_mod
     from .report.compare_page import Side
 
@@ -593,8 +600,12 @@ def _compare_side(store, run_id: str, platform: str | None) -> dict:
     host = json.loads(run.get("host_json") or "{}")
     host.setdefault("virtbench", run.get("virtbench_version"))
     used = [specs[platform]] if platform is not None else list(specs.values())
+    groups = groups_mod.build(rows, store.description(run_id))
+    settings = json.loads(run.get("settings_json") or "{}")
+    floor_of = floors.floor_function(groups, settings.get("baseline"), host, threshold)
     return {
-        "groups": groups_mod.build(rows, store.description(run_id)),
+        "groups": groups,
+        "floor_of": lambda g: floor_of(g.key),
         "host": host,
         "tools": set().union(*(fingerprint.platform_tools(s) for s in used)),
         "side": Side(run_id, run["name"], str(store.path), platform),

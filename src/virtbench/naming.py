@@ -5,3 +5,11 @@ Ground level: host plumbing (cgroups, hostnet, images) and platforms all import 
 """
 
 NAME_PREFIX = "vb-"
+
+
+AA_SUFFIX = "-aa"
+
+
+def aa_twin(baseline: str) -> str:
+    """The A/A copy of a campaign's baseline platform (`aa = true`, analysis/floors.py)."""
+    return baseline + AA_SUFFIX

@@ -63,11 +63,11 @@ def test_two_platforms_of_the_golden_run(golden: Path) -> None:
     assert results and all(r["verdict"] in VERDICTS for r in results)
     assert sum(doc["counts"].values()) == len(results)
     first = results[0]
-    for key in ("test_case", "metric", "dims", "ratio", "ratio_ci", "p_permutation", "reason"):
+    for key in ("test_case", "metric", "dims", "ratio", "ratio_ci", "p_holm", "reason"):
         assert key in first
     assert {r["platform_a"] for r in results} == {"native"}
     # two repetitions per side: nothing can be decided
-    assert {r["verdict"] for r in results} == {"ambiguous"}
+    assert {r["verdict"] for r in results} == {"undecided"}
 
 
 def test_golden_markdown_and_html(golden: Path) -> None:
@@ -85,7 +85,7 @@ def test_golden_markdown_and_html(golden: Path) -> None:
     assert out.exit_code == 0, out.output
     assert "| test case |" in out.stdout and "sysbench-cpu-1t" in out.stdout
     html = page.read_text()
-    assert html.startswith("<!DOCTYPE html>") and "sysbench-cpu-1t" in html and "ambiguous" in html
+    assert html.startswith("<!DOCTYPE html>") and "sysbench-cpu-1t" in html and "undecided" in html
 
 
 def test_bad_input_is_a_user_error(golden: Path) -> None:

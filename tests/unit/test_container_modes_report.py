@@ -146,9 +146,9 @@ def test_section_draws_ratios_and_flags_invalid(tmp_path):
     # NAT through the proxy: 10/40 of host, the table's ratio decides "worse"
     lines = section.markdown.splitlines()
     nat = [ln for ln in lines if "userland-proxy" in ln][0]
-    assert "geomean ×0.256" in nat and "1 worse" in nat
+    assert "geomean ×0.256" in nat and "1 slower" in nat
     vol = [ln for ln in lines if "dk-cow [overlay] ÷ dk-mnt [volume]" in ln][0]
-    assert "over 12 tests" in vol and "12 worse" in vol
+    assert "over 12 tests" in vol and "12 slower" in vol
     assert "crun-capped" not in page
 
 

@@ -138,7 +138,9 @@ def test_plugin_sections_and_failures_are_contained(store, tmp_path):
         assert "Plug-in section" in text and "plugin md" in md
         assert "Section &#x27;test-broken&#x27; failed" in text and "boom" in text
         names = [e.name for e in sections.registered()]
-        assert names.index("suites") < names.index("test-plugin") < names.index("scores")
+        # the answer first: verdict and scores, then the suites, then the plug-in
+        assert names.index("verdict") < names.index("scores") < names.index("suites")
+        assert names.index("suites") < names.index("test-plugin") < names.index("host")
     finally:
         sections._REGISTRY.pop("test-plugin", None)
         sections._REGISTRY.pop("test-broken", None)

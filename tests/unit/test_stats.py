@@ -1,4 +1,5 @@
 import math
+import statistics
 
 import pytest
 
@@ -150,7 +151,7 @@ def test_ratio_orientation_and_overhead():
     assert overhead_from_ratio(1.0, True) == 0.0
 
 
-def test_ratio_ci_delta_method():
+def test_ratio_ci_paired_over_rounds():
     gs = groups_mod.build(
         [_row("native", v, i) for i, v in enumerate([98.0, 100.0, 102.0])]
         + [_row("vm", v, i) for i, v in enumerate([88.0, 90.0, 92.0])],
@@ -158,10 +159,12 @@ def test_ratio_ci_delta_method():
     )
     base, vm = gs
     c = compare(vm, base)
-    var = (2 / 100) ** 2 / 3 + (2 / 90) ** 2 / 3
-    assert c.log_var == pytest.approx(var)
-    assert c.ratio_low < c.ratio < c.ratio_high
-    assert math.log(c.ratio_high / c.ratio) == pytest.approx(t_critical(c.log_df) * math.sqrt(var))
+    d = [math.log(88 / 98), math.log(90 / 100), math.log(92 / 102)]
+    sd = statistics.stdev(d)
+    assert c.estimate.paired and c.estimate.n == 3
+    assert c.ratio == pytest.approx(90 / 100)  # the ratio of the means the table shows
+    half = t_critical(2) * sd / math.sqrt(3)
+    assert math.log(c.ratio_high / c.ratio) == pytest.approx(half)
     lo, hi = c.overhead_range
     assert lo < c.overhead_pct < hi
 

@@ -1,155 +1,51 @@
-"""A against B, per test case: the ratio of means with its interval, two significance tests,
-and a verdict a CI job can act on.
+"""A against B, per test case: the ratio with its interval and a verdict a CI job can act on.
 
-ratio       mean(B) / mean(A), raw (not oriented); its 95% CI by Fieller's theorem (the exact
-            interval of a ratio of two normal means, Welch-Satterthwaite df), unbounded (None)
-            when A's mean cannot be told from zero.
-p           two-sided permutation test on the difference of means (as Firecracker's A/B
-            harness): exact over every split of the pooled samples when there are at most
-            `rounds` splits, else `rounds` seeded Monte Carlo splits, p = (hits + 1) / (rounds + 1).
-Mann-Whitney the same permutation test on mid-ranks (the exact U test, ties included): the
-            second opinion for latency distributions, where one outlier can carry a mean.
-floor       max(threshold, pooled CV): a change smaller than the runs' own noise is not called.
-
-Verdict (B relative to A, in the metric's own direction: faster = better):
-  ambiguous  fewer than MIN_SAMPLES valid samples on a side, or no ratio
-  same       every value equal, or the whole CI within ±floor (a difference, if any, too small
-             to matter, significant or not)
-  faster /   p < alpha and the whole CI beyond the floor on one side (for latency metrics
-  slower     Mann-Whitney must agree)
-  ambiguous  otherwise, with the reason (not significant with a wide CI, CI straddling the floor,
-             the tests disagree, too few samples for a permutation test to reach alpha)
+ratio       B against A from `ratios.py`, the one method the report and the scores use too:
+            geometric means; within one run (two platforms of it) paired over its rounds,
+            across two runs unpaired (Welch on the logs). Shown raw (B/A, not oriented).
+verdict     `ratios.judge` on the oriented ratio (faster = better in the metric's direction):
+            faster / slower / same / undecided, with Holm's correction over the test cases
+            compared (a regression gate fails on one false call, so the family-wise error is
+            what is bounded). The floor is a test's A/A floor measured on A's host where one
+            exists (`floors.py`), else --threshold.
+Two runs    carry between-run noise (a reboot, another placement, another day) that neither
+            run measured: their intervals cover only each run's own repetitions.
 """
 
 from __future__ import annotations
 
-import itertools
-import math
-import random
-from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ..results import SOLO_PEAK_SCENARIO
+from . import ratios
 from .groups import Group
 from .normalize import path_mismatch, path_of, without_paths
-from .stats import CONFIDENCE, Summary, summarize, t_critical, welch_df
+from .ratios import FASTER, SAME, SLOWER, UNDECIDED, VERDICTS, Ratio
+from .stats import Summary, summarize
 
-FASTER, SLOWER, SAME, AMBIGUOUS = "faster", "slower", "same", "ambiguous"
-VERDICTS = (FASTER, SLOWER, SAME, AMBIGUOUS)
-MIN_SAMPLES = 3
-DEFAULT_THRESHOLD = 0.02
-DEFAULT_ALPHA = 0.05
-ROUNDS = 10_000
-SEED = 0  # Monte Carlo p-values are reproducible: the same runs give the same verdicts
-TIME_UNITS = frozenset({"ns", "us", "µs", "ms", "s"})
-_REL_TOL = 1e-9  # splits as extreme as the observed one, up to rounding of float sums
+__all__ = ["FASTER", "SAME", "SLOWER", "UNDECIDED", "VERDICTS"]
+DEFAULT_THRESHOLD = ratios.DEFAULT_FLOOR
+DEFAULT_ALPHA = ratios.DEFAULT_ALPHA
+BETWEEN_RUNS = (
+    "two runs: each interval covers its own run's repetitions only, not the noise between"
+    " runs (another boot, placement or day); an A/A pair of runs on this host measures it"
+)
+
+# A's group -> (its noise floor, where the floor came from)
+FloorOf = Callable[[Group], tuple[float, str]]
 
 
 @dataclass(frozen=True)
 class Settings:
-    threshold: float = DEFAULT_THRESHOLD  # effect-size floor, a fraction (0.02 = 2%)
+    threshold: float = DEFAULT_THRESHOLD  # the floor without a measured one, a fraction
     alpha: float = DEFAULT_ALPHA
-    rounds: int = ROUNDS
-    seed: int = SEED
 
     @property
     def confidence(self) -> float:
         """The CI's level matches the test's: 95% for alpha = 0.05."""
         return 1.0 - self.alpha
-
-
-@dataclass(frozen=True)
-class PermutationResult:
-    p: float
-    exact: bool
-    min_p: float  # the smallest p this test can give at these sample sizes
-
-
-def permutation_test(
-    a: Sequence[float], b: Sequence[float], rounds: int = ROUNDS, seed: int = SEED
-) -> PermutationResult:
-    """Two-sided permutation test of |mean(b) - mean(a)|."""
-    pooled = [float(x) for x in (*a, *b)]
-    n, k = len(pooled), len(a)
-    if k == 0 or k == n:
-        return PermutationResult(1.0, True, 1.0)
-    total = math.fsum(pooled)
-
-    def diff(sum_a: float) -> float:
-        # the difference of means follows from the sum of the values put in A
-        return abs((total - sum_a) / (n - k) - sum_a / k)
-
-    observed = diff(math.fsum(a))
-    tol = _REL_TOL * max(1.0, max(abs(x) for x in pooled))
-    splits = math.comb(n, k)
-    if splits <= rounds:
-        hits = sum(
-            diff(math.fsum(pooled[i] for i in idx)) >= observed - tol
-            for idx in itertools.combinations(range(n), k)
-        )
-        # a split and its mirror are equally extreme when k == n - k: the observed pair at least
-        return PermutationResult(hits / splits, True, (2 if 2 * k == n else 1) / splits)
-    rng = random.Random(seed)
-    hits = sum(diff(math.fsum(rng.sample(pooled, k))) >= observed - tol for _ in range(rounds))
-    return PermutationResult((hits + 1) / (rounds + 1), False, 1.0 / (rounds + 1))
-
-
-def midranks(values: Sequence[float]) -> list[float]:
-    """Ranks from 1, ties sharing the mean of their ranks."""
-    order = sorted(range(len(values)), key=lambda i: values[i])
-    ranks = [0.0] * len(values)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        for m in range(i, j + 1):
-            ranks[order[m]] = (i + j) / 2.0 + 1.0
-        i = j + 1
-    return ranks
-
-
-def mann_whitney(
-    a: Sequence[float], b: Sequence[float], rounds: int = ROUNDS, seed: int = SEED
-) -> tuple[float, PermutationResult]:
-    """(U of A, two-sided p): U counts the pairs where A's value exceeds B's (ties count 1/2);
-    p is the permutation test on mid-ranks, which is the exact U test."""
-    ranks = midranks([*a, *b])
-    k = len(a)
-    u = sum(ranks[:k]) - k * (k + 1) / 2.0
-    return u, permutation_test(ranks[:k], ranks[k:], rounds, seed)
-
-
-def fieller(a: Summary, b: Summary, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
-    """CI of mean(B) / mean(A) by Fieller's theorem; None when undefined or unbounded."""
-    if a.n < 2 or b.n < 2 or a.stdev is None or b.stdev is None or not a.mean or b.mean is None:
-        return None
-    va, vb = a.stdev**2 / a.n, b.stdev**2 / b.n
-    ratio = b.mean / a.mean
-    # the variance of mean(B) - ratio * mean(A), split by sample, gives the Welch df
-    df = welch_df([vb, ratio * ratio * va], [b.n - 1, a.n - 1])
-    if df is None:
-        return None
-    t2 = t_critical(df, confidence) ** 2
-    quad = a.mean**2 - t2 * va
-    if quad <= 0:
-        return None  # A's mean is not significantly non-zero: the interval has no bounds
-    disc = (a.mean * b.mean) ** 2 - quad * (b.mean**2 - t2 * vb)
-    root = math.sqrt(max(disc, 0.0))
-    return ((a.mean * b.mean - root) / quad, (a.mean * b.mean + root) / quad)
-
-
-def pooled_cv(a: Summary, b: Summary) -> float | None:
-    """The two samples' CV pooled by degrees of freedom: the runs' own noise."""
-    ca, cb = a.cv, b.cv
-    if ca is None or cb is None:
-        return None
-    return math.sqrt(((a.n - 1) * ca * ca + (b.n - 1) * cb * cb) / (a.n + b.n - 2))
-
-
-def is_latency(unit: str, higher_is_better: bool) -> bool:
-    return not higher_is_better and unit in TIME_UNITS
 
 
 @dataclass(frozen=True)
@@ -167,37 +63,66 @@ class Outcome:
     higher_is_better: bool
     a: Summary
     b: Summary
-    ratio: float | None  # mean(B) / mean(A)
-    ratio_ci: tuple[float, float] | None
-    permutation: PermutationResult | None
-    mann_whitney_p: float | None
+    estimate: Ratio | None  # B / A, raw
     floor: float  # the effect-size floor applied, a fraction
     verdict: str
     reason: str
+    p: float | None = None
+    p_holm: float | None = None
+    floor_source: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        return None if self.estimate is None else self.estimate.value
+
+    @property
+    def ratio_ci(self) -> tuple[float, float] | None:
+        e = self.estimate
+        return None if e is None or e.low is None or e.high is None else (e.low, e.high)
 
     @property
     def change_pct(self) -> float | None:
         return None if self.ratio is None else (self.ratio - 1.0) * 100.0
 
+    @property
+    def method(self) -> str:
+        return "no ratio" if self.estimate is None else self.estimate.method
 
-def _pct(x: float) -> str:
-    return f"{(x - 1.0) * 100.0:+.1f}%"
+
+def _estimate(a: Group, b: Group, paired: bool) -> Ratio | None:
+    return ratios.ratio(
+        ratios.per_round(b.values, b.repetitions),
+        ratios.per_round(a.values, a.repetitions),
+        paired,
+    )
 
 
-def judge(a: Group, b: Group, settings: Settings = Settings()) -> Outcome:
-    """The verdict for B against A (see the module docstring)."""
+def judge_all(
+    pairs: list[tuple[Group, Group]],
+    settings: Settings = Settings(),
+    paired: bool = False,
+    floor_of: FloorOf | None = None,
+) -> list[Outcome]:
+    """Every pair's verdict, Holm-corrected over the pairs that have a ratio."""
+    ests = [_estimate(a, b, paired) for a, b in pairs]
+    adjusted = ratios.holm(None if e is None else e.p for e in ests)
+    out = []
+    for (a, b), e, p_holm in zip(pairs, ests, adjusted, strict=True):
+        floor, source = floor_of(a) if floor_of else (settings.threshold, "")
+        out.append(_outcome(a, b, e, p_holm, floor, source, settings))
+    return out
+
+
+def _outcome(
+    a: Group,
+    b: Group,
+    e: Ratio | None,
+    p_holm: float | None,
+    floor: float,
+    source: str,
+    settings: Settings,
+) -> Outcome:
     sa, sb = summarize(a.values), summarize(b.values)
-    hib = a.higher_is_better
-    positive = sa.mean is not None and sb.mean is not None and sa.mean > 0 and sb.mean > 0
-    ratio = sb.mean / sa.mean if positive else None
-    ci = fieller(sa, sb, settings.confidence) if ratio is not None else None
-    noise = pooled_cv(sa, sb)
-    floor = max(settings.threshold, noise or 0.0)
-    perm = mw = None
-    if sa.n and sb.n:
-        perm = permutation_test(a.values, b.values, settings.rounds, settings.seed)
-        if is_latency(a.unit, hib):
-            mw = mann_whitney(a.values, b.values, settings.rounds, settings.seed)[1]
 
     def out(verdict: str, reason: str) -> Outcome:
         return Outcome(
@@ -209,58 +134,30 @@ def judge(a: Group, b: Group, settings: Settings = Settings()) -> Outcome:
             a.key.platform,
             b.key.platform,
             a.unit,
-            hib,
+            a.higher_is_better,
             sa,
             sb,
-            ratio,
-            ci,
-            perm,
-            None if mw is None else mw.p,
+            e,
             floor,
             verdict,
             reason,
+            None if e is None else e.p,
+            p_holm,
+            source,
         )
 
     pa, pb = path_of(a), path_of(b)
     if pa is not None and pb is not None and pa != pb:
         return out(
-            AMBIGUOUS, path_mismatch(f"B ({b.key.platform})", pb, f"A ({a.key.platform})", [pa])
+            UNDECIDED, path_mismatch(f"B ({b.key.platform})", pb, f"A ({a.key.platform})", [pa])
         )
-    if sa.n < MIN_SAMPLES or sb.n < MIN_SAMPLES:
-        invalid = a.n_invalid + b.n_invalid
-        extra = f", {invalid} invalid left out" if invalid else ""
-        return out(
-            AMBIGUOUS, f"too few valid samples ({sa.n} vs {sb.n}; need {MIN_SAMPLES}{extra})"
-        )
-    if len(set(a.values) | set(b.values)) == 1:
+    if sa.n >= 2 and sb.n >= 2 and len(set(a.values) | set(b.values)) == 1:
         return out(SAME, "every value equal")
-    if ratio is None:
-        return out(AMBIGUOUS, "no ratio: a mean is zero or negative")
-    assert perm is not None
-    floor_text = f"±{floor * 100:.1f}%" + (" (noise)" if floor > settings.threshold else "")
-    if ci is None:
-        return out(AMBIGUOUS, "interval unbounded: A's mean cannot be told from zero")
-    low, high = ci
-    ci_text = f"CI {_pct(low)}..{_pct(high)}"
-    if 1.0 - floor <= low and high <= 1.0 + floor:
-        return out(SAME, f"{ci_text} within {floor_text}")
-    significant = perm.p < settings.alpha
-    if not significant:
-        if perm.min_p >= settings.alpha:
-            return out(
-                AMBIGUOUS,
-                f"{sa.n} vs {sb.n} samples: a permutation test cannot go below"
-                f" p={perm.min_p:.2g}; more repetitions",
-            )
-        return out(
-            AMBIGUOUS, f"not significant (p={perm.p:.2g}), {ci_text} wider than {floor_text}"
-        )
-    if low < 1.0 + floor and high > 1.0 - floor:
-        return out(AMBIGUOUS, f"significant (p={perm.p:.2g}) but {ci_text} reaches {floor_text}")
-    if mw is not None and mw.p >= settings.alpha:
-        return out(AMBIGUOUS, f"means differ (p={perm.p:.2g}) but Mann-Whitney does not")
-    better = (ratio > 1.0) == hib
-    return out(FASTER if better else SLOWER, f"p={perm.p:.2g}, {ci_text}, floor {floor_text}")
+    oriented = None if e is None else e.oriented(a.higher_is_better)
+    v = ratios.judge(oriented, floor, source, settings.alpha, p_holm)
+    invalid = a.n_invalid + b.n_invalid
+    extra = f" ({invalid} invalid left out)" if invalid and v.outcome == UNDECIDED else ""
+    return out(v.outcome, v.reason + extra)
 
 
 @dataclass(frozen=True)
@@ -336,9 +233,12 @@ def compare_groups(
     platform_b: str | None = None,
     settings: Settings = Settings(),
     all_metrics: bool = False,
+    paired: bool = False,
+    floor_of: FloorOf | None = None,
 ) -> tuple[list[Outcome], Pairing]:
+    """`paired`: A and B are two platforms of one run, measured in the same rounds."""
     pairing = pair(groups_a, groups_b, platform_a, platform_b, all_metrics)
-    return [judge(a, b, settings) for a, b in pairing.pairs], pairing
+    return judge_all(pairing.pairs, settings, paired, floor_of), pairing
 
 
 def counts(outcomes: list[Outcome]) -> dict[str, int]:

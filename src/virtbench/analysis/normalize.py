@@ -1,37 +1,51 @@
 """Normalization of every group against the campaign's baseline platform.
 
 ratio       oriented so that > 1 means better than the baseline, for both directions:
-            higher-is-better: mean / baseline_mean; lower-is-better: baseline_mean / mean.
+            higher-is-better: value / baseline; lower-is-better: baseline / value. Its
+            estimate, 95% interval and verdict come from `ratios.py` (paired over the run's
+            rounds), the one method the report, the scores and `compare` share.
 overhead %  how much worse the raw metric is than the baseline, in the metric's own
             direction (positive = worse): HIB (b - x) / b · 100, LIB (x - b) / b · 100.
-
-The ratio's 95% CI comes from the delta method in log space:
-var(log ratio) ≈ cv_x² / n_x + cv_b² / n_b, with Welch-Satterthwaite degrees of freedom,
-so the interval is asymmetric and never crosses zero. The overhead CI is the same interval
-mapped through the (monotone) overhead formula.
+            Its interval is the ratio's mapped through that (monotone) formula.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from ..results import LOAD_PCT_LABEL, NET_PATH_LABEL, PATH_LABELS
+from . import ratios
 from .groups import Group, GroupKey
-from .stats import CONFIDENCE, t_critical, welch_df
+from .ratios import Ratio, Verdict
+
+# a test's noise floor on this host and where it comes from (analysis/floors.py)
+FloorOf = Callable[[GroupKey], tuple[float, str]]
+
+
+def default_floor(_key: GroupKey) -> tuple[float, str]:
+    return ratios.DEFAULT_FLOOR, ""
 
 
 @dataclass(frozen=True)
 class Comparison:
     key: GroupKey
     baseline: GroupKey
-    ratio: float
-    log_var: float | None  # variance of log(ratio); None when a side has n < 2
-    log_df: float | None  # its Welch-Satterthwaite degrees of freedom
+    estimate: Ratio  # oriented: > 1 = better than the baseline
     higher_is_better: bool
-    ratio_low: float | None = None
-    ratio_high: float | None = None
+    verdict: Verdict
+
+    @property
+    def ratio(self) -> float:
+        return self.estimate.value
+
+    @property
+    def ratio_low(self) -> float | None:
+        return self.estimate.low
+
+    @property
+    def ratio_high(self) -> float | None:
+        return self.estimate.high
 
     @property
     def overhead_pct(self) -> float:
@@ -39,7 +53,8 @@ class Comparison:
 
     @property
     def decision(self) -> str:
-        return decision(self.ratio_low, self.ratio_high)
+        """faster, slower, same or undecided (ratios.VERDICTS)."""
+        return self.verdict.outcome
 
     @property
     def overhead_range(self) -> tuple[float, float] | None:
@@ -50,22 +65,6 @@ class Comparison:
         return (min(a, b), max(a, b))
 
 
-# what a ratio's 95% interval says about "differs from the baseline"
-BETTER, WORSE, UNDECIDED, NO_CI = "better", "worse", "undecided", "no CI"
-
-
-def decision(low: float | None, high: float | None) -> str:
-    """BETTER or WORSE when the interval lies entirely above or below 1, UNDECIDED when it
-    includes 1 (this run cannot tell the two apart), NO_CI without an interval."""
-    if low is None or high is None:
-        return NO_CI
-    if low > 1:
-        return BETTER
-    if high < 1:
-        return WORSE
-    return UNDECIDED
-
-
 def overhead_from_ratio(ratio: float, higher_is_better: bool) -> float:
     """Overhead % from an oriented ratio (see module docstring)."""
     if higher_is_better:
@@ -73,51 +72,84 @@ def overhead_from_ratio(ratio: float, higher_is_better: bool) -> float:
     return (1.0 / ratio - 1.0) * 100.0  # ratio = b/x, so x/b = 1/ratio
 
 
-def log_terms(g: Group) -> tuple[float, float] | None:
-    """(variance of log(mean), df) of a group's mean, or None without spread."""
-    s = g.summary
-    if s.n < 2 or s.stdev is None or not s.mean:
-        return None
-    cv = s.stdev / abs(s.mean)
-    return (cv * cv / s.n, float(s.n - 1))
-
-
-def compare(x: Group, base: Group, confidence: float = CONFIDENCE) -> Comparison | None:
-    """x against base; None when either mean is missing or not positive (no ratio)."""
-    mx, mb = x.summary.mean, base.summary.mean
-    if mx is None or mb is None or mx <= 0 or mb <= 0:
-        return None
-    hib = x.higher_is_better
-    ratio = mx / mb if hib else mb / mx
-    tx, tb = log_terms(x), log_terms(base)
+def estimate(x: Group, base: Group, paired: bool = True) -> Ratio | None:
+    """x against base, oriented (> 1 = better); None without a ratio. `paired`: both groups
+    come from one run, whose repetition numbers are its rounds."""
     if x.key == base.key:
         # the baseline against itself is exactly 1, not a noisy estimate of 1
-        return Comparison(x.key, base.key, 1.0, 0.0, None, hib, 1.0, 1.0)
-    if tx is None or tb is None:
-        return Comparison(x.key, base.key, ratio, None, None, hib)
-    var = tx[0] + tb[0]
-    df = welch_df([tx[0], tb[0]], [tx[1], tb[1]])
-    if df is None:
-        return Comparison(x.key, base.key, ratio, None, None, hib)
-    half = t_critical(df, confidence) * math.sqrt(var)
-    return Comparison(
-        x.key, base.key, ratio, var, df, hib, ratio * math.exp(-half), ratio * math.exp(half)
+        n = x.summary.n
+        return Ratio(1.0, 1.0, 1.0, 1.0, n, True, 0.0, None, {}, n, n)
+    r = ratios.ratio(
+        ratios.per_round(x.values, x.repetitions),
+        ratios.per_round(base.values, base.repetitions),
+        paired,
     )
+    return None if r is None else r.oriented(x.higher_is_better)
+
+
+def compare(
+    x: Group, base: Group, floor: tuple[float, str] = (ratios.DEFAULT_FLOOR, "")
+) -> Comparison | None:
+    """x against base, judged alone (no family correction); None without a ratio."""
+    r = estimate(x, base)
+    if r is None:
+        return None
+    return Comparison(x.key, base.key, r, x.higher_is_better, ratios.judge(r, *floor))
+
+
+def family(key: GroupKey, primary: bool) -> tuple | None:
+    """The test cases judged together (Holm): a platform · scenario's primary target
+    results. Other figures (secondary metrics, neighbours, clients) are context, judged
+    alone."""
+    if not primary or key.role != "target":
+        return None
+    return (key.platform, key.scenario)
 
 
 class Comparisons(Mapping[GroupKey, Comparison]):
     """Group key -> its comparison with the baseline group of the same test, each made when
-    first asked for. A ratio's interval costs a Student-t quantile of its own Welch df
-    (~0.5 ms), and most groups of a co-location run (10^5 per-step figures) are in no table."""
+    first asked for (most groups of a co-location run, 10^5 per-step figures, are in no
+    table). A primary result's verdict is made with its family's (Holm over the family)."""
 
-    def __init__(self, pairs: dict[GroupKey, tuple[Group, Group]]) -> None:
+    def __init__(
+        self, pairs: dict[GroupKey, tuple[Group, Group]], floor_of: FloorOf = default_floor
+    ) -> None:
         self._pairs = pairs  # key -> (its group, the baseline's), in the groups' order
+        self._floor_of = floor_of
+        self._estimates: dict[GroupKey, Ratio | None] = {}
         self._made: dict[GroupKey, Comparison | None] = {}
+        self._families: dict[tuple, list[GroupKey]] = {}
+        for k, (g, _b) in pairs.items():
+            fam = family(k, g.primary)
+            if fam is not None:
+                self._families.setdefault(fam, []).append(k)
+
+    def _estimate(self, key: GroupKey) -> Ratio | None:
+        if key not in self._estimates:
+            pair = self._pairs.get(key)
+            self._estimates[key] = estimate(*pair) if pair is not None else None
+        return self._estimates[key]
 
     def _made_for(self, key: GroupKey) -> Comparison | None:
-        if key not in self._made:
-            pair = self._pairs.get(key)
-            self._made[key] = compare(*pair) if pair is not None else None
+        if key in self._made:
+            return self._made[key]
+        pair = self._pairs.get(key)
+        if pair is None or self._estimate(key) is None:
+            self._made[key] = None
+            return None
+        fam = family(key, pair[0].primary)
+        members = self._families.get(fam, [key]) if fam is not None else [key]
+        ests = [self._estimate(k) for k in members]
+        adjusted = ratios.holm(None if e is None else e.p for e in ests)
+        for k, e, p in zip(members, ests, adjusted, strict=True):
+            if e is None:
+                self._made[k] = None
+                continue
+            g = self._pairs[k][0]
+            floor, source = self._floor_of(k)
+            adjust = p if len(members) > 1 else None
+            verdict = ratios.judge(e, floor, source, p_adjusted=adjust)
+            self._made[k] = Comparison(k, self._pairs[k][1].key, e, g.higher_is_better, verdict)
         return self._made[key]
 
     def __getitem__(self, key: GroupKey) -> Comparison:
@@ -133,9 +165,11 @@ class Comparisons(Mapping[GroupKey, Comparison]):
         return sum(1 for _k in self)
 
 
-def against_baseline(groups: list[Group], baseline: str | None) -> Mapping[GroupKey, Comparison]:
+def against_baseline(
+    groups: list[Group], baseline: str | None, floor_of: FloorOf = default_floor
+) -> Mapping[GroupKey, Comparison]:
     """Every group that has a matching baseline group (same test, scenario, role, dims) and
-    a ratio to it (`compare`)."""
+    a ratio to it."""
     if not baseline:
         return {}
     by_key = {g.key: g for g in groups}
@@ -145,7 +179,7 @@ def against_baseline(groups: list[Group], baseline: str | None) -> Mapping[Group
         if base is None or own_peak_load(g) or own_peak_load(base):
             continue
         pairs[g.key] = (g, base)
-    return Comparisons(pairs)
+    return Comparisons(pairs, floor_of)
 
 
 # --- results whose load was relative to each platform's own peak ---------------------------

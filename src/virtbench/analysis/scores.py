@@ -18,9 +18,10 @@ oriented ratios to the baseline (> 1 = better), weighted so that every test case
 once in its suite (a 20-point block-size sweep does not outweigh one single-number test)
 and every workload suite once in "all". A suite that measures a cost of creating the
 isolation (start-up: run_suites.workload = 0) gets its own row beside "all", never in it.
-Its 95% CI propagates each ratio's log-space variance (delta method, Welch-Satterthwaite
-df), i.e. it reflects measurement noise, not the spread between test cases; that spread is
-shown as the min..max of the ratios.
+Its 95% CI is taken over the run's rounds (`ratios.weighted`): per round, the weighted
+mean of the test cases' log ratios, then Student's t over the rounds, so noise that hits
+every test case of a round together widens it; it reflects measurement noise, not the
+spread between test cases, which is shown as the min..max of the ratios.
 """
 
 from __future__ import annotations
@@ -31,9 +32,10 @@ from dataclasses import dataclass, field
 
 from ..results import SOLO_PEAK_SCENARIO
 from ..store.description import SuiteScoring
+from . import ratios
 from .groups import Group, GroupKey
 from .normalize import Comparison
-from .stats import CONFIDENCE, t_critical, welch_df
+from .ratios import Verdict
 
 Config = tuple[str, str]  # (platform, scenario)
 Scoring = Callable[[str], SuiteScoring]  # suite -> its flags (RunDescription.scoring_of)
@@ -200,29 +202,15 @@ class GeoMean:
     missing: list[str] = field(default_factory=list)  # baseline test cases without a ratio
     contains: list[str] = field(default_factory=list)  # "all": the suites it is over
     beside: bool = False  # a cost suite (start-up): shown beside "all", not inside it
+    verdict: Verdict | None = None  # faster / slower / same / undecided, as a test case's
 
     @property
     def overhead_pct(self) -> float | None:
         return None if self.value is None else (1.0 - self.value) * 100.0
 
-
-def weighted_geomean(
-    entries: list[tuple[float, Comparison]], confidence: float = CONFIDENCE
-) -> tuple[float, float | None, float | None, str]:
-    """Σ w·log r with CI from Σ w²·var(log r). entries: (weight, comparison)."""
-    logs = sum(w * math.log(c.ratio) for w, c in entries)
-    value = math.exp(logs)
-    if any(c.log_var is None for _, c in entries):
-        return value, None, None, "a ratio has fewer than 2 valid samples on one side"
-    terms = [w * w * c.log_var for w, c in entries]  # type: ignore[operator]
-    dfs = [c.log_df for _, c in entries if c.log_df is not None]
-    df = welch_df(
-        [t for t, (_, c) in zip(terms, entries, strict=True) if c.log_df is not None], dfs
-    )
-    if df is None:
-        return value, None, None, "no degrees of freedom"
-    half = t_critical(df, confidence) * math.sqrt(sum(terms))
-    return value, value * math.exp(-half), value * math.exp(half), ""
+    @property
+    def decision(self) -> str:
+        return ratios.UNDECIDED if self.verdict is None else self.verdict.outcome
 
 
 def _weights(comps: list[Comparison]) -> list[tuple[float, Comparison]]:
@@ -290,9 +278,25 @@ def _geo(suite: str, platform: str, scenario: str, weighted, missing: list[str])
         return GeoMean(
             suite, platform, scenario, None, None, None, 0, None, None, "no valid ratio", missing
         )
-    value, low, high, note = weighted_geomean(weighted)
-    ratios = [c.ratio for _, c in weighted]
+    est, note = ratios.weighted([(w, c.estimate) for w, c in weighted])
+    assert est is not None
+    # the floor of a score: its test cases' floors, weighted as they are
+    floor = sum(w * c.verdict.floor for w, c in weighted) / sum(w for w, _ in weighted)
+    measured = any(c.verdict.floor_source for _, c in weighted)
+    verdict = ratios.judge(est, floor, "its test cases' A/A floors" if measured else "")
+    ratio_values = [c.ratio for _, c in weighted]
     n_tc = len({c.key.test_case for _, c in weighted})
     return GeoMean(
-        suite, platform, scenario, value, low, high, n_tc, min(ratios), max(ratios), note, missing
+        suite,
+        platform,
+        scenario,
+        est.value,
+        est.low,
+        est.high,
+        n_tc,
+        min(ratio_values),
+        max(ratio_values),
+        note,
+        missing,
+        verdict=verdict,
     )

@@ -12,6 +12,7 @@ from typing import Any
 from .. import parsing
 from ..cgroups import budget
 from ..errors import CampaignError
+from ..naming import aa_twin
 from ..parsing import ParseError
 from ..platforms import registry as platform_registry
 from ..platforms.base import PlatformSpec
@@ -48,6 +49,7 @@ CAMPAIGN_KEYS = {
     "client_cpus",
     "scenarios",
     "cpu_budget",
+    "aa",
     *ADAPTIVE_KEYS,
     *CLIENT_KEYS,
 }
@@ -114,8 +116,12 @@ def parse(text: str, file: str) -> Campaign:
         )
     if settings.baseline is None:
         settings.baseline = names[0]
+    if settings.aa:
+        _add_aa_twin(file, platforms, settings.baseline)
     tests = _suites(file, data.get("suites"))
     platform_suites = _platform_suites(file, data.get("platforms") or [], tests)
+    if settings.aa and settings.baseline in platform_suites:
+        platform_suites[aa_twin(settings.baseline)] = platform_suites[settings.baseline]
     scenarios = _scenarios(file, meta.get("scenarios", ["solo"]), names)
     _no_idle_platforms(file, platforms, platform_suites, scenarios)
     return Campaign(
@@ -357,6 +363,8 @@ def _settings(file: str, meta: dict) -> Settings:
         )
     if "baseline" in meta:
         s.baseline = _typed(file, "campaign.baseline", meta["baseline"], str)
+    if "aa" in meta:
+        s.aa = _typed(file, "campaign.aa", meta["aa"], bool)
     if "cpu_budget" in meta:
         if meta["cpu_budget"] not in budget.MODES:
             raise CampaignError(
@@ -380,6 +388,18 @@ def _settings(file: str, meta: dict) -> Settings:
                 raise CampaignError(file, f"campaign.{key}", "must not be empty", value)
             setattr(s, key, value)
     return s
+
+
+def _add_aa_twin(file: str, platforms: list[PlatformSpec], baseline: str) -> None:
+    """`aa = true`: the baseline again, under its A/A name, measured in the same rounds."""
+    twin = aa_twin(baseline)
+    if any(p.name == twin for p in platforms):
+        raise CampaignError(
+            file, "campaign.aa", f"a platform is already named {twin}, the A/A copy's name", True
+        )
+    spec = next(p for p in platforms if p.name == baseline)
+    at = platforms.index(spec) + 1
+    platforms.insert(at, PlatformSpec(twin, spec.type, dict(spec.options), spec.host))
 
 
 def _platforms(file: str, entries: Any) -> list[PlatformSpec]:

@@ -50,6 +50,9 @@ class Settings:
     # co-located environments share the target's CPU quota ("shared", cgroups/budget.py) or
     # keep each its own ("own"); docs/colocation.md "One CPU budget per cell"
     cpu_budget: str = "shared"
+    # measure the baseline twice, as platform "<baseline>-aa" in the same rounds: each test
+    # case's noise floor on this host (analysis/floors.py)
+    aa: bool = False
 
 
 @dataclass

@@ -7,21 +7,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..analysis.compare import FASTER, SLOWER, VERDICTS, Outcome, Settings, counts
+from ..analysis.compare import BETWEEN_RUNS, VERDICTS, Outcome, Settings, counts
 from ..analysis.fingerprint import Gate
 from ..analysis.groups import Group
 from ..errors import VirtbenchError
 from . import fmt
+from .core.results import BADGE_CLASS
 from .html import Raw, Td, badge, h, kv_table, md_table, page, scroll, table
 
 METHOD = {
-    "ratio": "mean(B) / mean(A)",
-    "ratio_ci": "Fieller's theorem, Welch-Satterthwaite df",
-    "test": "two-sided permutation test on the difference of means",
-    "second_opinion": "Mann-Whitney U (permutation on mid-ranks), latency metrics only",
-    "floor": "max(threshold, pooled CV of the two sides)",
+    "ratio": "geometric mean(B) / geometric mean(A)",
+    "ratio_ci": "Student t on log(B/A): paired over rounds within one run, Welch across runs",
+    "test": "the same t on log(B/A); Holm's correction over the test cases compared",
+    "floor": "the test's A/A floor measured on this host where one exists, else the threshold",
+    "verdict": "faster/slower: CI beyond the floor and Holm p < alpha; same: CI within it",
 }
-VERDICT_BADGE = {FASTER: "ok", SLOWER: "bad", "same": "info", "ambiguous": "warn"}
 
 
 @dataclass(frozen=True)
@@ -81,10 +81,11 @@ def _outcome(o: Outcome) -> dict[str, Any]:
         "ratio": o.ratio,
         "ratio_ci": list(o.ratio_ci) if o.ratio_ci else None,
         "change_pct": o.change_pct,
-        "p_permutation": o.permutation.p if o.permutation else None,
-        "permutation_exact": o.permutation.exact if o.permutation else None,
-        "p_mann_whitney": o.mann_whitney_p,
+        "p": o.p,
+        "p_holm": o.p_holm,
+        "interval": o.method,
         "floor_pct": o.floor * 100.0,
+        "floor_source": o.floor_source or "threshold",
         "verdict": o.verdict,
         "reason": o.reason,
     }
@@ -100,9 +101,8 @@ def to_json(doc: CompareDoc) -> dict[str, Any]:
             "alpha": doc.settings.alpha,
             "confidence": doc.settings.confidence,
             "threshold_pct": doc.settings.threshold * 100.0,
-            "permutations": doc.settings.rounds,
-            "seed": doc.settings.seed,
         },
+        "between_runs": _between(doc),
         "comparable": gate is None or gate.comparable,
         "fingerprint": None
         if gate is None
@@ -137,18 +137,19 @@ def _platforms(o: Outcome) -> str:
 def _ratio_text(o: Outcome) -> str:
     if o.ratio is None:
         return "–"
-    if o.ratio_ci:
-        ci = f" [{fmt.ratio(o.ratio_ci[0])}, {fmt.ratio(o.ratio_ci[1])}]"
-    else:  # Fieller has no bounds when A's mean cannot be told from zero
-        ci = " [unbounded]" if o.a.n >= 2 and o.b.n >= 2 else ""
+    ci = f" [{fmt.ratio(o.ratio_ci[0])}, {fmt.ratio(o.ratio_ci[1])}]" if o.ratio_ci else ""
     return fmt.ratio(o.ratio) + ci
 
 
 def _p_text(o: Outcome) -> str:
-    if o.permutation is None:
+    if o.p_holm is None:
         return "–"
-    text = f"{o.permutation.p:.3g}"
-    return text + (f" (MW {o.mann_whitney_p:.3g})" if o.mann_whitney_p is not None else "")
+    return f"{o.p_holm:.3g}"
+
+
+def _between(doc: CompareDoc) -> str | None:
+    """The note two separate runs need (None: two platforms of one run)."""
+    return None if doc.gate is None else BETWEEN_RUNS
 
 
 def _direction(o: Outcome) -> str:
@@ -179,9 +180,11 @@ def markdown(doc: CompareDoc) -> str:
     c = doc.counts
     parts.append(
         ", ".join(f"{c[v]} {v}" for v in VERDICTS)
-        + f" (faster/slower = B against A in the metric's own direction; floor ≥ "
-        f"{s.threshold * 100:g}%, alpha {s.alpha:g})"
+        + f" (faster/slower = B against A in the metric's own direction; floor: measured"
+        f" A/A floor, else {s.threshold * 100:g}%; alpha {s.alpha:g}, Holm-corrected)"
     )
+    if _between(doc):
+        parts.append(f"Note: {_between(doc)}.")
     if doc.gate is not None and (doc.gate.differences or doc.gate.unknown):
         parts.append("## Comparability\n\n" + "\n".join(_gate_lines(doc.gate)))
     rows = [
@@ -201,7 +204,7 @@ def markdown(doc: CompareDoc) -> str:
         for o in doc.outcomes
     ]
     headers = ["test case", "metric", "scenario", "platform", "n A/B", "mean A", "mean B"]
-    headers += ["B/A [95% CI]", "p", "verdict", "why"]
+    headers += ["B/A [95% CI]", "p (Holm)", "verdict", "why"]
     parts.append(md_table(headers, rows) if rows else "no test case measured on both sides")
     for label, groups in (("only in A", doc.only_a), ("only in B", doc.only_b)):
         if groups:
@@ -220,6 +223,7 @@ def html(doc: CompareDoc) -> str:
             ("B", f"{doc.b.run_id} ({doc.b.campaign}) in {doc.b.store}"),
             ("verdicts", ", ".join(f"{n} {v}" for v, n in doc.counts.items())),
             ("threshold / alpha", f"{s.threshold * 100:g}% / {s.alpha:g}"),
+            *((("between runs", b),) if (b := _between(doc)) else ()),
             *((k.replace("_", " "), v) for k, v in METHOD.items()),
         ]
     )
@@ -247,13 +251,13 @@ def html(doc: CompareDoc) -> str:
             Td(fmt.mean_ci(o.b.mean, o.b.ci_half, o.unit), "num"),
             Td(_ratio_text(o), "num"),
             Td(_p_text(o), "num"),
-            Raw(badge(o.verdict, VERDICT_BADGE[o.verdict], o.reason)),
+            Raw(badge(o.verdict, BADGE_CLASS[o.verdict], o.reason)),
             o.reason,
         ]
         for o in doc.outcomes
     ]
     headers = ["test case", "metric", "scenario", "platform", "n A/B", "A mean ± 95% CI"]
-    headers += ["B mean ± 95% CI", "B/A [95% CI]", "p (perm.)", "verdict", "why"]
+    headers += ["B mean ± 95% CI", "B/A [95% CI]", "p (Holm)", "verdict", "why"]
     body += Raw(f'<section id="results"><h2>Results</h2>{scroll(table(headers, rows))}</section>')
     subtitle = "faster / slower: B against A in the metric's own direction"
     return page(_title(doc), nav, body, subtitle)

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..analysis import groups as groups_mod
 from ..analysis import scores
+from ..analysis.floors import floor_function
 from ..analysis.groups import Group, GroupKey
 from ..analysis.normalize import Comparison, against_baseline, incomparable
 from ..store.db import CellRow, Store
@@ -55,7 +56,7 @@ class ReportData:
         parse_labels(samples)
         groups = groups_mod.build(samples, description)
         baseline = settings.get("baseline")
-        comparisons = against_baseline(groups, baseline)
+        comparisons = against_baseline(groups, baseline, floor_function(groups, baseline, host))
         platforms = list(dict.fromkeys(c.platform for c in cells))
         if baseline in platforms:
             platforms.remove(baseline)

@@ -93,7 +93,7 @@ td.worse{color:#a40000}td.base{color:#666}
 .badge{display:inline-block;border-radius:3px;padding:0 5px;margin-left:4px;font-size:11px;
  font-weight:600}
 .badge.warn{background:#ffe08a;color:#5a4300}.badge.bad{background:#d93025;color:#fff}
-.badge.ok{background:#cdebd3;color:#0b4d1a}.badge.info{background:#e3ebf5;color:#24466b}
+.badge.ok{background:#cdebd3;color:#0b4d1a}.badge.good{background:#cdebd3;color:#0b4d1a}.badge.same{background:#e8e8e8;color:#333}.badge.info{background:#e3ebf5;color:#24466b}
 pre.err{white-space:pre-wrap;background:#fff5f5;border:1px solid #f2c6c6;padding:6px;
  margin:2px 0;font-size:12px;max-height:14em;overflow:auto}
 .note{color:#555;font-size:12.5px}.charts{display:flex;flex-wrap:wrap;gap:8px}

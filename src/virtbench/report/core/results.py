@@ -6,7 +6,8 @@ from __future__ import annotations
 from ...analysis import normalize
 from ...analysis.colocation import BESIDE_LABEL, UNPAIRED
 from ...analysis.groups import Group
-from ...analysis.normalize import BETTER, NO_CI, OWN_PEAK, UNDECIDED, WORSE, Comparison
+from ...analysis.normalize import OWN_PEAK, Comparison
+from ...analysis.ratios import FASTER, SAME, SLOWER, UNDECIDED, Verdict
 from ...analysis.stats import HIGH_CV
 from .. import fmt
 from ..data import ReportData
@@ -28,8 +29,8 @@ HEADERS = [
     "median",
     "CV",
     "min – max",
-    # lower-is-better: baseline / value; "undecided": the interval includes 1
-    "ratio to baseline, > 1 = better [95% CI]",
+    # lower-is-better: baseline / value; the verdict: analysis/ratios.py
+    "ratio to baseline, > 1 = better [95% CI], verdict",
     "overhead % [95% CI]",
 ]
 
@@ -71,8 +72,8 @@ def ratio_cells(data: ReportData, g: Group) -> list[Td]:
             # co-location report (every vm row of every step); path_note lists it in full
             return [Td(Raw(badge("not comparable", "warn", why)), "num"), Td("–", "num")]
         return [Td("–", "num"), Td("–", "num")]
-    # colour only differences the CI says are real (interval entirely above/below 1)
-    cls = {BETTER: "good", WORSE: "worse"}.get(c.decision, "")
+    # colour only differences the verdict calls (interval beyond the noise floor)
+    cls = VERDICT_CLASS.get(c.decision, "")
     ratio = Raw(h(fmt.ratio(c.ratio)) + decision_badge(c))
     # a lower-is-better ratio is baseline / value, so that > 1 reads "better" in every row
     how = (
@@ -92,25 +93,26 @@ def ratio_cells(data: ReportData, g: Group) -> list[Td]:
     return [Td(ratio, f"num {cls}", how), Td(oh_text, f"num {cls}")]
 
 
-UNDECIDED_WHY = (
-    "the 95% interval of the ratio includes 1.0: this run cannot tell this platform from the"
-    " baseline (more repetitions, a longer duration or less noise would)"
-)
+VERDICT_CLASS = {FASTER: "good", SLOWER: "worse"}
+BADGE_CLASS = {FASTER: "good", SLOWER: "bad", SAME: "same", UNDECIDED: "warn"}
+
+
+def verdict_badge(v: Verdict) -> str:
+    """The verdict word, its reason on hover: one vocabulary for every ratio."""
+    return badge(v.outcome, BADGE_CLASS[v.outcome], v.reason)
 
 
 def decision_badge(c: Comparison) -> str:
-    """A mark for a ratio its interval does not decide (or that has none)."""
-    if c.decision == UNDECIDED:
-        return badge("undecided", "warn", UNDECIDED_WHY)
-    if c.decision == NO_CI:
-        return badge("no CI", "warn", "fewer than 2 valid samples on a side: no interval")
-    return ""
+    return verdict_badge(c.verdict)
+
+
+def md_verdict(v: Verdict) -> str:
+    return v.outcome
 
 
 def md_ratio(c: Comparison) -> str:
-    """The ratio as the terminal summary prints it, saying when its interval decides nothing."""
-    mark = {UNDECIDED: ", undecided", NO_CI: ", no CI"}.get(c.decision, "")
-    return f"(×{c.ratio:.3f}{mark})"
+    """The ratio as the terminal summary prints it, with its verdict."""
+    return f"(×{c.ratio:.3f}, {c.decision})"
 
 
 def group_row(data: ReportData, g: Group, digests: bool = True) -> list:
@@ -194,7 +196,10 @@ def md_summary(data: ReportData, suite: str, gs: list[Group]) -> str:
         text += f"\n\n{path}"
     text += "\n\n" + "; ".join(f"{t}: {u}" for t, u in unit.items())
     if ratios:
-        text += "\n(×ratio to the baseline, > 1 = better; undecided: its 95% CI includes 1.0)"
+        text += (
+            "\n(mean ± 95% CI half-width; ×ratio to the baseline, > 1 = better, and its verdict:"
+            " same/faster/slower against the noise floor, undecided when the CI cannot tell)"
+        )
     if paths:
         text += (
             "\n(no ratio: measured over another network path than the baseline, see net_path;"

@@ -193,7 +193,7 @@ def _gib(n: int | None) -> str:
     return f"{n / 2**30:.1f} GiB" if n else "–"
 
 
-@register_section(20, "host")
+@register_section(85, "host")
 def host_section(data: ReportData) -> Section:
     f = data.host
     cpus = f.get("cpus_allowed")

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from ...analysis import plausibility
-from ...analysis.normalize import BETTER, UNDECIDED, WORSE, decision
 from ...analysis.scores import GeoMean, Seed004Suite
 from .. import fmt
 from ..data import ReportData
 from ..html import Raw, Td, h, md_table, scroll, table
 from ..sections import Section, register_section
 from ..svg import Bar, bar_chart
+from .results import VERDICT_CLASS, verdict_badge
 
 GEO_NOTE = (
     "Geometric mean of the ratios to the baseline (primary metric of each test case, target "
@@ -17,10 +17,11 @@ GEO_NOTE = (
     "suite, every workload suite the same in <b>all</b> (its row names the suites it is "
     "over). A suite that measures a cost of creating the isolation (start-up, boot) is shown "
     "<i>beside</i> <b>all</b>, never inside it: it is not a slowdown of the workload. "
-    "The 95% CI reflects measurement noise "
-    "(delta method in log space, Student t); <b>undecided</b> marks a CI that includes 1.0 "
-    "(this run cannot tell the platform from the baseline). The range shows the spread "
-    "between test cases."
+    "The 95% CI is taken over the run's rounds (per round, the weighted mean of the test "
+    "cases' log ratios; Student t over the rounds), so a burst that slowed one round widens "
+    "it. Verdict: <b>faster</b>/<b>slower</b> when the whole CI lies beyond the noise floor "
+    "(±2%, or the test cases' measured A/A floors), <b>same</b> when it lies within it, "
+    "<b>undecided</b> otherwise. The range shows the spread between test cases."
 )
 SEED_NOTE = (
     "Seed 004 §3.6: test score = mean / max of that test over all configurations "
@@ -43,15 +44,14 @@ def _chart_suite(g: GeoMean) -> str:
 
 def _geo_ci(g: GeoMean) -> str:
     if g.low is not None:
-        undecided = ", undecided" if decision(g.low, g.high) == UNDECIDED else ""
-        return f"[{fmt.ratio(g.low)}–{fmt.ratio(g.high)}{undecided}]"
+        return f"[{fmt.ratio(g.low)}–{fmt.ratio(g.high)}]"
     return f"({g.note})" if g.note else "–"
 
 
 def geo_html(data: ReportData) -> str:
     rows = []
     for g in data.geomeans:
-        cls = {BETTER: "good", WORSE: "worse"}.get(decision(g.low, g.high), "")
+        cls = VERDICT_CLASS.get(g.decision, "")
         rows.append(
             [
                 Td(_geo_suite(g), "" if g.suite != "all" else "base"),
@@ -59,6 +59,7 @@ def geo_html(data: ReportData) -> str:
                 g.platform,
                 Td(fmt.ratio(g.value), f"num {cls}"),
                 Td(_geo_ci(g), "num"),
+                Td(Raw(verdict_badge(g.verdict)) if g.verdict else "–", ""),
                 Td(fmt.signed_pct(g.overhead_pct), f"num {cls}"),
                 Td(
                     str(g.n_tests) + (f" (missing {len(g.missing)})" if g.missing else ""),
@@ -76,6 +77,7 @@ def geo_html(data: ReportData) -> str:
                 "platform",
                 "geomean ratio",
                 "95% CI",
+                "verdict",
                 "overhead %",
                 "test cases",
                 "ratio range",
@@ -217,7 +219,7 @@ def _md_suite(data: ReportData, g: GeoMean) -> str:
     return _geo_suite(g) if data.description.scoring else g.suite
 
 
-@register_section(60, "scores")
+@register_section(12, "scores")
 def scores_section(data: ReportData) -> Section | None:
     if not data.seed004 and not data.geomeans:
         return None
@@ -226,12 +228,20 @@ def scores_section(data: ReportData) -> Section | None:
         body += Raw("<h3>Geometric mean of ratios to the baseline</h3>") + geo_html(data)
         md.append(
             md_table(
-                ["suite", "platform · scenario", "geomean ratio [95% CI]", "overhead", "missing"],
+                [
+                    "suite",
+                    "platform · scenario",
+                    "geomean ratio [95% CI]",
+                    "verdict",
+                    "overhead",
+                    "missing",
+                ],
                 [
                     [
                         _md_suite(data, g),
                         f"{g.platform} · {g.scenario}",
                         f"{fmt.ratio(g.value)} {_geo_ci(g)}",
+                        g.decision,
                         fmt.signed_pct(g.overhead_pct),
                         ", ".join(g.missing) or "–",
                     ]

@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...analysis.groups import Group
-from ...analysis.normalize import BETTER, WORSE, Comparison, compare
+from ...analysis.normalize import Comparison, compare
+from ...analysis.ratios import FASTER, SAME, SLOWER, UNDECIDED
 from .. import fmt
-from ..core.results import decision_badge
+from ..core.results import VERDICT_CLASS, decision_badge
 from ..data import ReportData
 from ..html import Raw, Td, badge, h, scroll, table
 from ..sections import Section, register_section
@@ -350,7 +351,7 @@ def mode_ratios(
 def _ratio_cell(c: Comparison | None) -> Td | str:
     if c is None:
         return "–"
-    cls = {BETTER: "good", WORSE: "worse"}.get(c.decision, "")
+    cls = VERDICT_CLASS.get(c.decision, "")
     text = h(f"×{fmt.ratio(c.ratio)}") + decision_badge(c)
     if c.ratio_low is not None:
         text += f"<br><small>[{fmt.ratio(c.ratio_low)} – {fmt.ratio(c.ratio_high)}]</small>"
@@ -395,14 +396,13 @@ def _md_line(ms: ModeSet, groups: dict[tuple[XKey, str], Group]) -> list[str]:
         if not cs:
             continue
         gm = math.exp(sum(math.log(c.ratio) for c in cs) / len(cs))
-        tally = {d: sum(c.decision == d for c in cs) for d in (WORSE, BETTER)}
+        tally = {d: sum(c.decision == d for c in cs) for d in (SLOWER, FASTER, SAME, UNDECIDED)}
         bad = sum(g.n_invalid for (_x, p), g in groups.items() if p == m.platform)
         out.append(
             f"- {ms.axis.fig} {ms.axis.name}, {ms.shared}: {m.platform} [{m.mode}] ÷ "
             f"{ref.platform} [{ref.mode}]: geomean ×{gm:.3f} over {len(cs)} tests: "
-            f"{tally[WORSE]} worse, {tally[BETTER]} better, "
-            f"{len(cs) - tally[WORSE] - tally[BETTER]} undecided"
-            + (f"; {bad} invalid samples" if bad else "")
+            f"{tally[SLOWER]} slower, {tally[FASTER]} faster, {tally[SAME]} same, "
+            f"{tally[UNDECIDED]} undecided" + (f"; {bad} invalid samples" if bad else "")
         )
     return out
 
