@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The shipped `containers` campaign: its wall time, and for every ratio it prints whether
-its 95% interval excludes 1.0 (decided) or not (undecided).
+"""The shipped `containers` campaign: its wall time, and every primary ratio's verdict
+(faster / slower / same / undecided, docs/verdicts.md).
 
 Run under the machine lock:  flock /tmp/vb-measure.lock python bench/containers_campaign.py
 Options: --keep DIR keeps the results directory (store + HTML report) for a look in Chromium.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from _campaign import run_campaign
 
-from virtbench.analysis.normalize import NO_CI, UNDECIDED
+from virtbench.analysis.ratios import VERDICTS
 from virtbench.report.data import ReportData
 from virtbench.store.db import Store
 
@@ -36,7 +36,7 @@ def ratio_table(results: Path) -> Counter[str]:
     cells = Counter(c.status for c in data.cells)
     print(f"run {run_id}: cells {dict(cells)}")
     head = f"{'platform':<14} {'test case':<22} {'metric':<16} {'dims':<34}"
-    print(f"{head} ratio  95% CI          decision")
+    print(f"{head} ratio  95% CI          verdict")
     decisions: Counter[str] = Counter()
     for key, c in sorted(data.comparisons.items(), key=lambda kv: kv[0].sort_key()):
         if key.platform == data.baseline:
@@ -45,18 +45,17 @@ def ratio_table(results: Path) -> Counter[str]:
         if not group.primary:
             continue
         ci = "-" if c.ratio_low is None else f"[{c.ratio_low:.3f}-{c.ratio_high:.3f}]"
-        decided = "decided" if c.decision not in (UNDECIDED, NO_CI) else c.decision
-        decisions[decided] += 1
+        decisions[c.decision] += 1
         print(
             f"{key.platform:<14} {key.test_case:<22} {key.metric:<16} {key.dims_text:<34}"
-            f" {c.ratio:5.3f} {ci:<15} {decided} ({c.decision})"
+            f" {c.ratio:5.3f} {ci:<15} {c.decision}"
         )
     for g in data.geomeans:
         if g.value is None:
             continue
         ci = "-" if g.low is None else f"[{g.low:.3f}-{g.high:.3f}]"
         where = "beside all" if g.beside else g.suite
-        print(f"geomean {g.platform:<14} {where:<12} x{g.value:.3f} {ci}")
+        print(f"geomean {g.platform:<14} {where:<12} x{g.value:.3f} {ci} {g.decision}")
     store.close()
     return decisions
 
@@ -77,8 +76,7 @@ def main() -> None:
     total = sum(decisions.values())
     print(
         f"containers campaign: {wall:.0f} s wall ({wall / 60:.1f} min), exit {rc};"
-        f" primary ratios decided (95% CI excludes 1.0): {decisions['decided']}/{total},"
-        f" undecided {decisions[UNDECIDED]}, no CI {decisions[NO_CI]}"
+        f" primary ratios ({total}): " + ", ".join(f"{decisions[v]} {v}" for v in VERDICTS)
     )
 
 
