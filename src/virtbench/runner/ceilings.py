@@ -39,6 +39,11 @@ def data_dirs(specs: Iterable[PlatformSpec]) -> list[str]:
     return out
 
 
+def default_dirs() -> list[str]:
+    """Where every platform type keeps its data with default options (`calibrate --disk`)."""
+    return data_dirs(PlatformSpec(kind, kind) for kind in sorted(registry.load_all()))
+
+
 def facts(cells: list[Cell], say: Callable[[str], None]) -> dict[str, Any]:
     """Host facts of the run's ceilings ({} when it has no O_DIRECT cell)."""
     if not has_direct_io(cells):
