@@ -239,6 +239,54 @@ def doctor() -> None:
 
 
 @cli.command()
+@click.option(
+    "--disk",
+    is_flag=True,
+    help="measure the host's disk ceiling now (native fio O_DIRECT, high queue depth) and"
+    " cache it: O_DIRECT figures above it are invalid",
+)
+@click.option(
+    "--dir",
+    "dirs",
+    multiple=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    help="a directory on the device to measure (repeatable; default: where the platforms"
+    " keep their data)",
+)
+@click.option("--passes", type=click.IntRange(1, 20), default=3, show_default=True)
+@click.option(
+    "--runtime", type=click.IntRange(1, 60), default=2, show_default=True, help="s per pass"
+)
+def calibrate(disk: bool, dirs: tuple[Path, ...], passes: int, runtime: int) -> None:
+    """Measure host limits that judge a run's figures, and keep them with the host facts."""
+    from .ceiling import record
+    from .ceiling.ensure import ensure
+    from .runner.ceilings import default_dirs
+
+    if not disk:
+        raise click.UsageError("say what to calibrate: --disk (the host's disk ceiling)")
+    where = [str(d) for d in dirs] or default_dirs()
+    ceilings, notes = ensure(where, say, refresh=True, passes=passes, runtime_s=runtime)
+    table = Table("device", "fs", "pattern", "MiB/s", "IO/s", "limit MiB/s", "passes MiB/s")
+    for c in ceilings:
+        for pattern in record.PATTERNS:
+            bw = c.passes.get(pattern, {}).get("bandwidth_mib_s", [])
+            _add_row(
+                table,
+                c.key.source,
+                c.key.fs_type,
+                pattern,
+                f"{c.median(pattern, 'bandwidth_mib_s') or 0:.0f}",
+                f"{c.median(pattern, 'iops') or 0:.0f}",
+                f"{c.limit(pattern, 'bandwidth_mib_s') or 0:.0f}",
+                " ".join(f"{v:.0f}" for v in bw),
+            )
+    console.print(table)
+    if notes:
+        raise VirtbenchError("; ".join(notes))
+
+
+@cli.command()
 @click.option("--run", "run_ref", default="latest", show_default=True, help="RUN_ID or 'latest'")
 @click.option(
     "--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True

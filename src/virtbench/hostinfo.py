@@ -119,10 +119,14 @@ def mem_total_bytes() -> int:
 
 
 def facts(
-    tool_names: list[str] | None = None, tools_used: Mapping[str, Iterable[str]] | None = None
+    tool_names: list[str] | None = None,
+    tools_used: Mapping[str, Iterable[str]] | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """`tools_used`: test case -> the tools it runs, so a comparison knows which tool
-    versions matter for it."""
+    versions matter for it. `extra`: facts measured for the run, such as the disk ceilings
+    (`disk_ceilings`, `disk_ceiling_notes`: ceiling/, runner/ceilings.py) its O_DIRECT
+    figures are judged against, so a stored run says which ceiling judged it."""
     names = tool_names if tool_names is not None else sorted(tools.TOOLS)
     idle_driver, idle_governor = cpuidle()
     out = {
@@ -154,7 +158,7 @@ def facts(
         out["fleet_host"] = name
     if tools_used is not None:
         out["tools_used"] = {tc: sorted(set(used)) for tc, used in sorted(tools_used.items())}
-    return out
+    return out | dict(extra or {})
 
 
 # --- the hypervisor beneath this host (issue 14: the papers' subjects as rows) -------------

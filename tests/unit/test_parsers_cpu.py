@@ -153,8 +153,8 @@ class FakePlatform:
         self.put.append((host_path, dest, Path(host_path).read_text()))
         return dest
 
-    def supports_direct_io(self) -> bool:
-        return True
+    def direct_io(self) -> str:
+        return "honoured"
 
 
 def test_stress_ng_run_reads_yaml_through_platform_and_cleans_up():

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from virtbench.campaign import loader
+from virtbench.directio import HONOURED, cached
 from virtbench.drivers.fio import fio_job_figures, fio_json
 from virtbench.errors import CampaignError, WorkloadError
 from virtbench.platforms.base import ExecResult
@@ -43,7 +44,7 @@ def by_metric(samples):
 
 def test_seq_read_direct():
     w = FioSeqRead()
-    s = by_metric(w.parse_run(ok(read("seq-read-direct1.json")), ctx(w), 1, "ext2/ext3", True))
+    s = by_metric(w.parse_run(ok(read("seq-read-direct1.json")), ctx(w), 1, "ext2/ext3", HONOURED))
     assert s["bandwidth_mib_s"].value == pytest.approx(836804768 / 2**20)
     assert s["iops"].value == pytest.approx(798.039216)
     assert s["clat_mean_us"].value == pytest.approx(19877.778826781)
@@ -58,6 +59,8 @@ def test_seq_read_direct():
         "size_mib": 256,
         "fs_type": "ext2/ext3",
         "direct_honoured": True,
+        "direct_io": "honoured",
+        "io_pattern": "read 1M",
     }
     assert all("invalid" not in x.labels for x in s.values())
     assert w.primary().name == "bandwidth_mib_s"
@@ -65,7 +68,7 @@ def test_seq_read_direct():
 
 def test_seq_write_buffered():
     w = FioSeqWrite()
-    s = by_metric(w.parse_run(ok(read("seq-write-direct0.json")), ctx(w), 0, "ext2/ext3", True))
+    s = by_metric(w.parse_run(ok(read("seq-write-direct0.json")), ctx(w), 0, "ext2/ext3", HONOURED))
     assert s["bandwidth_mib_s"].value == pytest.approx(2675387716 / 2**20)
     assert s["iops"].value == pytest.approx(2551.448551)
     assert s["bandwidth_mib_s"].labels["direct"] == 0
@@ -74,26 +77,28 @@ def test_seq_write_buffered():
 
 def test_rand_read_and_write():
     r = FioRandRead()
-    s = by_metric(r.parse_run(ok(read("rand-read-direct1.json")), ctx(r), 1, "xfs", True))
+    s = by_metric(r.parse_run(ok(read("rand-read-direct1.json")), ctx(r), 1, "xfs", HONOURED))
     assert s["iops"].value == pytest.approx(42209.580838)
     assert s["clat_mean_us"].value == pytest.approx(362.486749421)
     assert s["clat_p99_us"].value == pytest.approx(3719.168)
     assert r.primary().name == "iops"
-    s = by_metric(r.parse_run(ok(read("rand-read-direct0.json")), ctx(r), 0, "xfs", True))
+    s = by_metric(r.parse_run(ok(read("rand-read-direct0.json")), ctx(r), 0, "xfs", HONOURED))
     assert s["iops"].value == pytest.approx(12421.578422)
     w = FioRandWrite()
-    s = by_metric(w.parse_run(ok(read("rand-write-direct0.json")), ctx(w), 0, "xfs", True))
+    s = by_metric(w.parse_run(ok(read("rand-write-direct0.json")), ctx(w), 0, "xfs", HONOURED))
     assert s["iops"].value == pytest.approx(105283.716284)
     assert s["clat_p99_us"].value == pytest.approx(321.536)
 
 
 def test_direct_not_honoured_is_flagged_not_dropped():
     w = FioRandRead()
-    samples = w.parse_run(ok(read("rand-read-direct1.json")), ctx(w), 1, "tmpfs", False)
+    why = "the workdir's filesystem (tmpfs) keeps files in memory"
+    samples = w.parse_run(ok(read("rand-read-direct1.json")), ctx(w), 1, "tmpfs", cached(why))
     assert len(samples) == 4
     for s in samples:
         assert s.labels["direct_honoured"] is False
-        assert s.labels["invalid"] == "O_DIRECT not honoured on tmpfs: data served from memory"
+        assert s.labels["direct_io"] == "cached:" + why
+        assert s.labels["invalid"] == f"O_DIRECT not honoured: {why}; not a disk figure"
     assert by_metric(samples)["iops"].value == pytest.approx(42209.580838)
 
 
@@ -107,7 +112,7 @@ def test_direct_einval_gives_invalid_samples():
         1.0,
     )
     w = FioRandRead()
-    samples = w.parse_run(res, ctx(w), 1, "overlayfs", True)
+    samples = w.parse_run(res, ctx(w), 1, "overlayfs", HONOURED)
     assert [s.metric for s in samples] == [m.name for m in w.metrics]
     for s in samples:
         assert s.value == 0.0 and s.labels["direct"] == 1
@@ -118,7 +123,7 @@ def test_fio_failures_raise():
     w = FioRandRead()
     bad = ExecResult(["fio"], 1, "", "fio: failed to open /x: No space left on device\n", 1.0)
     with pytest.raises(WorkloadError, match="exited 1"):
-        w.parse_run(bad, ctx(w), 0, "ext2/ext3", True)
+        w.parse_run(bad, ctx(w), 0, "ext2/ext3", HONOURED)
     with pytest.raises(WorkloadError, match="no JSON"):
         fio_json("fio: some error\n", "t")
     with pytest.raises(WorkloadError, match="does not parse"):
@@ -129,7 +134,7 @@ def test_fio_failures_raise():
         fio_job_figures(doc, "read", "t")
     timed_out = ExecResult(["fio"], -9, "", "", 30.0, timed_out=True)
     with pytest.raises(WorkloadError, match="timed out"):
-        w.parse_run(timed_out, ctx(w), 1, "ext2/ext3", True)
+        w.parse_run(timed_out, ctx(w), 1, "ext2/ext3", HONOURED)
 
 
 def test_einval_stdout_json_is_found_after_error_lines():
@@ -140,8 +145,8 @@ def test_einval_stdout_json_is_found_after_error_lines():
 class FakePlatform:
     workdir = "/wd/"
 
-    def __init__(self, fio_out: str, fs: str = "ext2/ext3", direct_ok: bool = True) -> None:
-        self.fio_out, self.fs, self.direct_ok = fio_out, fs, direct_ok
+    def __init__(self, fio_out: str, fs: str = "ext2/ext3", direct_io: str = HONOURED) -> None:
+        self.fio_out, self.fs, self.direct = fio_out, fs, direct_io
         self.calls: list[list[str]] = []
 
     def exec(self, argv, *, cpus=None, timeout=None, env=None):
@@ -149,8 +154,8 @@ class FakePlatform:
         out = {"fio": self.fio_out, "stat": self.fs + "\n"}.get(argv[0], "")
         return ExecResult(list(argv), 0, out, "", 0.1)
 
-    def supports_direct_io(self) -> bool:
-        return self.direct_ok
+    def direct_io(self) -> str:
+        return self.direct
 
 
 def test_run_both_modes_in_workdir_and_delete_file():
@@ -168,10 +173,19 @@ def test_run_both_modes_in_workdir_and_delete_file():
 
 
 def test_run_on_platform_without_direct_io():
-    p = FakePlatform(read("rand-read-direct1.json"), fs="overlayfs", direct_ok=False)
+    p = FakePlatform(read("rand-read-direct1.json"), fs="overlay", direct_io=cached("a cache"))
     w = FioRandRead()
     samples = w.run(p, ctx(w, direct=[1]))
-    assert all("not honoured on overlayfs" in s.labels["invalid"] for s in samples)
+    assert all(s.labels["invalid"].startswith("O_DIRECT not honoured: a cache") for s in samples)
+
+
+def test_a_memory_workdir_is_cached_whatever_the_platform_says():
+    p = FakePlatform(read("rand-read-direct1.json"), fs="tmpfs")
+    w = FioRandRead()
+    samples = w.run(p, ctx(w, direct=[1, 0]))
+    direct = [s for s in samples if s.labels["direct"] == 1]
+    assert direct and all("(tmpfs) keeps files in memory" in s.labels["invalid"] for s in direct)
+    assert all("invalid" not in s.labels for s in samples if s.labels["direct"] == 0)
 
 
 def test_campaign_validates_direct():

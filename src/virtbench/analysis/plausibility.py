@@ -1,18 +1,26 @@
-"""One plausibility rule for every platform: an O_DIRECT figure that beats the host's own
-device beyond its noise is not a disk figure.
+"""Which O_DIRECT figures cannot be disk figures, for every platform (native too).
 
-O_DIRECT is meant to reach the device. A guest disk served from the host page cache (a VM
-whose drive is cached by QEMU), or a sandbox that serves file I/O from its own cache (gVisor's
-sentry), returns memory speed while claiming O_DIRECT. The reference is the host's device as
-the same run measured it: the native platform's valid samples of the same test (test case,
-role, metric and dimension labels such as rw, bs, phase), in any scenario. A sample of another
-platform is implausible when it exceeds LIMIT_FACTOR times the larger of the native maximum
-and the upper end of the native mean's 95% CI; all samples of that fio run (its other metrics)
-are then flagged with the reason and how to get a real figure.
+O_DIRECT is meant to reach the device. A guest disk served from the host page cache, or a
+sandbox that serves file I/O from a cache (gVisor), returns memory speed while claiming
+O_DIRECT. Three rules, in order, each flagging every sample of that fio run (its other
+metrics too) with the reason:
 
-Pure: rows of Store.sample_rows (with sample_id) and the run's description in, the sample
-ids to flag and their reasons out. The runner writes them to the store after the run
-(runner/validate.py), so the report and the scores read them as any other invalid sample.
+1. **Mechanism**: a sample labelled `direct_io = "cached:<why>"` (its platform said so:
+   `Platform.direct_io()`, directio.py) is invalid whatever its figure.
+2. **The host's device ceiling** (ceiling/, kept in the run's host facts): a bandwidth or
+   IOPS figure above the ceiling's limit for its `io_pattern` (the median of the native fio
+   passes plus a margin for their spread: ceiling/record.py) is invalid; with several
+   devices, above the fastest one's. The reason names the ceiling and its date.
+3. **Fallback** where the run has no ceiling for the pattern (a run stored before ceilings,
+   a filesystem that refused the measurement): the native platform's valid samples of the
+   same test in this run; a figure of another platform above LIMIT_FACTOR x their maximum
+   is invalid. The maximum, not a CI's upper end: with n = 2 that end is meaningless
+   (1,399 +- 4,458 MiB/s was seen).
+
+Pure: rows of Store.sample_rows (with sample_id), the run's description and its ceilings
+in, the sample ids to flag and their reasons out. The runner writes them to the store after
+the run (runner/validate.py), so the report and the scores read them as any other invalid
+sample. No rule asks which kind of platform a sample came from beyond the labels it carries.
 """
 
 from __future__ import annotations
@@ -22,15 +30,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from .. import directio
+from ..ceiling.record import METRICS, Ceiling, from_facts
 from ..store.description import RunDescription
 from .groups import dimension_keys
-from .stats import summarize
 
-# beyond the device's own noise (its max and CI) by more than this: a factor, not a
+# fallback rule: beyond native's largest figure by more than this: a factor, not a
 # tolerance, because a cache is several times faster than the device it hides (3-5x seen)
 LIMIT_FACTOR = 1.25
-DIRECT_LABEL = "direct"  # fio's O_DIRECT flag (1 = O_DIRECT)
+IO_PATTERN = "io_pattern"  # workloads/disk.py: "<fio rw> <bs>", the ceiling's pattern
 NATIVE = "native"
+# platform labels that say how its storage reaches the device, quoted when none explains
+STORAGE_LABELS = ("runtime", "storage", "disk_cache", "stacked_on")
 
 
 @dataclass(frozen=True)
@@ -39,12 +50,17 @@ class Reference:
 
     n: int
     mean: float
-    top: float  # the larger of the native maximum and the CI's upper end
+    top: float  # the native maximum
     unit: str
 
     @property
     def limit(self) -> float:
         return LIMIT_FACTOR * self.top
+
+
+def ceilings(host: dict[str, Any]) -> list[Ceiling]:
+    """The disk ceilings a run's host facts hold (none before ceilings were measured)."""
+    return from_facts(host)
 
 
 def _labels(row: dict[str, Any]) -> dict[str, Any]:
@@ -58,7 +74,12 @@ def _platform(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _direct(labels: dict[str, Any]) -> bool:
-    return labels.get(DIRECT_LABEL) in (1, True) and labels.get("direct_honoured") is not False
+    return directio.is_direct(labels) and labels.get("direct_honoured") is not False
+
+
+def _judged(row: dict[str, Any], labels: dict[str, Any]) -> bool:
+    """A still-valid O_DIRECT figure that a limit can bound."""
+    return bool(row["valid"] and row["higher_is_better"] and _direct(labels))
 
 
 def references(
@@ -69,19 +90,15 @@ def references(
     units: dict[tuple, str] = {}
     for row in rows:
         labels = _labels(row)
-        if not (row["valid"] and row["higher_is_better"] and _direct(labels)):
-            continue
-        if _platform(row).get("platform_type") != NATIVE:
+        if not _judged(row, labels) or _platform(row).get("platform_type") != NATIVE:
             continue
         key = _test_key(row, labels, dims_of)
         values.setdefault(key, []).append(float(row["value"]))
         units[key] = row["unit"]
-    out = {}
-    for key, vs in values.items():
-        s = summarize(vs)
-        high = s.ci_high if s.ci_high is not None else max(vs)
-        out[key] = Reference(len(vs), s.mean or 0.0, max(max(vs), high), units[key])
-    return out
+    return {
+        key: Reference(len(vs), sum(vs) / len(vs), max(vs), units[key])
+        for key, vs in values.items()
+    }
 
 
 def _test_key(row: dict[str, Any], labels: dict[str, Any], dims_of) -> tuple:
@@ -96,58 +113,89 @@ def _run_key(row: dict[str, Any], labels: dict[str, Any]) -> tuple[str, str]:
     return row["cell_id"], json.dumps(rest, sort_keys=True, default=str)
 
 
-def how_to_fix(platform: dict[str, Any], labels: dict[str, Any]) -> str:
-    """How to get a real device figure on this platform (from its recorded labels)."""
-    if platform.get("runtime") == "runsc":
-        return (
-            "gVisor (runsc) serves file I/O from its sentry's page cache, O_DIRECT or not (this"
-            " run: runsc defaults, --file-access=exclusive for the root, shared for mounts,"
-            f" storage={platform.get('storage', 'overlay')}); for a device figure use a volume"
-            ' (storage = "volume") with runsc --file-access-mounts=shared --overlay2=none and'
-            " check again, or measure the device on native"
-        )
-    if platform.get("platform_type") == "vm" or platform.get("host_platform_type") == "vm":
-        vm = platform.get("stacked_on") or "this VM"
-        cache = platform.get("disk_cache", "not recorded")
-        return (
-            f"the guest disk of {vm} is served from the host page cache (disk_cache={cache});"
-            ' set disk_cache = "none" or "directsync" so guest O_DIRECT reaches the host'
-            " device, and keep the guest image on a device-backed filesystem"
-        )
+def ceiling_for(ceilings: Iterable[Ceiling], labels: dict[str, Any], metric: str) -> Ceiling | None:
+    """The ceiling bounding this figure: of the run's devices, the one with the highest
+    limit for its pattern (a figure above the fastest device came from none of them)."""
+    pattern = labels.get(IO_PATTERN)
+    if metric not in METRICS or not isinstance(pattern, str):
+        return None
+    known = [c for c in ceilings if c.limit(pattern, metric) is not None]
+    return max(known, key=lambda c: c.limit(pattern, metric) or 0.0, default=None)
+
+
+def hint(platform: dict[str, Any], labels: dict[str, Any]) -> str:
+    """Where to look, from what the platform recorded (no platform kind is assumed)."""
+    said = [f"{k}={platform[k]}" for k in STORAGE_LABELS if platform.get(k) is not None]
+    said.append(f"workdir fs={labels.get('fs_type', 'unknown')}")
     return (
-        f"the workdir's filesystem ({labels.get('fs_type', 'unknown')}) served it from memory;"
-        " point the workdir at a device-backed filesystem"
+        f"this platform ({', '.join(said)}) did not say it caches O_DIRECT: find the cache"
+        " between its workdir and the host device (a VM disk_cache other than none or"
+        " directsync, a sandbox's file cache, a filesystem in memory)"
     )
 
 
-def _reason(row: dict[str, Any], ref: Reference, hint: str) -> str:
+def _above_ceiling(row: dict[str, Any], ceiling: Ceiling, labels: dict[str, Any]) -> str:
+    u, metric = row["unit"], row["metric"]
+    return (
+        f"implausible O_DIRECT figure: {metric} {float(row['value']):.0f} {u} is above the"
+        f" {ceiling.describe(labels[IO_PATTERN], metric, u)}: served from a cache, not a"
+        " disk figure"
+    )
+
+
+def _above_native(row: dict[str, Any], ref: Reference) -> str:
     u = ref.unit
     return (
         f"implausible O_DIRECT figure: {row['metric']} {float(row['value']):.0f} {u} beats the"
-        f" host's own device (native {ref.mean:.0f} {u}, n={ref.n}; limit {ref.limit:.0f} {u}"
-        f" = {LIMIT_FACTOR}x its max/CI upper end): served from a cache, not a disk figure;"
-        f" {hint}"
+        f" host's own device as this run measured it (no disk ceiling in the run's host facts;"
+        f" native {ref.mean:.0f} {u}, n={ref.n}; limit {ref.limit:.0f} {u} = {LIMIT_FACTOR}x"
+        " its largest figure): served from a cache, not a disk figure"
     )
 
 
-def implausible(rows: Iterable[dict[str, Any]], description: RunDescription) -> dict[int, str]:
-    """sample_id -> reason, for every still-valid sample of a fio run that beat the device."""
-    rows = list(rows)
+def verdict(
+    row: dict[str, Any],
+    labels: dict[str, Any],
+    ceilings: list[Ceiling],
+    refs: dict[tuple, Reference],
+    dims_of,
+) -> str | None:
+    """Why this still-valid sample is not a disk figure, or None."""
+    if not (row["valid"] and directio.is_direct(labels)):
+        return None
+    if mechanism := directio.invalid_reason(labels):
+        return mechanism
+    if not _judged(row, labels):
+        return None
+    value, platform = float(row["value"]), _platform(row)
+    if ceiling := ceiling_for(ceilings, labels, row["metric"]):
+        limit = ceiling.limit(labels[IO_PATTERN], row["metric"]) or 0.0
+        if value <= limit:
+            return None
+        return f"{_above_ceiling(row, ceiling, labels)}; {hint(platform, labels)}"
+    if platform.get("platform_type") == NATIVE:
+        return None  # native is the fallback's reference, not its subject
+    ref = refs.get(_test_key(row, labels, dims_of))
+    if ref is None or value <= ref.limit:
+        return None
+    return f"{_above_native(row, ref)}; {hint(platform, labels)}"
+
+
+def implausible(
+    rows: Iterable[dict[str, Any]],
+    description: RunDescription,
+    ceilings: Iterable[Ceiling] = (),
+) -> dict[int, str]:
+    """sample_id -> reason, for every still-valid sample of a fio run that is not a disk
+    figure (by mechanism, above the ceiling, or above native where no ceiling is known)."""
+    rows, ceilings = list(rows), list(ceilings)
     dims_of = dimension_keys(rows, description)
     refs = references(rows, dims_of)
     flagged_runs: dict[tuple[str, str], str] = {}
     for row in rows:
         labels = _labels(row)
-        platform = _platform(row)
-        if not (row["valid"] and row["higher_is_better"] and _direct(labels)):
-            continue
-        if platform.get("platform_type") == NATIVE:
-            continue
-        ref = refs.get(_test_key(row, labels, dims_of))
-        if ref is None or float(row["value"]) <= ref.limit:
-            continue
-        run = _run_key(row, labels)
-        flagged_runs.setdefault(run, _reason(row, ref, how_to_fix(platform, labels)))
+        if reason := verdict(row, labels, ceilings, refs, dims_of):
+            flagged_runs.setdefault(_run_key(row, labels), reason)
     return {
         int(row["sample_id"]): flagged_runs[key]
         for row in rows
@@ -155,9 +203,12 @@ def implausible(rows: Iterable[dict[str, Any]], description: RunDescription) -> 
     }
 
 
-def unchecked(rows: Iterable[dict[str, Any]], description: RunDescription) -> list[str]:
-    """Test cases with O_DIRECT figures off native that no native figure could check."""
-    rows = list(rows)
+def unchecked(
+    rows: Iterable[dict[str, Any]], description: RunDescription, ceilings: Iterable[Ceiling] = ()
+) -> list[str]:
+    """Test cases with O_DIRECT figures off native that neither a ceiling nor a native
+    figure could check."""
+    rows, ceilings = list(rows), list(ceilings)
     dims_of = dimension_keys(rows, description)
     refs = references(rows, dims_of)
     out = []
@@ -166,6 +217,8 @@ def unchecked(rows: Iterable[dict[str, Any]], description: RunDescription) -> li
         if not (row["higher_is_better"] and _direct(labels)):
             continue
         if _platform(row).get("platform_type") == NATIVE:
+            continue
+        if ceiling_for(ceilings, labels, row["metric"]) is not None:
             continue
         if _test_key(row, labels, dims_of) not in refs and row["test_case"] not in out:
             out.append(row["test_case"])

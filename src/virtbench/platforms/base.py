@@ -11,6 +11,7 @@ import abc
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from .. import directio
 from ..errors import WorkloadError, WorkloadTimeout
 from ..naming import NAME_PREFIX
 from ..tools import missing_hint
@@ -236,9 +237,19 @@ class Platform(abc.ABC):
     def accounting(self) -> Accounting:
         """Where to read this environment's resource use."""
 
-    def supports_direct_io(self) -> bool:
-        """Whether O_DIRECT is honoured in workdir (overlayfs, tmpfs and 9p may not)."""
-        return True
+    def direct_io(self) -> str:
+        """How O_DIRECT in workdir reaches the host device: `directio.HONOURED`, or
+        `directio.cached(why)` where a layer of this platform serves it from a cache (the
+        mechanism, with how to get a device figure). Recorded on every O_DIRECT sample;
+        such samples are invalid whatever their figure (directio.py)."""
+        return directio.HONOURED
+
+    @classmethod
+    def host_data_dir(cls, spec: PlatformSpec) -> str | None:
+        """The host directory whose filesystem holds the workdir data of a platform made
+        from `spec` (where the host's disk ceiling is measured: ceiling/), known before it
+        is provisioned; None: not known (a platform stacked on another asks its host)."""
+        return None
 
     def put_file(self, host_path: str, dest: str | None = None, mode: int = 0o755) -> str:
         """Make a host file (e.g. a probe binary built on the host) available inside the

@@ -183,6 +183,10 @@ class NativePlatform(Platform):
     def workdir(self) -> str:
         return str(self._workdir)
 
+    @classmethod
+    def host_data_dir(cls, spec) -> str | None:
+        return spec.parsed(NativeOptions).workdir
+
     def accounting(self) -> Accounting:
         pids = set(self._pids) | {p.pid for p in self._procs if p.poll() is None and p.pid}
         cg = getattr(self, "_cgroup", None)

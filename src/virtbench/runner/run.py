@@ -47,7 +47,7 @@ from ..store.stops import Stop
 from ..tools import require
 from ..workloads import registry as workload_registry
 from ..workloads.base import RunContext
-from . import adaptive, describe, locks, states, validate
+from . import adaptive, ceilings, describe, locks, states, validate
 from . import budget as budget_mod
 from .cell import Outcome, cell_id, measure, spec_json
 from .peaks import StoredPeaks
@@ -190,7 +190,10 @@ class Runner:
             campaign.file,
             campaign.text,
             seed,
-            hostinfo.facts(tools_used=describe.tools_used(c.test_case for c in cells)),
+            hostinfo.facts(
+                tools_used=describe.tools_used(c.test_case for c in cells),
+                extra=ceilings.facts(cells, lambda m: self.console.print(escape(m))),
+            ),
             settings,
             __version__,
             description=describe.describe(c.test_case for c in cells),

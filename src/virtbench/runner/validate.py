@@ -4,14 +4,21 @@ report reads it, so every reader (report, scores, export, compare) sees the same
 
 from __future__ import annotations
 
+import json
+
 from ..analysis import plausibility
 from ..store.db import Store
 
 
 def flag_implausible(store: Store, run_id: str) -> dict[int, str]:
-    """Flag O_DIRECT figures that beat the host's own device (analysis/plausibility.py);
-    returns what was flagged. Idempotent: flagged samples are no longer candidates."""
-    found = plausibility.implausible(store.sample_rows(run_id), store.description(run_id))
+    """Flag O_DIRECT figures that are not disk figures (analysis/plausibility.py: by
+    mechanism, above the disk ceiling in the run's host facts, or above native where the run
+    has none); returns what was flagged. Idempotent: flagged samples are no longer
+    candidates."""
+    host = json.loads(store.run(run_id).get("host_json") or "{}")
+    found = plausibility.implausible(
+        store.sample_rows(run_id), store.description(run_id), plausibility.ceilings(host)
+    )
     if found:
         store.invalidate(found)
     return found

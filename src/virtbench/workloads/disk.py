@@ -5,8 +5,11 @@ as fio jobs on one file, each phase labelled `phase`.
 
 O_DIRECT that the workdir cannot honour is recorded, never silently replaced by buffered I/O:
 an EINVAL from fio gives samples flagged invalid, and a filesystem that accepts O_DIRECT but
-serves it from memory (tmpfs, or a platform that says so) gives samples labelled
-direct_honoured=false and flagged invalid.
+serves it from memory (tmpfs), or a platform whose layers cache it (`Platform.direct_io()`:
+gVisor, a VM disk in the host page cache), gives samples labelled `direct_io = "cached:<why>"`
+(and direct_honoured=false) and flagged invalid (directio.py). Every O_DIRECT sample also
+carries `io_pattern` ("read 1M", "randwrite 4k"): the host device ceiling it is judged
+against (ceiling/, analysis/plausibility.py).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
+from .. import directio, hostfs
 from ..drivers import fio
 from ..errors import WorkloadError
 from ..platforms.base import NAME_PREFIX, ExecResult, Platform
@@ -22,7 +26,8 @@ from .registry import register
 from .scratch import Deadline, remove, scratch_dir
 
 # filesystems that accept O_DIRECT but keep the data in memory: the figure is not disk I/O
-MEMORY_FILESYSTEMS = {"tmpfs", "ramfs"}
+MEMORY_FILESYSTEMS = hostfs.MEMORY_FILESYSTEMS
+IO_PATTERN = "io_pattern"  # "<fio rw> <bs>" of an O_DIRECT sample: its device ceiling's key
 
 _METRICS = (
     Metric("bandwidth_mib_s", "MiB/s", True),
@@ -51,6 +56,8 @@ class _Fio(Workload):
     suite = "disk"
     tools = ("fio",)
     dimension_labels = ("direct", "rw", "iodepth", "file_size", "file_size_bytes", "phase")
+    # facts of how an O_DIRECT figure was made, never a result's identity
+    ignored_labels = (directio.LABEL, IO_PATTERN)
     rw: ClassVar[str]  # fio --rw
     bs: ClassVar[str]  # fio --bs
     op: ClassVar[str]  # "read" or "write": the section of fio's JSON that holds the figures
@@ -111,7 +118,7 @@ class _Fio(Workload):
         path = f"{scratch}/fio.dat"
         try:
             fs = _fs_type(platform, scratch)
-            honoured = platform.supports_direct_io() and fs not in MEMORY_FILESYSTEMS
+            honoured = _direct_io(platform.direct_io(), fs)
             samples: list[Sample] = []
             for direct in modes:
                 if self.fresh_file:  # the first job writes a new file, not the last mode's
@@ -130,7 +137,7 @@ class _Fio(Workload):
         ctx: RunContext,
         direct: int,
         fs: str,
-        honoured: bool,
+        honoured: str,
         phase: Phase | None = None,
     ) -> list[Sample]:
         """Samples of one fio run (one direct mode); O_DIRECT problems flag, never drop."""
@@ -148,7 +155,9 @@ class _Fio(Workload):
             "fs_type": fs,
         }
         if direct:
-            labels["direct_honoured"] = honoured
+            labels["direct_honoured"] = honoured == directio.HONOURED
+            labels[directio.LABEL] = honoured
+            labels[IO_PATTERN] = f"{ph.rw} {ph.bs}"
         if result.timed_out:
             check(result, what)
         if result.returncode != 0 and direct and fio.refused_einval(result):
@@ -163,8 +172,8 @@ class _Fio(Workload):
             s = self.sample(m.name, 0.0 if value != value else value, **labels)  # nan -> 0
             if value != value:
                 s.labels["invalid"] = "fio reported no p99 completion latency"
-            elif direct and not honoured:
-                s.labels["invalid"] = f"O_DIRECT not honoured on {fs}: data served from memory"
+            elif direct and (cached := directio.invalid_reason(labels)):
+                s.labels["invalid"] = cached
             elif figures["io_bytes"] <= 0:
                 s.labels["invalid"] = "fio moved no data"
             samples.append(s)
@@ -181,6 +190,13 @@ def _direct_modes(value: Any, what: str) -> list[int]:
     if not modes or any(isinstance(d, bool) or d not in (0, 1) for d in modes):
         raise WorkloadError(f"{what}: direct must be a list of 0 and/or 1, got {value!r}")
     return [int(d) for d in dict.fromkeys(modes)]
+
+
+def _direct_io(by_platform: str, fs: str) -> str:
+    """The direct_io label: the platform's verdict, unless the workdir's filesystem is memory."""
+    if directio.why_cached(by_platform) or fs not in MEMORY_FILESYSTEMS:
+        return by_platform
+    return directio.cached(f"the workdir's filesystem ({fs}) keeps files in memory")
 
 
 def _fs_type(platform: Platform, path: str) -> str:

@@ -31,6 +31,26 @@ from pathlib import Path
 from ... import cachedir, ownedtmp, probes_build, tools
 from ...errors import VirtbenchError
 
+
+def direct_io_mechanism(storage: str, version: str | None) -> str:
+    """Why O_DIRECT in a runsc container, as virtbench runs it (runsc defaults:
+    --file-access=exclusive for the root, shared for mounts), is not a device figure.
+
+    gVisor's gofer filesystem sends an O_DIRECT read past the sentry's page cache to the
+    "remote file", but that is the host file as the gofer opened it, without O_DIRECT: the
+    host page cache serves it. Without O_DIRECT the sentry's own cache does (exclusive
+    access). Debian's runsc 20221219 measured 4.4x the host's own O_DIRECT read here. No
+    flag of that release passes O_DIRECT to the host; newer gVisor's directfs (--directfs,
+    the default since 2023) opens host files in the sentry itself, which might, but that is
+    unverified here, so every runsc release is labelled cached until one is measured."""
+    return (
+        f"gVisor (runsc {version or 'version unknown'}, storage={storage}) serves file I/O"
+        " from its sentry's page cache and, for O_DIRECT, from host files its gofer opened"
+        " without O_DIRECT (the host page cache); no runsc flag virtbench sets reaches the"
+        " device: measure the device on native or a runc/crun volume"
+    )
+
+
 # tools whose control path relies on read(2) blocking on a socket
 SHIM_TOOLS = ("iperf3", "sockperf")
 SHIM_INSIDE = "/usr/local/lib/virtbench/vb-blockread.so"

@@ -12,7 +12,7 @@ import time
 from contextlib import AbstractContextManager
 from typing import Any
 
-from ... import cgroups, cleanup, hostnet, tools
+from ... import cgroups, cleanup, directio, hostfs, hostnet, tools
 from ...errors import NeedsRootError, PlatformError
 from ...images import rootfs
 from ..base import NAME_PREFIX, Accounting, ExecResult, Platform, Process
@@ -23,7 +23,7 @@ from ..registry import register
 from . import runtimes
 from .instance import Config, Instance
 from .options import ContainerOptions
-from .storage import DATA_PATH
+from .storage import DATA_PATH, STATE_DIR
 
 
 class _ContainerProcess(Process):
@@ -215,6 +215,25 @@ class ContainerPlatform(Platform):
     @property
     def workdir(self) -> str:
         return DATA_PATH
+
+    @classmethod
+    def host_data_dir(cls, spec) -> str | None:
+        return str(STATE_DIR)  # the overlay's upper layer and the volume live there
+
+    def direct_io(self) -> str:
+        c = self.config
+        runtime = self._inst.runtime if self._inst else runtimes.get(c.runtime, c.network)
+        by_runtime = runtime.direct_io(c.storage)
+        if directio.why_cached(by_runtime):
+            return by_runtime
+        # the upper layer (or volume) is a host directory: memory if its filesystem is
+        fs = hostfs.mount_of(STATE_DIR).fs_type
+        if fs in hostfs.MEMORY_FILESYSTEMS:
+            return directio.cached(
+                f"the container's {c.storage} data lives in {STATE_DIR} on {fs} (memory);"
+                " set VIRTBENCH_CONTAINERS to a directory on a disk"
+            )
+        return by_runtime
 
     def put_file(self, host_path: str, dest: str | None = None, mode: int = 0o755) -> str:
         # the container's root and volume are host directories: copy straight in

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ... import hostinfo, hostnet, tools
+from ... import directio, hostinfo, hostnet, tools
 from ...errors import PlatformError
 from ..base import NAME_PREFIX
 from . import gvisor
@@ -119,6 +119,11 @@ class OciRuntime:
         """Facts about how this runtime runs the tools, stored with every cell."""
         return {}
 
+    def direct_io(self, storage: str) -> str:
+        """How O_DIRECT on the container's data path (overlay or volume) reaches the host
+        filesystem: a kernel overlay or bind mount passes the flag to the file below."""
+        return directio.HONOURED
+
     def list_ids(self) -> list[str]:
         if not self.root.is_dir() or tools.which(self.binary) is None:
             return []
@@ -158,6 +163,9 @@ class Runsc(OciRuntime):
 
     def labels(self):
         return {"read_shim": gvisor.SHIM_LABEL} if self.needs_read_shim else {}
+
+    def direct_io(self, storage: str) -> str:
+        return directio.cached(gvisor.direct_io_mechanism(storage, tools.version(self.binary)))
 
     def exec_argv(self, cid, argv, env, pid_file):
         if self.needs_read_shim and argv and Path(argv[0]).name in gvisor.SHIM_TOOLS:

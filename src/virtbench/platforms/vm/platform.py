@@ -12,7 +12,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from ... import cleanup, tools
+from ... import cleanup, directio, tools
 from ...cgroups import Cgroup
 from ...errors import PlatformError
 from ...metrics.schedstat import other_threads
@@ -313,6 +313,20 @@ class VmPlatform(Platform):
 
     def labels(self) -> dict[str, Any]:
         return {**super().labels(), **self.facts}
+
+    @classmethod
+    def host_data_dir(cls, spec) -> str | None:
+        return str(paths.run_dir())  # each VM's root.qcow2 overlay lives there
+
+    def direct_io(self) -> str:
+        cache = self.opts.disk_cache
+        if cache in qemu.HOST_DIRECT_CACHES:
+            return directio.HONOURED
+        return directio.cached(
+            f"QEMU disk_cache={cache} on {self.name}'s disk: the guest's O_DIRECT reaches"
+            " QEMU, which reads and writes the image through the host page cache; set"
+            ' disk_cache = "none" or "directsync" so it reaches the host device'
+        )
 
     # --- capabilities (platforms/capabilities.py) -----------------------------------------
     def cpu_weight(self, shares: int) -> AbstractContextManager[str]:

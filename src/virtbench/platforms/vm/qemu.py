@@ -17,6 +17,8 @@ from .initramfs import AGENT_PORT
 NETS = ("virtio", "e1000", "none")
 DISKS = ("virtio-blk", "sata", "ide")
 DISK_CACHES = ("none", "writeback", "writethrough", "directsync", "unsafe")
+# the cache modes in which QEMU opens the image with O_DIRECT: guest O_DIRECT reaches the device
+HOST_DIRECT_CACHES = ("none", "directsync")
 ACCELS = ("auto", "kvm", "tcg")
 
 _NIC_DEVICE = {"virtio": "virtio-net-pci", "e1000": "e1000"}

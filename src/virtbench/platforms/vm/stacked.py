@@ -26,7 +26,7 @@ from contextlib import AbstractContextManager
 from pathlib import PurePosixPath
 from typing import Any
 
-from ... import cgroups, cleanup, hostnet
+from ... import cgroups, cleanup, directio, hostnet
 from ...errors import PlatformError
 from ..base import Accounting, ExecResult, Platform, Process
 from ..capabilities import BackendThreads, ThreadGroup, VcpuThreads
@@ -438,6 +438,12 @@ class StackedContainer(Platform):
             "address": self.net.address if self.net is not None else None,
         }
         return acct
+
+    def direct_io(self) -> str:
+        by_vm = self.host.direct_io()  # the guest's disk first: its cache serves everything
+        if directio.why_cached(by_vm):
+            return by_vm
+        return self.runtime.direct_io(self.opts.storage)
 
     def labels(self) -> dict[str, Any]:
         host_labels = self.host.labels()

@@ -171,12 +171,13 @@ def _unscored(data: ReportData) -> list[str]:
 
 
 def _unchecked(data: ReportData) -> str:
-    tcs = plausibility.unchecked(data.samples, data.description)
+    tcs = plausibility.unchecked(data.samples, data.description, plausibility.ceilings(data.host))
     if not tcs:
         return ""
     return (
         f" O_DIRECT figures of {', '.join(tcs)} were not checked against the host's device:"
-        " no native platform measured them in this run (add one to check them)."
+        " the run has no disk ceiling for them and no native platform measured them (add"
+        " one, or run `virtbench calibrate --disk`, to check them)."
     )
 
 
