@@ -253,18 +253,53 @@ def doctor() -> None:
     help="a directory on the device to measure (repeatable; default: where the platforms"
     " keep their data)",
 )
+@click.option(
+    "--aa",
+    "aa_campaign",
+    is_flag=False,
+    flag_value="quick",
+    default=None,
+    metavar="[CAMPAIGN]",
+    help="measure each test case's noise floor: CAMPAIGN's baseline twice in the same rounds"
+    " (default campaign: quick); later runs judge their ratios against it (docs/verdicts.md)",
+)
+@click.option(
+    "--repetitions",
+    type=click.IntRange(3, 1000),
+    default=5,
+    show_default=True,
+    help="rounds of the A/A run (--aa)",
+)
+@results_dir_option
+@store_option
 @click.option("--passes", type=click.IntRange(1, 20), default=3, show_default=True)
 @click.option(
     "--runtime", type=click.IntRange(1, 60), default=2, show_default=True, help="s per pass"
 )
-def calibrate(disk: bool, dirs: tuple[Path, ...], passes: int, runtime: int) -> None:
-    """Measure host limits that judge a run's figures, and keep them with the host facts."""
+def calibrate(
+    disk: bool,
+    dirs: tuple[Path, ...],
+    aa_campaign: str | None,
+    repetitions: int,
+    results_dir: Path,
+    store: str | None,
+    passes: int,
+    runtime: int,
+) -> None:
+    """Measure host limits that judge a run's figures, and keep them with the host facts:
+    the disk ceiling (--disk) and the A/A noise floors (--aa)."""
+    if aa_campaign is not None:
+        _calibrate_aa(aa_campaign, repetitions, results_dir, store)
+        if not disk:
+            return
     from .ceiling import record
     from .ceiling.ensure import ensure
     from .runner.ceilings import default_dirs
 
     if not disk:
-        raise click.UsageError("say what to calibrate: --disk (the host's disk ceiling)")
+        raise click.UsageError(
+            "say what to calibrate: --disk (the host's disk ceiling), --aa (noise floors)"
+        )
     where = [str(d) for d in dirs] or default_dirs()
     ceilings, notes = ensure(where, say, refresh=True, passes=passes, runtime_s=runtime)
     table = Table("device", "fs", "pattern", "MiB/s", "IO/s", "limit MiB/s", "passes MiB/s")
@@ -284,6 +319,39 @@ def calibrate(disk: bool, dirs: tuple[Path, ...], passes: int, runtime: int) -> 
     console.print(table)
     if notes:
         raise VirtbenchError("; ".join(notes))
+
+
+def _calibrate_aa(campaign: str, repetitions: int, results_dir: Path, store: str | None) -> None:
+    """Run CAMPAIGN's baseline twice, keep each test case's A/A floor for later runs."""
+    import time as time_mod
+
+    from . import hostfloors, watchdog
+    from .analysis import floors
+    from .analysis import groups as groups_mod
+    from .campaign import loader
+    from .runner.run import Runner
+
+    aa = loader.aa_only(loader.load(campaign), repetitions)
+    runner = Runner(results_dir, console, store=store)
+    with watchdog.guard():
+        run_id = runner.start(aa)
+    if runner.interrupted_by is not None:
+        sys.exit(128 + runner.interrupted_by)
+    st = runner.store
+    groups = groups_mod.build(st.sample_rows(run_id), st.description(run_id))
+    measured = floors.from_aa(groups, aa.settings.baseline or "")
+    if not measured:
+        raise VirtbenchError(f"A/A run {run_id} gave no floor (too few valid rounds?)")
+    now = time_mod.time()
+    when = time_mod.strftime("%Y-%m-%d %H:%M", time_mod.localtime(now))
+    fact = floors.to_host_fact(measured, run_id, when) | {"measured_at": now}
+    path = hostfloors.save(fact)
+    table = Table("test case", "metric", "dims", "scenario", "A/A floor")
+    for (tc, metric, dims, scenario, _role), value in sorted(measured.items()):
+        dims_text = ", ".join(f"{k}={v}" for k, v in json.loads(dims))
+        _add_row(table, tc, metric, dims_text or "–", scenario, f"±{value * 100:.1f}%")
+    console.print(table)
+    say(f"A/A floors of run {run_id} kept in {path}; runs from now on are judged against them")
 
 
 @cli.command()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import tomllib
@@ -388,6 +389,29 @@ def _settings(file: str, meta: dict) -> Settings:
                 raise CampaignError(file, f"campaign.{key}", "must not be empty", value)
             setattr(s, key, value)
     return s
+
+
+def aa_only(campaign: Campaign, repetitions: int) -> Campaign:
+    """The campaign's baseline alone, twice (`aa = true`), interleaved: what `virtbench
+    calibrate --aa` measures."""
+    base = campaign.settings.baseline
+    assert base is not None  # parse() always sets one
+    spec = next(p for p in campaign.platforms if p.name == base)
+    platforms = [spec]
+    _add_aa_twin(campaign.file, platforms, base)
+    settings = dataclasses.replace(
+        campaign.settings, aa=True, order="interleaved", repetitions=repetitions, adaptive=None
+    )
+    suites = {name: kept for name, kept in campaign.platform_suites.items() if name == base}
+    if base in suites:
+        suites[aa_twin(base)] = suites[base]
+    return dataclasses.replace(
+        campaign,
+        name=f"{campaign.name}-aa",
+        settings=settings,
+        platforms=platforms,
+        platform_suites=suites,
+    )
 
 
 def _add_aa_twin(file: str, platforms: list[PlatformSpec], baseline: str) -> None:

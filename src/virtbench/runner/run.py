@@ -12,10 +12,11 @@ import json
 import secrets
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -29,7 +30,8 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from .. import __version__, hostinfo
+from .. import __version__, hostfloors, hostinfo
+from ..analysis import floors
 from ..campaign import expand, loader
 from ..campaign.model import Adaptive, Campaign, Cell
 from ..cgroups import CpuBudget, ThrottleCount
@@ -51,6 +53,25 @@ from . import adaptive, ceilings, describe, locks, states, validate
 from . import budget as budget_mod
 from .cell import Outcome, cell_id, measure, spec_json
 from .peaks import StoredPeaks
+
+
+def calibrated_floors(say: Callable[[str], None]) -> dict[str, Any]:
+    """The host's A/A floors (`virtbench calibrate --aa`) as a host fact, if fresh."""
+    try:
+        fact = hostfloors.load()
+    except VirtbenchError as exc:  # an unsafe state directory: said, not used
+        say(f"A/A floors not used: {exc}")
+        return {}
+    if fact is None:
+        return {}
+    age = time.time() - float(fact.get("measured_at") or 0)
+    if not 0 <= age <= hostfloors.MAX_AGE_S:
+        say(
+            f"A/A floors of {fact.get('measured', '?')} are older than"
+            f" {hostfloors.MAX_AGE_S // 86400} days: not used (virtbench calibrate --aa)"
+        )
+        return {}
+    return {floors.HOST_FACT: fact}
 
 
 def warmup_key(cell: Cell, scope: str) -> tuple[str, ...]:
@@ -192,7 +213,8 @@ class Runner:
             seed,
             hostinfo.facts(
                 tools_used=describe.tools_used(c.test_case for c in cells),
-                extra=ceilings.facts(cells, lambda m: self.console.print(escape(m))),
+                extra=ceilings.facts(cells, lambda m: self.console.print(escape(m)))
+                | calibrated_floors(lambda m: self.console.print(escape(m))),
             ),
             settings,
             __version__,
