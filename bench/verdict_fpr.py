@@ -217,8 +217,9 @@ def main() -> None:
                 print(f"{name}: {out.wall_s:.0f} s", flush=True)
                 runs.append((name, results))
         totals: dict[tuple[str, str], Counter] = {}
+        row = "{:<8} {:<10} {:<10} {:>11} {:>12}  {}"
         print(
-            f"\n{'run':<8} {'platform':<10} {'rule':<10} {'cases wrong':>11} {'scores wrong':>12}  disturbed cells"
+            "\n" + row.format("run", "platform", "rule", "cases wrong", "scores wrong", "disturbed")
         )
         for name, results in runs:
             judged = judge_run(results)
@@ -227,9 +228,7 @@ def main() -> None:
                 for platform, t in per.items():
                     totals.setdefault((rule, platform), Counter()).update(t)
                     dist = info["disturbed_cells"].get(platform, 0)
-                    print(
-                        f"{name:<8} {platform:<10} {rule:<10} {rate(t, 'case'):>11} {rate(t, 'score'):>12}  {dist}"
-                    )
+                    print(row.format(name, platform, rule, rate(t, "case"), rate(t, "score"), dist))
         print("\nover all runs (false calls / judged; the truth is 'same' everywhere):")
         for (rule, platform), t in sorted(totals.items()):
             n = t["case:wrong"] + t["case:right"]
