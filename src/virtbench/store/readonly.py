@@ -84,6 +84,10 @@ def private_copy(path: Path, into: Path, name: str = "virtbench.db") -> Path:
             shutil.copyfile(path, copy)
             shutil.copyfile(_side(path, "-wal"), _side(copy, "-wal"))  # committed, not in file
     except sqlite3.Error as exc:
+        if "not a database" in str(exc):  # another file altogether, not a damaged store
+            raise VirtbenchError(
+                f"{path} is not a virtbench store: not an SQLite database ({exc})"
+            ) from exc
         raise VirtbenchError(f"cannot read results store {path}: {exc}") from exc
     except OSError as exc:
         raise VirtbenchError(f"cannot read {path}: {exc.strerror or exc}") from exc
