@@ -74,6 +74,9 @@ class Store:
                 if not self.shared:
                     Path(location).parent.mkdir(parents=True, exist_ok=True)
                     _identify_file(Path(location))  # before SQLite's WAL switch writes to it
+                    why = readonly.unwritable(Path(location))
+                    if why is not None:
+                        raise VirtbenchError(f"results store {location} cannot be written: {why}")
                 self.conn = backend.connect(location)
         except OSError as exc:
             raise VirtbenchError(f"cannot open results store {self.path}: {exc}") from exc

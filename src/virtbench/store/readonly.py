@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+import stat
 from pathlib import Path
 from urllib.parse import quote
 
@@ -46,6 +47,26 @@ def writable(path: Path) -> bool:
     return os.access(Path(path).resolve().parent, os.W_OK | os.X_OK) and all(
         os.access(p, os.W_OK) for p in files
     )
+
+
+def unwritable(path: Path) -> str | None:
+    """Why this process cannot write the store at `path` as SQLite does, None if it can:
+    the file and the side files that exist must be regular files it can open for writing
+    (SQLite maps the -shm into memory: one it cannot write kills the process with SIGBUS,
+    no message), and their directory writable. Nothing is created, truncated or followed."""
+    target = Path(path).resolve()
+    if not os.access(target.parent, os.W_OK | os.X_OK):
+        return f"directory {target.parent} is not writable"
+    for p in (target, *(_side(target, s) for s in SIDE_FILES)):
+        try:
+            if not stat.S_ISREG(os.lstat(p).st_mode):
+                return f"{p} is not a regular file"
+            os.close(os.open(p, os.O_WRONLY | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC))
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            return f"{p}: {exc.strerror}"
+    return None
 
 
 def ro_uri(path: Path) -> str | None:
