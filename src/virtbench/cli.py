@@ -140,7 +140,7 @@ def run(
 
 def say(message: object) -> None:
     """Print text literally: tool output and paths may contain [brackets] rich would eat."""
-    console.print(Text(str(message)))
+    console.print(Text(printable(str(message), allow="\n\t")))
 
 
 def _mark(text: str, style: str) -> Text:
@@ -611,7 +611,8 @@ def import_(files, results_dir, store) -> None:
 
     dst = open_store(store, results_dir, create=True)
     for f in files:
-        if not dst.shared and Path(f).resolve() in (dst.path.resolve(), dst.path.parent.resolve()):
+        real = Path(os.path.realpath(f))  # a link loop stays a path (Path.resolve raises)
+        if not dst.shared and real in (dst.path.resolve(), dst.path.parent.resolve()):
             raise VirtbenchError(f"import: {f} is the store itself ({dst.path})")
         importer.import_file(f, dst, say)
 
@@ -886,7 +887,8 @@ _EXIT_OUTPUT_GONE = 1
 
 
 def _fail(message: str, code: int) -> None:
-    err_console.print(_mark("error:", "red"), Text(message))
+    # a path or name in the message may hold ESC: never raw on the terminal
+    err_console.print(_mark("error:", "red"), Text(printable(message, allow="\n\t")))
     sys.exit(code)
 
 

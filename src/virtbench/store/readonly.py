@@ -34,9 +34,15 @@ from ..errors import VirtbenchError
 SIDE_FILES = ("-wal", "-shm")
 
 
+def _real(path: Path) -> Path:
+    """`path` with its links followed; a link loop is left as it is (SQLite then says it
+    cannot open it) instead of Path.resolve's RuntimeError."""
+    return Path(os.path.realpath(path))
+
+
 def _side(path: Path, suffix: str) -> Path:
     """SQLite keeps its side files beside the file a symlink names, not beside the link."""
-    path = Path(path).resolve()
+    path = _real(path)
     return path.with_name(path.name + suffix)
 
 
@@ -44,7 +50,7 @@ def writable(path: Path) -> bool:
     """Can this process write the store the usual way: the file, the side files that exist,
     and its directory (where SQLite creates them)? False on a read-only mount, even as root."""
     files = [path, *(p for p in (_side(path, s) for s in SIDE_FILES) if p.exists())]
-    return os.access(Path(path).resolve().parent, os.W_OK | os.X_OK) and all(
+    return os.access(_real(path).parent, os.W_OK | os.X_OK) and all(
         os.access(p, os.W_OK) for p in files
     )
 
@@ -54,7 +60,7 @@ def unwritable(path: Path) -> str | None:
     the file and the side files that exist must be regular files it can open for writing
     (SQLite maps the -shm into memory: one it cannot write kills the process with SIGBUS,
     no message), and their directory writable. Nothing is created, truncated or followed."""
-    target = Path(path).resolve()
+    target = _real(path)
     if not os.access(target.parent, os.W_OK | os.X_OK):
         return f"directory {target.parent} is not writable"
     for p in (target, *(_side(target, s) for s in SIDE_FILES)):
@@ -73,7 +79,7 @@ def ro_uri(path: Path) -> str | None:
     """The URI that reads `path` without creating or changing any file, None if there is
     none (-wal without -shm: read a private_copy)."""
     wal, shm = (_side(path, s) for s in SIDE_FILES)
-    where = "file:" + quote(str(Path(path).resolve()))  # '?' or '#' in a path is not a query
+    where = "file:" + quote(str(_real(path)))  # '?' or '#' in a path is not a query
     if wal.exists():
         return f"{where}?mode=ro" if shm.exists() else None
     return f"{where}?immutable=1"
