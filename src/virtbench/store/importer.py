@@ -20,7 +20,7 @@ from typing import Any
 from .. import ownedtmp
 from ..errors import VirtbenchError
 from ..parsing import printable
-from . import checked, readonly
+from . import backend, checked, readonly, schema
 from .db import DB_NAME, Store
 
 DONE = ("ok", "failed", "timeout")  # finished cells (runner.states.DONE; store stays below it)
@@ -64,8 +64,8 @@ def import_file(path: Path, dst: Store, log: Callable[[str], None]) -> list[Impo
         except VirtbenchError as exc:
             raise VirtbenchError(f"import: {exc}") from exc.__cause__
         try:
-            # reading: an empty or foreign file is refused, not made a store
-            src = Store(copy, reading=True)
+            _known(copy)  # an empty or foreign file is refused, not made a store
+            src = Store(copy)  # our private copy: migrated where it lies
         except VirtbenchError as exc:
             raise VirtbenchError(f"import: {_named(exc, copy, path)}") from exc
         done: list[Imported] = []
@@ -86,6 +86,15 @@ def import_file(path: Path, dst: Store, log: Callable[[str], None]) -> list[Impo
             ) from exc
         finally:
             src.close()
+
+
+def _known(copy: Path) -> None:
+    conn = backend.SqliteDb(copy)
+    try:
+        if schema.version(conn) is None:
+            raise backend.NotAStore(f"{copy} is not a virtbench store: an empty database")
+    finally:
+        conn.close()
 
 
 def _named(exc: Exception, copy: Path, path: Path) -> str:
