@@ -476,7 +476,7 @@ EXIT_NOTHING_COMPARED = 2  # compare: no test case in common (bad input: the wro
 
 @cli.command(
     epilog="""\b
-Exit status: 0 compared; 2 bad input (unknown run or platform);
+Exit status: 0 compared; 2 bad input (unknown run or platform, no test case in common);
 3 with --fail-on-regression when any test case is 'slower';
 4 with --strict when the host fingerprints differ in what matters."""
 )
