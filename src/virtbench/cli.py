@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import math
 import os
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -14,9 +17,12 @@ from rich.text import Text
 
 from . import __version__
 from .errors import NeedsRootError, VirtbenchError
+from .parsing import printable
 
-console = Console(soft_wrap=True, emoji=False)  # long lines stay whole in logs and pipes
-err_console = Console(stderr=True, soft_wrap=True, emoji=False)  # one line per error, greppable
+# markup=False: nothing a user types (a campaign name, a path, a run id like `x[/]`) is ever
+# rich markup; colour comes from Text styles (_mark). Long lines stay whole in logs and pipes.
+console = Console(soft_wrap=True, emoji=False, markup=False)
+err_console = Console(stderr=True, soft_wrap=True, emoji=False, markup=False)  # one line each
 
 DEFAULT_RESULTS = Path(os.environ.get("VIRTBENCH_RESULTS", "results"))
 results_dir_option = click.option(
@@ -34,6 +40,18 @@ store_option = click.option(
     " hosts) or a SQLite file; default: RESULTS_DIR/virtbench.db  [env: VIRTBENCH_STORE]",
 )
 EXIT_STORE_FALLBACK = 5  # run: finished, but the shared store went away; import the fallback
+
+
+class FiniteRange(click.FloatRange):
+    """A number in a closed range; nan (which every comparison lets through) is refused."""
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(
+                f"{value!r} is not a finite number; allowed: {self.min}..{self.max}", param, ctx
+            )
+        return number
 
 
 class Repetitions(click.ParamType):
@@ -113,7 +131,7 @@ def run(
         _report(runner.store, run_id, results_dir)
     fallback_note = getattr(runner.store, "note", None)  # the shared store went away
     if fallback_note:
-        err_console.print("[yellow]warning:[/]", Text(fallback_note))
+        err_console.print(_mark("warning:", "yellow"), Text(fallback_note))
     if runner.interrupted_by is not None:
         sys.exit(128 + runner.interrupted_by)  # the shells' convention: 130 SIGINT, 143 SIGTERM
     if fallback_note:
@@ -122,7 +140,18 @@ def run(
 
 def say(message: object) -> None:
     """Print text literally: tool output and paths may contain [brackets] rich would eat."""
-    console.print(Text(str(message)))
+    console.print(Text(printable(str(message), allow="\n\t")))
+
+
+def _mark(text: str, style: str) -> Text:
+    """A coloured word of ours (error:, note:, ✓) beside literal text."""
+    return Text(text, style=style)
+
+
+def _echo(text: str) -> None:
+    """A report or listing to stdout, its newlines and tabs kept and every other control
+    character escaped: names from an imported store may hold ESC or BEL."""
+    click.echo(printable(text, allow="\n\t"))
 
 
 def _add_row(table: Table, *cells: str) -> None:
@@ -230,12 +259,13 @@ def doctor() -> None:
 
     ok = True
     for check in checks():
-        mark = {"ok": "[green]✓[/]", "warn": "[yellow]![/]", "missing": "[red]✗[/]"}[check.status]
+        mark = {"ok": ("✓", "green"), "warn": ("!", "yellow"), "missing": ("✗", "red")}
+        mark = _mark(*mark[check.status])
         fix = f"  → {check.fix}" if check.fix else ""
         console.print(mark, Text(f"{check.name}: {check.detail}{fix}"))
         ok = ok and check.status != "missing"
     if not ok:
-        console.print("\nInstall everything with: [bold]virtbench setup[/]")
+        console.print(Text.assemble("\nInstall everything with: ", ("virtbench setup", "bold")))
 
 
 @cli.command()
@@ -374,7 +404,7 @@ def results(run_ref, fmt, list_runs, results_dir, store) -> None:
         states.settle_lost(store, results_dir)
         for r in store.runs():
             at = r["finished_at"] if r["status"] != "running" else r["started_at"]
-            click.echo(f"{r['run_id']}\t{r['name']}\t{r['status']}\t{states.when(at)}")
+            _echo(f"{r['run_id']}\t{r['name']}\t{r['status']}\t{states.when(at)}")
         return
     run_id = store.resolve_run(run_ref)
     states.settle_lost(store, results_dir, [run_id])
@@ -409,7 +439,7 @@ def _open_to_read(store: str | None, results_dir: Path):
 
     opened = open_store(store, results_dir, read=True)
     if opened.read_note:
-        err_console.print("[yellow]note:[/]", Text(opened.read_note))
+        err_console.print(_mark("note:", "yellow"), Text(opened.read_note))
     return opened
 
 
@@ -430,14 +460,14 @@ def _report(store, run_id: str, results_dir: Path, output: Path | None = None) -
     html_path = build.default_path(results_dir, run_id)
     if output is None and not _can_create(html_path):
         # results shared read-only: the summary still; the HTML goes where the user says
-        click.echo(build.render(store, run_id)[1])
+        _echo(build.render(store, run_id)[1])
         err_console.print(
-            "[yellow]note:[/]",
+            _mark("note:", "yellow"),
             Text(f"HTML report not written: cannot write {html_path}; pass --output FILE"),
         )
         return
     path, markdown = build.write(store, run_id, results_dir, output)
-    click.echo(markdown)
+    _echo(markdown)
     say(f"HTML report: {path}")
 
 
@@ -517,7 +547,7 @@ def setup(no_packages, steps) -> None:
     setup_host.run_steps(say, set(steps) or None)
     if missing is not None:
         raise missing
-    console.print("[green]setup complete[/]")
+    console.print(_mark("setup complete", "green"))
 
 
 @cli.group()
@@ -557,11 +587,12 @@ images.add_command(images_list, "status")
 
 EXIT_REGRESSION = 3  # compare --fail-on-regression: some test case is slower
 EXIT_NOT_COMPARABLE = 4  # compare --strict: the hosts differ in what matters
+EXIT_NOTHING_COMPARED = 2  # compare: no test case in common (bad input: the wrong runs)
 
 
 @cli.command(
     epilog="""\b
-Exit status: 0 compared; 2 bad input (unknown run or platform);
+Exit status: 0 compared; 2 bad input (unknown run or platform, no test case in common);
 3 with --fail-on-regression when any test case is 'slower';
 4 with --strict when the host fingerprints differ in what matters."""
 )
@@ -583,7 +614,7 @@ Exit status: 0 compared; 2 bad input (unknown run or platform);
 )
 @click.option(
     "--threshold",
-    type=click.FloatRange(0, 100),
+    type=FiniteRange(0, 100),
     default=2.0,
     show_default=True,
     metavar="PCT",
@@ -663,20 +694,28 @@ def compare(
             if strict:
                 for line in compare_page.gate_warning(gate):
                     err_console.print(Text(line))
-                err_console.print("[red]refused (--strict):[/] the hosts differ in", Text(what))
+                err_console.print(
+                    _mark("refused (--strict):", "red"), "the hosts differ in", Text(what)
+                )
                 sys.exit(EXIT_NOT_COMPARABLE)
-            err_console.print("[yellow]warning:[/] the hosts differ in", Text(what))
+            err_console.print(_mark("warning:", "yellow"), "the hosts differ in", Text(what))
     doc = compare_page.CompareDoc(
         side_a["side"], side_b["side"], settings, outcomes, pairing.only_a, pairing.only_b, gate
     )
     if fmt == "json":
         click.echo(json.dumps(compare_page.to_json(doc), indent=1, default=str))
     else:
-        click.echo(compare_page.markdown(doc))
+        _echo(compare_page.markdown(doc))
     if html_path is not None:
         compare_page.write_html(doc, html_path)
         if fmt != "json":
             say(f"HTML page: {html_path}")
+    if not outcomes:  # nothing compared is no verdict, least of all "no regression"
+        err_console.print(
+            _mark("error:", "red"),
+            Text(f"runs {id_a} and {id_b} have no test case (and platform) in common"),
+        )
+        sys.exit(EXIT_NOTHING_COMPARED)
     if fail_on_regression and any(o.verdict == cmp.SLOWER for o in outcomes):
         sys.exit(EXIT_REGRESSION)
 
@@ -695,7 +734,8 @@ def import_(files, results_dir, store) -> None:
 
     dst = open_store(store, results_dir, create=True)
     for f in files:
-        if not dst.shared and Path(f).resolve() in (dst.path.resolve(), dst.path.parent.resolve()):
+        real = Path(os.path.realpath(f))  # a link loop stays a path (Path.resolve raises)
+        if not dst.shared and real in (dst.path.resolve(), dst.path.parent.resolve()):
             raise VirtbenchError(f"import: {f} is the store itself ({dst.path})")
         importer.import_file(f, dst, say)
 
@@ -746,7 +786,7 @@ def _fleet_options(fn):
             ),
             click.option(
                 "--poll-interval",
-                type=click.FloatRange(0.5, 3600),
+                type=FiniteRange(0.5, 3600),
                 default=15.0,
                 show_default=True,
                 metavar="SECONDS",
@@ -936,7 +976,7 @@ def fleet_report(fleet_id, run_refs, results_dir, store, all_metrics, fmt) -> No
         click.echo(json.dumps(hosts_mod.to_json(rows), indent=1, default=str))
     else:
         title = f"fleet {fleet_id}" if fleet_id else "hosts side by side"
-        click.echo(hosts_mod.markdown(rows, title))
+        _echo(hosts_mod.markdown(rows, title))
 
 
 def main() -> None:
@@ -949,11 +989,53 @@ def main() -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except VirtbenchError as exc:
-        err_console.print("[red]error:[/]", Text(str(exc)))
-        sys.exit(exc.exit_code)
+        _fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:
         err_console.print("interrupted")
         sys.exit(130)
+    except OSError as exc:
+        if _stdout_gone(exc):
+            sys.exit(_EXIT_OUTPUT_GONE)
+        # a path the system refuses (ENAMETOOLONG, ELOOP, EACCES ...) is input the user can
+        # fix: named, without a traceback
+        where = exc.filename if exc.filename is not None else "a file"
+        _fail(f"{printable(str(where))}: {exc.strerror or exc}", VirtbenchError.exit_code)
+    except sqlite3.DatabaseError as exc:  # a damaged store met outside the store's own checks
+        _fail(f"a results store cannot be read: {exc}", VirtbenchError.exit_code)
+    try:
+        sys.stdout.flush()  # a full device or a closed pipe shows here, not at exit
+    except OSError as exc:
+        if not _stdout_gone(exc):
+            raise
+        sys.exit(_EXIT_OUTPUT_GONE)
+
+
+_EXIT_OUTPUT_GONE = 1
+
+
+def _fail(message: str, code: int) -> None:
+    # a path or name in the message may hold ESC: never raw on the terminal
+    err_console.print(_mark("error:", "red"), Text(printable(message, allow="\n\t")))
+    sys.exit(code)
+
+
+def _stdout_gone(exc: OSError) -> bool:
+    """Was `exc` writing stdout to a closed pipe (`| head -1`) or a full device (`> /dev/full`)?
+    Then say so once on stderr (not for a pipe: its reader left on purpose) and point stdout at
+    /dev/null so the interpreter's own flush at exit does not fail again."""
+    if exc.errno not in (errno.EPIPE, errno.ENOSPC, errno.EDQUOT, errno.EIO):
+        return False
+    if exc.filename is not None:  # a file we write, not stdout
+        return False
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+    if exc.errno != errno.EPIPE:
+        err_console.print(_mark("error:", "red"), Text(f"cannot write the output: {exc.strerror}"))
+    return True
 
 
 if __name__ == "__main__":

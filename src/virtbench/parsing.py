@@ -43,11 +43,12 @@ def control_char(text: str, allow: str = "") -> str | None:
     return None
 
 
-def printable(text: str) -> str:
-    """`text` with its control characters escaped (\\x00, \\u202e): safe on a terminal."""
-    if control_char(text) is None:
+def printable(text: str, allow: str = "") -> str:
+    """`text` with its control characters (but those in `allow`, e.g. a report's newlines)
+    escaped (\\x00, \\u202e): safe on a terminal."""
+    if control_char(text, allow) is None:
         return text
-    return "".join(repr(c)[1:-1] if control_char(c) else c for c in text)
+    return "".join(repr(c)[1:-1] if control_char(c, allow) else c for c in text)
 
 
 class ParseError(ValueError):

@@ -130,12 +130,25 @@ def test_read_only_reader_beside_a_live_writer(shared_dir):
         writer.close()
 
 
-def test_writable_store_is_still_opened_read_write(tmp_path):
-    """Who can write the store reads it as before (migrated in place, SQLite's locks)."""
-    _place(tmp_path, migrated=False)
+def test_reading_a_writable_old_store_does_not_migrate_it(tmp_path):
+    """A command that only reads never migrates (issue 37, security 6): even who can write
+    an old store reads a migrated private copy; the file keeps its version."""
+    db = _place(tmp_path, migrated=False)
+    st = open_store(None, tmp_path, read=True)
+    assert st._private is not None
+    assert schema.version(st.conn) == schema.CURRENT
+    st.close()
+    conn = sqlite3.connect(db)
+    assert "schema_version" not in {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    conn.close()
+
+
+def test_writable_current_store_is_opened_read_write(tmp_path):
+    """Who can write a current store reads it as before (SQLite's locks; lost runs marked)."""
+    _place(tmp_path, migrated=True)
     st = open_store(None, tmp_path, read=True)
     assert st.read_note is None and st._private is None
-    assert schema.version(st.conn) == schema.CURRENT
+    st.set_run_status(SUITES, "lost")  # writable: the connection is the usual one
     st.close()
 
 
@@ -188,21 +201,17 @@ def test_symlinked_store_beside_a_live_writer_reads_its_wal(tmp_path):
     data, results = tmp_path / "data", tmp_path / "results"
     data.mkdir()
     results.mkdir()
-    w = sqlite3.connect(data / "x.db")
+    w = Store(data / "x.db")  # a live runner: the schema committed to its -wal, kept open
     try:
-        w.execute("PRAGMA journal_mode=WAL")
-        w.execute("CREATE TABLE t (x)")
-        w.execute("INSERT INTO t VALUES (1)")
-        w.commit()  # a live runner: committed to its -wal, which it keeps open
         (results / DB_NAME).symlink_to(data / "x.db")
         r = readonly.connect(results / DB_NAME)
         try:
-            assert r.execute("SELECT count(*) FROM t").fetchone() == (1,)
+            assert r.execute("SELECT count(*) FROM runs").fetchone() == (0,)
         finally:
             r.close()
         s = Store(results / DB_NAME, read_only=True)  # what `results` opens
         try:
-            assert "t" in s.conn.tables()
+            assert "runs" in s.conn.tables()
         finally:
             s.close()
     finally:

@@ -35,6 +35,7 @@ from .model import (
 
 DEFAULT_CAMPAIGN = "quick"
 MAX_CELL_TIMEOUT = 7 * 24 * 3600
+MIN_CELL_TIMEOUT = 1  # second: no cell provisions, starts and measures in less
 TOP_KEYS = {"campaign", "platforms", "suites"}
 CAMPAIGN_KEYS = {
     "name",
@@ -125,8 +126,11 @@ def parse(text: str, file: str) -> Campaign:
         platform_suites[aa_twin(settings.baseline)] = platform_suites[settings.baseline]
     scenarios = _scenarios(file, meta.get("scenarios", ["solo"]), names)
     _no_idle_platforms(file, platforms, platform_suites, scenarios)
+    name = _typed(file, "campaign.name", meta.get("name", Path(file).stem), str)
+    if not name.strip():  # as a platform's: a run must be told apart in listings and reports
+        raise CampaignError(file, "campaign.name", "must not be empty or blank", name)
     return Campaign(
-        name=_typed(file, "campaign.name", meta.get("name", Path(file).stem), str),
+        name=name,
         file=file,
         text=text,
         description=_typed(file, "campaign.description", meta.get("description", ""), str),
@@ -279,13 +283,18 @@ def _cpus(file: str, key: str, value: Any, here: bool = True) -> list[int] | Non
         ) from None
 
 
-def _number(file: str, key: str, value: Any, hi: float, what: str) -> float:
-    """A finite number > 0 and at most `hi` (`what` says the range in words)."""
+def _number(file: str, key: str, value: Any, hi: float, what: str, lo: float = 0) -> float:
+    """A finite number > 0 (at least `lo` if given) and at most `hi` (`what` says the range
+    in words)."""
     _typed(file, key, value, (int, float))
     try:
-        return parsing.number(value, 0, hi, above=True)
+        got = parsing.number(value, 0, hi, above=True)
     except ParseError:
-        raise CampaignError(file, key, f"must be > 0 and at most {what}", value) from None
+        got = None
+    if got is None or got < lo:
+        least = f"at least {lo}" if lo else "> 0"
+        raise CampaignError(file, key, f"must be {least} and at most {what}", value) from None
+    return got
 
 
 def _adaptive(file: str, meta: dict) -> Adaptive | None:
@@ -361,6 +370,7 @@ def _settings(file: str, meta: dict) -> Settings:
             meta["cell_timeout"],
             MAX_CELL_TIMEOUT,
             f"{MAX_CELL_TIMEOUT} seconds (7 days)",
+            lo=MIN_CELL_TIMEOUT,  # 1e-320 s is > 0, yet times every cell out before it starts
         )
     if "baseline" in meta:
         s.baseline = _typed(file, "campaign.baseline", meta["baseline"], str)

@@ -3,6 +3,7 @@ hosts a fleet run covers, checked with `ansible-inventory` before any host is to
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import re
@@ -10,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 from ..errors import VirtbenchError
+from ..parsing import printable
 from .ansible import ansible_env
 
 _FAILED = re.compile(r"Failed to parse inventory with '(\w+)' plugin: (.*)")
@@ -37,11 +39,36 @@ def parse_error(path: Path, stderr: str) -> str:
     return f"inventory {path} does not parse: {tail or stderr.strip()[-600:] or 'no hosts'}"
 
 
-def _hosts(listing: dict) -> list[str]:
+# a name SSH can reach: a DNS name (RFC 1123 labels) or an IPv4/IPv6 address
+_HOSTNAME = re.compile(
+    r"(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?"
+)
+
+
+def _reachable_name(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+        return True
+    except ValueError:
+        return _HOSTNAME.fullmatch(name) is not None
+
+
+def _hosts(listing: dict, path: Path) -> list[str]:
+    """The hosts of an `ansible-inventory --list`. Ansible's INI reader takes any file's
+    lines for host names: a name that is neither a host name nor an address, and has no
+    ansible_host to reach it by, says the file is not an inventory."""
     seen: dict[str, None] = {}
     for group, body in listing.items():
         if group != "_meta" and isinstance(body, dict):
             seen.update(dict.fromkeys(body.get("hosts", [])))
+    hostvars = listing.get("_meta", {}).get("hostvars", {})
+    for name in seen:
+        if not _reachable_name(str(name)) and "ansible_host" not in hostvars.get(name, {}):
+            raise VirtbenchError(
+                f"{path} is not an Ansible inventory (or names a host it cannot reach): host"
+                f" {printable(repr(name)[:80])} is neither a host name nor an address and has"
+                " no ansible_host; allowed: an INI or YAML inventory, a directory of them"
+            )
     return list(seen)
 
 
@@ -53,13 +80,15 @@ def _list(path: Path, limit: str | None) -> list[str]:
     r = subprocess.run(argv, capture_output=True, text=True, env=env)
     if r.returncode != 0:
         raise VirtbenchError(parse_error(path, r.stderr))
-    return _hosts(json.loads(r.stdout))
+    return _hosts(json.loads(r.stdout), path)
 
 
 def hosts(path: Path, limit: str | None = None) -> list[str]:
     """The hosts of inventory `path` that `limit` (an Ansible pattern) selects, in order."""
     if not path.exists():
         raise VirtbenchError(f"inventory {path} does not exist")
+    if not (path.is_file() or path.is_dir()):  # a FIFO would hang Ansible, a device too
+        raise VirtbenchError(f"inventory {path} is not a regular file or a directory")
     every = _list(path, None)
     if not every:
         raise VirtbenchError(f"inventory {path} has no hosts")

@@ -53,11 +53,63 @@ class NativeOptions(PlatformOptions):
         }
 
 
+WORKDIR_FORMS = "a directory on a disk such as /var/tmp"
+# kernel filesystems: a workdir there writes kernel state (or fails), it measures no disk
+PSEUDO_FS = frozenset(
+    [
+        "proc",
+        "sysfs",
+        "devtmpfs",
+        "devpts",
+        "cgroup",
+        "cgroup2",
+        "debugfs",
+        "tracefs",
+        "securityfs",
+        "bpf",
+        "configfs",
+        "pstore",
+        "efivarfs",
+        "mqueue",
+        "fusectl",
+        "binfmt_misc",
+        "hugetlbfs",
+        "autofs",
+        "rpc_pipefs",
+        "nsfs",
+    ]
+)
+PSEUDO_DIRS = ("/proc", "/sys", "/dev")
+
+
 def _absolute_path(value: Any) -> str:
     # absolute: `virtbench cleanup` removes the recorded workdir from wherever it runs
     if not isinstance(value, str) or not os.path.isabs(value):
-        raise ParseError(value, "is not an absolute path", "a directory such as /var/tmp")
+        raise ParseError(value, "is not an absolute path", WORKDIR_FORMS)
+    real = os.path.realpath("/" + value.lstrip("/"))  # `//proc`, `/tmp/../proc`, links
+    if any(real == d or real.startswith(d + "/") for d in PSEUDO_DIRS) or (
+        _fs_type(real) in PSEUDO_FS
+    ):
+        raise ParseError(value, "is on a kernel pseudo-filesystem", WORKDIR_FORMS)
     return value
+
+
+def _fs_type(path: str) -> str | None:
+    """The type of the filesystem mounted deepest above `path` (/proc/self/mounts)."""
+    best, kind = "", None
+    try:
+        lines = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 3:
+            continue
+        where = fields[1].replace("\\040", " ")
+        inside = path == where or path.startswith(where.rstrip("/") + "/")
+        if inside and len(where) >= len(best):
+            best, kind = where, fields[2]
+    return kind
 
 
 @register

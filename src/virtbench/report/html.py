@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from html import escape
+from html import escape as _html_escape
+
+from ..parsing import printable
+
+
+def escape(text: str) -> str:
+    """HTML-escaped, control characters too (ESC, BEL from a store's names: shown as \\x1b)."""
+    return _html_escape(printable(str(text), allow="\n\t"))
 
 
 class Raw(str):

@@ -14,9 +14,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from html import escape
 
 from .fmt import num, size
+from .html import escape
 
 # Colour-blind-friendly (Okabe-Ito) then a few extra; platforms keep one colour per report.
 PALETTE = (

@@ -171,7 +171,7 @@ class Runner:
         self._remote_opened = False
 
     def _store_warning(self, message: str) -> None:
-        self.console.print(f"[yellow]warning:[/] {escape(message)}")
+        self.console.print(Text.assemble(("warning:", "yellow"), " ", message))
 
     # --- entry points -------------------------------------------------------------------
     def start(
@@ -222,11 +222,17 @@ class Runner:
         )
         self._add_cells(run_id, cells)
         self.console.print(
-            f"run [bold]{run_id}[/] campaign [bold]{campaign.name}[/]: {len(cells)} cells"
-            f" (order {campaign.settings.order}, seed {seed}) -> {self.store.path}"
+            Text.assemble(
+                "run ",
+                (run_id, "bold"),
+                " campaign ",
+                (campaign.name, "bold"),
+                f": {len(cells)} cells (order {campaign.settings.order}, seed {seed})"
+                f" -> {self.store.path}",
+            )
         )
         if plan is not None:
-            self.console.print(escape(adaptive.plan_text(plan, len(campaign.tests))))
+            self.console.print(Text(adaptive.plan_text(plan, len(campaign.tests))))
         return self._execute(run_id, campaign, cells, cells, plan, seed)
 
     def _add_cells(self, run_id: str, cells: list[Cell]) -> None:
@@ -273,7 +279,7 @@ class Runner:
             run = self.store.run(run_id)
         if run["status"] in (states.LOST, states.INTERRUPTED):
             self.console.print(
-                f"run {run_id} was {run['status']} at {states.when(run['finished_at'])}"
+                Text(f"run {run_id} was {run['status']} at {states.when(run['finished_at'])}")
             )
         campaign = loader.parse(run["campaign_text"], run["campaign_file"])
         settings = json.loads(run["settings_json"])
@@ -292,11 +298,13 @@ class Runner:
         todo = [c for c in cells if c.seq not in done]
         self._preflight(campaign, todo)
         self.console.print(
-            f"resuming run [bold]{run_id}[/]: {len(done)} cells done, {len(todo)} to run"
+            Text.assemble(
+                "resuming run ", (run_id, "bold"), f": {len(done)} cells done, {len(todo)} to run"
+            )
         )
         self.store.set_run_status(run_id, "running")
         if plan is not None:
-            self.console.print(escape(adaptive.plan_text(plan, len(campaign.tests))))
+            self.console.print(Text(adaptive.plan_text(plan, len(campaign.tests))))
         return self._execute(run_id, campaign, cells, todo, plan, settings["seed"])
 
     # --- internals ----------------------------------------------------------------------
@@ -321,6 +329,8 @@ class Runner:
     ) -> str:
         old_term = signal.signal(signal.SIGTERM, _on_sigterm)
         status = "failed"
+        failure: VirtbenchError | None = None
+        unrecorded: str | None = None  # why the run's end could not be written, if it could not
         # measured once per run, stored as cells of their own, read back on --resume
         self.peaks = StoredPeaks(self.store, run_id, self._print)
         try:
@@ -332,43 +342,71 @@ class Runner:
             status = "interrupted"
             self.interrupted_by = getattr(exc, "signum", signal.SIGINT)
             self.console.print(
-                f"[yellow]interrupted[/]: environments torn down; finished cells are kept."
-                f" Continue with: virtbench run --resume {run_id}"
+                Text.assemble(
+                    ("interrupted", "yellow"),
+                    ": environments torn down; finished cells are kept."
+                    f" Continue with: virtbench run --resume {run_id}",
+                )
             )
         except VirtbenchError as exc:
-            # e.g. the results directory filled up: every finished cell is already committed
-            kept = sum(1 for c in self.store.cells(run_id) if c.status == "ok")
-            raise VirtbenchError(
-                f"{exc}. The run stopped cleanly; {kept} finished cells are kept in"
-                f" {self.store.path}. Fix the cause, then: virtbench run --resume {run_id}"
-            ) from exc
+            failure = exc  # e.g. the results directory filled up: said below, once recorded
         finally:
             signal.signal(signal.SIGTERM, old_term)
             try:
                 netpath.close()  # the load generators' netns (client_path = bridge), if made
             except Exception as exc:  # noqa: BLE001 - said; `virtbench cleanup` removes it
-                self.console.print(f"[red]could not remove the client netns:[/] {escape(str(exc))}")
+                self.console.print(
+                    Text.assemble(("could not remove the client netns:", "red"), f" {exc}")
+                )
             try:
                 if status != "finished":  # the cell in flight when it stopped
                     self.store.settle_cells(run_id, "running", states.INTERRUPTED)
                 self._validate(run_id)
                 self.store.set_run_status(run_id, status)
             except VirtbenchError as exc:
-                self.console.print(f"[red]could not record run status:[/] {escape(str(exc))}")
+                unrecorded = str(exc)
+                self.console.print(
+                    Text.assemble(("could not record run status:", "red"), f" {exc}")
+                )
+        if failure is not None:
+            raise VirtbenchError(self._stopped(run_id, failure, unrecorded)) from failure
         return run_id
+
+    def _stopped(self, run_id: str, failure: VirtbenchError, unrecorded: str | None) -> str:
+        """What a run stopped by an error left in the store, said as it is: a store that
+        could not be written (full, made read-only) still marks the cell in flight running."""
+        try:
+            kept = f"{sum(1 for c in self.store.cells(run_id) if c.status in states.DONE)}"
+        except VirtbenchError:
+            kept = "the"
+        resume = f"Fix the cause, then: virtbench run --resume {run_id}"
+        if unrecorded is None:
+            return (
+                f"{failure}. The run stopped cleanly; {kept} finished cells are kept in"
+                f" {self.store.path}. {resume}"
+            )
+        return (
+            f"{failure}. The run stopped, and its end could not be written to"
+            f" {self.store.path} ({unrecorded}): the cell in flight is still marked running"
+            f" there and the run will be listed as lost; {kept} finished cells committed"
+            f" before are kept. {resume} (the unfinished cells run again)"
+        )
 
     def _validate(self, run_id: str) -> None:
         """Cross-sample checks, written to the store before any report reads the run."""
         try:
             flagged = validate.flag_implausible(self.store, run_id)
         except VirtbenchError as exc:
-            self.console.print(f"[red]could not check the samples:[/] {escape(str(exc))}")
+            self.console.print(Text.assemble(("could not check the samples:", "red"), f" {exc}"))
             return
         if flagged:
             reasons = sorted(set(flagged.values()))
             self.console.print(
-                f"[yellow]{len(flagged)} samples flagged invalid[/]: {escape(reasons[0])}"
-                + (f" (+{len(reasons) - 1} more reasons)" if len(reasons) > 1 else "")
+                Text.assemble(
+                    (f"{len(flagged)} samples flagged invalid", "yellow"),
+                    f": {reasons[0]}",
+                    f" (+{len(reasons) - 1} more reasons)" if len(reasons) > 1 else "",
+                )
             )
 
     def _run_cells(
@@ -408,7 +446,7 @@ class Runner:
                         self._commit(run_id, cell, failed, {})
                         progress.advance(task)
                     self.console.print(
-                        f"[red]✗[/] {escape(platform_name)}: cannot provision: {escape(str(exc))}"
+                        Text.assemble(("✗", "red"), f" {platform_name}: cannot provision: {exc}")
                     )
                     continue
                 try:
@@ -449,8 +487,9 @@ class Runner:
         while active:
             decisions = adaptive.assess(self.store, run_id, plan, active)
             for d in decisions:
-                mark = "[green]■[/]" if d.reason == adaptive.PRECISION else "[yellow]■[/]"
-                self.console.print(("· " if not d.stopped else mark + " ") + escape(d.text(plan)))
+                color = "green" if d.reason == adaptive.PRECISION else "yellow"
+                mark = ("■", color) if d.stopped else "·"
+                self.console.print(Text.assemble(mark, " ", d.text(plan)))
                 if d.stopped:
                     assert d.reason is not None
                     stop = Stop(
@@ -498,7 +537,7 @@ class Runner:
             timeout=campaign.settings.cell_timeout,
             cpus=campaign.settings.target_cpus,
             client_cpus=campaign.settings.client_cpus,
-            log=lambda msg: self.console.log(msg),
+            log=lambda msg: self.console.log(Text(str(msg))),
         )
 
     def _scenario_env(
@@ -541,9 +580,11 @@ class Runner:
         served = "its scenarios" if scope == "platform" else cell.scenario
         first = error.strip().splitlines()[0] if error.strip() else error
         self.console.print(
-            f"[yellow]warm-up failed[/] {escape(cell.platform.name)} {escape(cell.test_case)}"
-            f" ({escape(served)}): {escape(first)}; its cells are measured anyway and labelled"
-            " warmup.failed"
+            Text.assemble(
+                ("warm-up failed", "yellow"),
+                f" {cell.platform.name} {cell.test_case} ({served}): {first}; its cells are"
+                " measured anyway and labelled warmup.failed",
+            )
         )
 
     def _run_cell(
@@ -602,20 +643,21 @@ class Runner:
         )
 
     def _print(self, where: str, test_case: str, out: Outcome) -> None:
-        # tool output and error text are printed literally, never as rich markup
-        where, samples = escape(where), out.samples
+        # tool output and error text are printed literally (Text), never as rich markup
+        samples = out.samples
         if out.status != "ok" or not samples:
-            self.console.print(f"[red]✗[/] {where}: {out.status}: {escape(str(out.error))}")
+            self.console.print(Text.assemble(("✗", "red"), f" {where}: {out.status}: {out.error}"))
             return
         wcls = workload_registry.WORKLOADS[test_case]
         head = next((s for s in samples if s.metric == wcls.primary().name), samples[0])
-        flag = (
-            " [yellow](invalid: " + escape(str(head.labels["invalid"])) + ")[/]"
-            if head.labels.get("invalid")
-            else ""
-        )
+        invalid = head.labels.get("invalid")
         self.console.print(
-            f"[green]✓[/] {where}: {head.value:.6g} {head.unit}{flag} ({out.elapsed_s:.1f}s)"
+            Text.assemble(
+                ("✓", "green"),
+                f" {where}: {head.value:.6g} {head.unit}",
+                (f" (invalid: {invalid})", "yellow") if invalid else "",
+                f" ({out.elapsed_s:.1f}s)",
+            )
         )
 
 

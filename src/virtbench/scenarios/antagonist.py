@@ -229,8 +229,15 @@ def _count(text: str) -> int | None:
         return None
 
 
+# the kernel's own bounds of a time slice (sched_min_granularity_ns: 0.1 ms .. 1 s)
+MIN_QUANTUM_NS, MAX_QUANTUM_NS = 100_000, 1_000_000_000
+
+
 def _duration_ns(text: str) -> int:
     try:
-        return parsing.duration_ns(text)
+        ns = parsing.duration_ns(text)
     except ParseError as exc:
         raise ValueError(f"quantum={text}: {exc.problem}; allowed: {exc.allowed}") from None
+    if not MIN_QUANTUM_NS <= ns <= MAX_QUANTUM_NS:
+        raise ValueError(f"quantum={text}: is out of range; allowed: 100us..1s")
+    return ns

@@ -35,13 +35,32 @@ class StoreUnavailable(VirtbenchError):
     """The store cannot be reached (server down, network gone): not the data's fault."""
 
 
+class NotAStore(VirtbenchError):
+    """The file or database is not virtbench's (another application's, not SQLite at all):
+    it is never written to, created in or migrated."""
+
+
+class DamagedStore(VirtbenchError):
+    """A virtbench store whose contents cannot be what virtbench wrote (corrupt pages, bad
+    JSON, a text where a number belongs): named, never a traceback."""
+
+
 def is_url(location: str | Path) -> bool:
     return str(location).split("://", 1)[0].lower() in PG_SCHEMES and "://" in str(location)
 
 
 def redact(url: str) -> str:
     """The URL with its password (in the authority or a password= parameter) replaced."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - a port that is not a number raises here, not later
+    except ValueError as exc:
+        # not shown: the text may hold a password we cannot find in it
+        scheme = url.split("://", 1)[0]
+        raise VirtbenchError(
+            f"bad results store URL ({scheme}://...): {exc}; allowed:"
+            " postgresql://USER[:PASSWORD]@HOST[:PORT]/DB"
+        ) from None
     netloc = parts.netloc
     if "@" in netloc:
         user, _, host = netloc.rpartition("@")
@@ -83,6 +102,42 @@ class Db:
         raise NotImplementedError
 
 
+@contextmanager
+def damage_named(where: str) -> Iterator[None]:
+    """SQLite's own word for a file it cannot read as a database (corrupt or truncated pages,
+    not SQLite at all) becomes DamagedStore naming the file. Its subclasses (locked, full,
+    read-only, a constraint) are left to the callers that handle them."""
+    try:
+        yield
+    except sqlite3.DatabaseError as exc:
+        if type(exc) is not sqlite3.DatabaseError:
+            raise
+        raise DamagedStore(f"results store {where} is damaged: {exc}") from exc
+
+
+class _Cursor:
+    """A cursor whose reads name the file when a page turns out corrupt: SQLite reads pages
+    as rows are fetched, long after execute() returned."""
+
+    def __init__(self, cur: sqlite3.Cursor, where: str) -> None:
+        self._cur, self._where = cur, where
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cur, name)  # description, rowcount, lastrowid
+
+    def fetchone(self) -> Any:
+        with damage_named(self._where):
+            return self._cur.fetchone()
+
+    def fetchall(self) -> list[Any]:
+        with damage_named(self._where):
+            return self._cur.fetchall()
+
+    def __iter__(self) -> Iterator[Any]:
+        with damage_named(self._where):
+            yield from self._cur
+
+
 class SqliteDb(Db):
     errors = (sqlite3.Error,)
 
@@ -99,18 +154,20 @@ class SqliteDb(Db):
         except sqlite3.Error as exc:
             raise VirtbenchError(f"cannot open results store {path}: {exc}") from exc
 
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
-        return self.conn.execute(sql, params)
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> _Cursor:
+        with damage_named(self.where):
+            return _Cursor(self.conn.execute(sql, params), self.where)
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
-        self.conn.executemany(sql, rows)
+        with damage_named(self.where):
+            self.conn.executemany(sql, rows)
 
     @contextmanager
     def transaction(self) -> Iterator[SqliteDb]:
         try:
             with self.conn:
                 yield self
-        except sqlite3.OperationalError as exc:
+        except (sqlite3.OperationalError, sqlite3.IntegrityError) as exc:
             raise VirtbenchError(f"results store {self.where}: {exc}") from exc
 
     @contextmanager

@@ -8,7 +8,9 @@ backend.py is where the two dialects differ. The schema is versioned and migrate
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
@@ -20,7 +22,7 @@ from typing import Any
 from .. import ownedtmp
 from ..errors import VirtbenchError
 from ..results import Sample
-from . import backend, readonly, schema, stops
+from . import backend, checked, readonly, schema, stops
 from . import description as description_mod
 from .backend import Db
 from .description import RunDescription
@@ -52,21 +54,29 @@ class CellRow:
 
 
 class Store:
-    def __init__(self, location: str | Path, *, read_only: bool = False) -> None:
-        """A SQLite file path, or a postgresql:// URL. `read_only` (a SQLite file): read it
-        without writing anything to it or beside it (readonly.py); an older schema is
-        migrated in a private copy, and `read_note` says so."""
+    def __init__(
+        self, location: str | Path, *, read_only: bool = False, reading: bool = False
+    ) -> None:
+        """A SQLite file path, or a postgresql:// URL. `reading` (a SQLite file, for a
+        command that only reads): never create, migrate or switch the journal mode of what
+        is there; an empty or foreign file is refused, an older schema is migrated in a
+        private copy (`read_note` says so). `read_only` (implies `reading`): also write
+        nothing to it or beside it (readonly.py)."""
         shown = backend.redact(str(location)) if backend.is_url(location) else location
         self.path: Path | str = shown if backend.is_url(location) else Path(location)
         self.shared = backend.is_url(location)  # many hosts write to it at once
         self.read_note: str | None = None
         self._private: tempfile.TemporaryDirectory[str] | None = None
         try:
-            if read_only and not self.shared:
-                self.conn: Db = self._open_read_only(Path(location))
+            if (read_only or reading) and not self.shared:
+                self.conn: Db = self._open_to_read(Path(location), in_place=not read_only)
             else:
                 if not self.shared:
                     Path(location).parent.mkdir(parents=True, exist_ok=True)
+                    _identify_file(Path(location))  # before SQLite's WAL switch writes to it
+                    why = readonly.unwritable(Path(location))
+                    if why is not None:
+                        raise VirtbenchError(f"results store {location} cannot be written: {why}")
                 self.conn = backend.connect(location)
         except OSError as exc:
             raise VirtbenchError(f"cannot open results store {self.path}: {exc}") from exc
@@ -79,33 +89,43 @@ class Store:
             self.close()
             raise
 
-    def _open_read_only(self, path: Path) -> Db:
-        """`path` read in place when its schema is current (or newer: upgrade refuses it),
-        else a private copy migrated to CURRENT (removed by close or at exit)."""
+    def _open_to_read(self, path: Path, in_place: bool) -> Db:
+        """`path` read where it lies when its schema is current (or newer: upgrade refuses
+        it): through a read-only connection, or (`in_place`: a store this process may
+        write) the usual one, so `results --list` can mark runs lost. Else a private copy
+        migrated to CURRENT (removed by close or at exit). Never an empty or foreign file."""
         uri = readonly.ro_uri(path)
         found = None
         if uri is not None:
             conn = backend.SqliteDb(path, uri)
             try:
-                found = schema.version(conn)
-            except conn.errors as exc:
+                found = _known_version(conn)
+            except BaseException:
                 conn.close()
-                raise VirtbenchError(f"cannot open results store {path}: {exc}") from exc
-            if found is not None and found >= schema.CURRENT:
-                return conn
+                raise
+            if found >= schema.CURRENT:
+                if not in_place:
+                    return conn
+                conn.close()
+                return backend.SqliteDb(path)  # a virtbench store: already in WAL mode
             conn.close()
         # named by this process: `virtbench cleanup` removes it if a crash skips close
         self._private = ownedtmp.tempdir("store")
         copy = readonly.private_copy(path, Path(self._private.name))
-        if found is not None:
+        conn = backend.SqliteDb(copy)
+        conn.where = str(path)  # messages name the user's store, not the copy
+        try:
+            found = _known_version(conn) if found is None else found
+        except BaseException:
+            conn.close()
+            raise
+        if found < schema.CURRENT and not in_place:  # who can write it: the next run migrates
             self.read_note = (
                 f"results store {path} is read-only here and has schema version {found}"
                 f" (this virtbench: {schema.CURRENT}): reading a private copy migrated in"
                 f" {self._private.name}, removed at exit; open it once as a user who can"
                 " write it to migrate it in place"
             )
-        conn = backend.SqliteDb(copy)
-        conn.where = str(path)  # messages name the user's store, not the copy
         return conn
 
     @classmethod
@@ -179,7 +199,9 @@ class Store:
         row = cur.fetchone()
         if row is None:
             raise VirtbenchError(f"no run '{run_id}' in {self.path}; see: virtbench results --list")
-        return dict(zip([d[0] for d in cur.description], row, strict=True))
+        found = dict(zip([d[0] for d in cur.description], row, strict=True))
+        checked.run_row(str(self.path), found)
+        return found
 
     def resolve_run(self, run: str) -> str:
         """'latest' or a run id (or a unique prefix of one) -> run id."""
@@ -229,7 +251,9 @@ class Store:
             " FROM cells WHERE run_id = ? ORDER BY seq",
             (run_id,),
         )
-        return [CellRow(*r) for r in cur.fetchall()]
+        rows = [CellRow(*r) for r in cur.fetchall()]
+        checked.cell_rows(str(self.path), rows)
+        return rows
 
     def start_cell(self, cell_id: str) -> None:
         with self.tx() as c:
@@ -249,7 +273,11 @@ class Store:
         error: str | None = None,
         labels: dict[str, Any] | None = None,
     ) -> None:
-        """Commit a cell's samples, series and status atomically: a crash keeps all or none."""
+        """Commit a cell's samples, series and status atomically: a crash keeps all or none.
+        A sample whose value is not finite (a tool printed nan) is kept, flagged invalid."""
+        samples = [_storable(s) for s in samples]
+        # a plot point that is not a number has nowhere to go (t and value are NOT NULL)
+        series = [p for p in series if math.isfinite(p[2]) and math.isfinite(p[3])]
         with self.tx() as c:
             c.execute("DELETE FROM samples WHERE cell_id = ?", (cell_id,))
             c.execute("DELETE FROM series WHERE cell_id = ?", (cell_id,))
@@ -317,7 +345,7 @@ class Store:
     # --- reading ----------------------------------------------------------------------
     def sample_rows(self, run_id: str) -> list[dict[str, Any]]:
         """Every sample of a run joined with its cell: the rows of the export contract."""
-        return self._dicts(
+        rows = self._dicts(
             "SELECT s.run_id, s.cell_id, c.platform, c.suite, c.test_case, c.scenario, s.role,"
             " c.repetition, s.metric, s.value, s.unit, s.higher_is_better, s.valid,"
             " s.invalid_reason, s.labels_json, c.labels_json AS cell_labels, s.sample_id"
@@ -325,14 +353,18 @@ class Store:
             " WHERE s.run_id = ? ORDER BY c.seq, s.sample_id",
             (run_id,),
         )
+        checked.sample_rows(str(self.path), rows)
+        return rows
 
     def series_rows(self, run_id: str) -> list[dict[str, Any]]:
-        return self._dicts(
+        rows = self._dicts(
             "SELECT p.cell_id, c.platform, c.suite, c.test_case, c.scenario, c.repetition,"
             " p.role, p.metric, p.t, p.value, p.unit FROM series p"
             " JOIN cells c ON c.cell_id = p.cell_id WHERE p.run_id = ? ORDER BY p.point_id",
             (run_id,),
         )
+        checked.series_rows(str(self.path), rows)
+        return rows
 
     # --- whole rows, for import and the run fallback ----------------------------------------
     def run_tables(self) -> list[str]:
@@ -389,6 +421,47 @@ class Store:
         return stops.select(self.conn, run_id)
 
 
+def _storable(sample: Sample) -> Sample:
+    """`sample` as the store can hold it: a non-finite value is no measurement (invalid,
+    the value named in the reason); NaN cannot be stored at all (SQLite makes it NULL) and
+    is kept as 0.0 beside that reason, infinities as they are."""
+    if math.isfinite(sample.value):
+        return sample
+    labels = dict(sample.labels)
+    labels.setdefault("invalid", f"the value was {sample.value}, not a finite number")
+    value = 0.0 if math.isnan(sample.value) else sample.value
+    return dataclasses.replace(sample, value=value, labels=labels)
+
+
+def _known_version(conn: Db) -> int:
+    """The schema version of a store a command only reads; an empty database is not one."""
+    found = schema.version(conn)
+    if found is None:
+        raise schema.NotAStore(
+            f"{conn.where} is not a virtbench store: an empty database (no tables)"
+        )
+    return found
+
+
+def _identify_file(path: Path) -> None:
+    """Refuse a file that is not a virtbench store before a writing connection touches it
+    (SQLite's WAL switch and the schema's CREATE TABLEs would write into it). Absent or
+    empty files become new stores."""
+    try:
+        if not path.exists() or path.stat().st_size == 0:
+            return
+    except OSError as exc:
+        raise VirtbenchError(f"cannot open results store {path}: {exc.strerror}") from exc
+    uri = readonly.ro_uri(path)
+    if uri is None:
+        return  # -wal without -shm: a virtbench runner died; the writer opens it
+    conn = backend.SqliteDb(path, uri)
+    try:
+        schema.version(conn)
+    finally:
+        conn.close()
+
+
 def _shared(row: Iterable[Any], texts: dict[str, str]) -> Iterator[Any]:
     """The row's values, each text replaced by the first equal one seen (kept in `texts`)."""
     return (texts.setdefault(v, v) if type(v) is str else v for v in row)
@@ -410,4 +483,6 @@ def open_store(
     if not create and not path.exists():
         hint = "check the path" if store else "run a campaign first or pass --results-dir/--store"
         raise VirtbenchError(f"no results store at {path}; {hint}")
-    return Store(path, read_only=read and path.exists() and not readonly.writable(path))
+    if read:
+        return Store(path, reading=True, read_only=not readonly.writable(path))
+    return Store(path)

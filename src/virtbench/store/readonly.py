@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+import stat
 from pathlib import Path
 from urllib.parse import quote
 
@@ -33,9 +34,15 @@ from ..errors import VirtbenchError
 SIDE_FILES = ("-wal", "-shm")
 
 
+def _real(path: Path) -> Path:
+    """`path` with its links followed; a link loop is left as it is (SQLite then says it
+    cannot open it) instead of Path.resolve's RuntimeError."""
+    return Path(os.path.realpath(path))
+
+
 def _side(path: Path, suffix: str) -> Path:
     """SQLite keeps its side files beside the file a symlink names, not beside the link."""
-    path = Path(path).resolve()
+    path = _real(path)
     return path.with_name(path.name + suffix)
 
 
@@ -43,16 +50,36 @@ def writable(path: Path) -> bool:
     """Can this process write the store the usual way: the file, the side files that exist,
     and its directory (where SQLite creates them)? False on a read-only mount, even as root."""
     files = [path, *(p for p in (_side(path, s) for s in SIDE_FILES) if p.exists())]
-    return os.access(Path(path).resolve().parent, os.W_OK | os.X_OK) and all(
+    return os.access(_real(path).parent, os.W_OK | os.X_OK) and all(
         os.access(p, os.W_OK) for p in files
     )
+
+
+def unwritable(path: Path) -> str | None:
+    """Why this process cannot write the store at `path` as SQLite does, None if it can:
+    the file and the side files that exist must be regular files it can open for writing
+    (SQLite maps the -shm into memory: one it cannot write kills the process with SIGBUS,
+    no message), and their directory writable. Nothing is created, truncated or followed."""
+    target = _real(path)
+    if not os.access(target.parent, os.W_OK | os.X_OK):
+        return f"directory {target.parent} is not writable"
+    for p in (target, *(_side(target, s) for s in SIDE_FILES)):
+        try:
+            if not stat.S_ISREG(os.lstat(p).st_mode):
+                return f"{p} is not a regular file"
+            os.close(os.open(p, os.O_WRONLY | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC))
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            return f"{p}: {exc.strerror}"
+    return None
 
 
 def ro_uri(path: Path) -> str | None:
     """The URI that reads `path` without creating or changing any file, None if there is
     none (-wal without -shm: read a private_copy)."""
     wal, shm = (_side(path, s) for s in SIDE_FILES)
-    where = "file:" + quote(str(Path(path).resolve()))  # '?' or '#' in a path is not a query
+    where = "file:" + quote(str(_real(path)))  # '?' or '#' in a path is not a query
     if wal.exists():
         return f"{where}?mode=ro" if shm.exists() else None
     return f"{where}?immutable=1"
@@ -84,6 +111,10 @@ def private_copy(path: Path, into: Path, name: str = "virtbench.db") -> Path:
             shutil.copyfile(path, copy)
             shutil.copyfile(_side(path, "-wal"), _side(copy, "-wal"))  # committed, not in file
     except sqlite3.Error as exc:
+        if "not a database" in str(exc):  # another file altogether, not a damaged store
+            raise VirtbenchError(
+                f"{path} is not a virtbench store: not an SQLite database ({exc})"
+            ) from exc
         raise VirtbenchError(f"cannot read results store {path}: {exc}") from exc
     except OSError as exc:
         raise VirtbenchError(f"cannot read {path}: {exc.strerror or exc}") from exc

@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 from ..errors import VirtbenchError
 from . import description, stops, v1_description
-from .backend import Db
+from .backend import DamagedStore, Db, NotAStore
 
 # Version 1 exactly as it was created; never edit (later versions migrate from it).
 V1 = (
@@ -141,14 +141,61 @@ MIGRATIONS: list[Step] = [_v1_to_v2, _v2_to_v3, _v3_to_v4, _v4_to_v5]
 CURRENT = len(MIGRATIONS) + 1
 
 
+# the tables a store of each version has (added by that version's step): a store whose
+# version row promises more than it holds is damaged, not empty
+TABLES_SINCE = {
+    1: ("runs", "cells", "samples", "series"),
+    2: ("run_metrics", "run_labels", "run_suites"),
+    4: ("run_stops",),
+}
+
+
 def version(conn: Db) -> int | None:
-    """The stored version, 1 for a store from before versioning, None for an empty store."""
-    tables = conn.tables()
-    if "schema_version" in tables:
-        row = conn.execute("SELECT version FROM schema_version").fetchone()
-        if row is not None:
-            return int(row[0])
-    return 1 if "runs" in tables else None
+    """The stored version, 1 for a store from before versioning, None for an empty
+    database. NotAStore for a database with tables that are not virtbench's; DamagedStore
+    for a version row that is not a version or tables its version must have missing."""
+    try:
+        tables = {t for t in conn.tables() if not t.startswith("sqlite_")}
+        row = None
+        if "schema_version" in tables:
+            row = conn.execute("SELECT version FROM schema_version").fetchone()
+    except conn.errors as exc:
+        raise unreadable(conn, exc) from exc
+    if not tables:
+        return None
+    if "schema_version" not in tables and "runs" not in tables:
+        shown = ", ".join(sorted(tables)[:8]) + (", ..." if len(tables) > 8 else "")
+        raise NotAStore(
+            f"{conn.where} is not a virtbench store: its tables ({shown}) are not"
+            " virtbench's; give a virtbench results store (virtbench.db)"
+        )
+    found = 1 if row is None else row[0]
+    if type(found) is not int or found < 1:  # noqa: E721 - a bool or a REAL is not a version
+        raise DamagedStore(
+            f"results store {conn.where} is damaged: schema_version holds {found!r}, not a"
+            f" version number (1..{CURRENT})"
+        )
+    missing = (
+        [t for since, names in TABLES_SINCE.items() if since <= found for t in names]
+        if found <= CURRENT
+        else []
+    )
+    missing = [t for t in missing if t not in tables]
+    if missing:
+        raise DamagedStore(
+            f"results store {conn.where} is damaged: schema version {found} but table(s)"
+            f" {', '.join(missing)} missing"
+        )
+    return found
+
+
+def unreadable(conn: Db, exc: Exception) -> VirtbenchError:
+    """The error to raise for a driver error met while identifying a store: a file that is
+    not SQLite is not a store; anything else is a damaged (or unreachable) one."""
+    text = " ".join(str(exc).split())
+    if "not a database" in text:
+        return NotAStore(f"{conn.where} is not a virtbench store: not an SQLite database ({text})")
+    return DamagedStore(f"results store {conn.where} cannot be read: {text}")
 
 
 def refuse_newer(conn: Db, found: int | None) -> None:
