@@ -79,7 +79,13 @@ def run_section(data: ReportData) -> Section:
         ),
         ("virtbench", r.get("virtbench_version") or "–"),
     ]
-    body = kv_table(facts)
+    # the facts folded under one line: the verdict comes next, the answer first
+    line = (
+        f"{r['name']} · {r['status']} · "
+        + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+        + f" · {_duration(r['started_at'], r.get('finished_at'))}"
+    )
+    body = details(line, kv_table(facts))
     # a cell not run yet says nothing but "later": a count per platform and scenario, while a
     # failed, timed-out or interrupted cell keeps its own row with its error
     bad = [c for c in data.cells if c.status not in ("ok", "pending")]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from ...analysis.headline import headlines
 from ..data import ReportData
 from ..html import Raw, h
@@ -12,6 +14,11 @@ NOTE = (
     " floor (±2%, or the A/A floor measured on this host), <b>faster</b>/<b>slower</b>:"
     " beyond it, <b>undecided</b>: neither (docs/verdicts.md)."
 )
+
+
+def _code(escaped: str) -> str:
+    """`a command` in a sentence (already escaped) as <code>."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
 
 
 def _repetitions(data: ReportData) -> int | None:
@@ -33,7 +40,7 @@ def verdict_section(data: ReportData) -> Section | None:
     def who(x) -> str:
         return x.platform + (f" · {x.scenario}" if len(scenarios) > 1 else "")
 
-    items = "".join(f"<li><b>{h(who(x))}</b>: {h(x.text)}</li>" for x in lines)
+    items = "".join(f"<li><b>{h(who(x))}</b>: {_code(h(x.text))}</li>" for x in lines)
     body = Raw(f'<ul class="headline">{items}</ul><p class="note">{NOTE}</p>')
     md = [f"## verdict against {data.baseline}", ""]
     md += [f"- {who(x)}: {x.text}" for x in lines]
