@@ -13,6 +13,9 @@ Each run is judged three ways, side by side on the same samples:
   paired    analysis/ratios.py on every sample, disturbed cells included (disturbed = keep);
   virtbench what a user gets: paired, Holm, A/A floors, disturbed cells left out.
 
+The bursts come from bench/_burst.py in a PID namespace of their own (a tenant virtbench
+cannot see): random 0.5-3 s bursts of CPU spinning or 64 MiB memcpy, 0.5-3 s apart.
+
 Run under the machine lock (about 5 minutes a seed):
     flock /tmp/vb-measure.lock python bench/verdict_fpr.py --seeds 1 2 3 --quiet-control
 Options: --keep DIR keeps each run's results directory (DIR/seed-N) for the report.
@@ -28,7 +31,7 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
-from _burst import Bursts
+from _burst import Burst
 from _campaign import run_campaign
 
 from virtbench.analysis import groups as groups_mod
@@ -184,6 +187,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     ap.add_argument("--quiet-control", action="store_true", help="also one run without bursts")
+    ap.add_argument(
+        "--workers", type=int, default=1, help="burst processes (CPU spin or memcpy) at once"
+    )
     ap.add_argument("--keep", type=Path, help="keep the results directories here")
     ap.add_argument("--judge", type=Path, nargs="+", help="only judge kept results directories")
     args = ap.parse_args()
@@ -209,7 +215,7 @@ def main() -> None:
                 if seed is None:
                     out = run_campaign(campaign, results)
                 else:
-                    with Bursts(seed):
+                    with Burst(seed=seed, workers=args.workers, pidns=True):
                         out = run_campaign(campaign, results)
                 if out.returncode not in (0, 1):
                     out.print_tail(3000)
