@@ -101,8 +101,28 @@ def _trace_line(text: str) -> None:
     help="measure even while another virtbench run measures on this host (samples of cells"
     " that overlapped it are labelled overlapped_runs)",
 )
+@click.option("--platforms", "only_platforms", metavar="A,B", help="run only these platforms")
+@click.option("--suites", "only_suites", metavar="X,Y", help="run only these suites")
+@click.option("--test-cases", "only_test_cases", metavar="T1,T2", help="run only these test cases")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="print the cells per platform, suite and scenario and an estimated time (from the"
+    " store's past cells of the same platform and test case); measure nothing",
+)
 def run(
-    campaign, results_dir, store, repetitions, resume_id, seed, no_report, allow_concurrent
+    campaign,
+    results_dir,
+    store,
+    repetitions,
+    resume_id,
+    seed,
+    no_report,
+    allow_concurrent,
+    only_platforms,
+    only_suites,
+    only_test_cases,
+    dry_run,
 ) -> None:
     """Run CAMPAIGN (a .toml file or a built-in name; default: quick).
 
@@ -118,18 +138,31 @@ def run(
            continue with --resume RUN_ID
     """
     from . import watchdog
-    from .campaign import loader
+    from .campaign import loader, select
     from .runner.run import Runner
     from .store.db import open_store
 
     # validate before creating anything: a bad campaign or an unknown run leaves no results
     # directory or empty store behind
+    selection = {
+        "platforms": select.split(only_platforms),
+        "suites": select.split(only_suites),
+        "test_cases": select.split(only_test_cases),
+    }
     if resume_id:
         if campaign:
             raise VirtbenchError("give either CAMPAIGN or --resume RUN_ID, not both")
+        if any(selection.values()) or dry_run:
+            raise VirtbenchError(
+                "--resume runs what its run chose; --platforms, --suites, --test-cases and"
+                " --dry-run go with a CAMPAIGN"
+            )
         open_store(store, results_dir).close()
     else:
-        loaded = loader.load(campaign)
+        loaded = select.apply(loader.load(campaign), selection)
+        if dry_run:
+            _dry_run(loaded, repetitions, seed, store, results_dir)
+            return
     runner = Runner(results_dir, console, allow_concurrent=allow_concurrent, store=store)
     # a SIGKILLed virtbench skips its teardown: the watchdog removes what it left running
     with watchdog.guard():
@@ -143,6 +176,34 @@ def run(
         sys.exit(128 + runner.interrupted_by)  # the shells' convention: 130 SIGINT, 143 SIGTERM
     if fallback_note:
         sys.exit(EXIT_STORE_FALLBACK)
+
+
+def _dry_run(campaign, repetitions, seed, store: str | None, results_dir: Path) -> None:
+    """The plan of a run of `campaign`, timed from the store's history; creates nothing."""
+    from .runner import plan
+    from .runner.run import planned_cells
+    from .store.db import open_store
+
+    cells, adaptive, reps, seed = planned_cells(campaign, repetitions, seed)
+    try:
+        db = open_store(store, results_dir, read=True)
+    except VirtbenchError:  # no store yet: nothing to estimate from
+        history: dict = {}
+    else:
+        history = db.cell_durations()
+        db.close()
+    rows = plan.rows(cells, history, campaign.settings.warmup)
+    table = Rows(("platform", "suite", "scenario", "cells", "estimated time"))
+    for r in [*rows, plan.total(rows)]:
+        table.add_row(r.platform, r.suite, r.scenario, r.cells, r.estimate())
+    what = f"{reps or campaign.settings.repetitions} repetitions" + (
+        f" (adaptive: the first rounds; up to {adaptive.max_repetitions})" if adaptive else ""
+    )
+    say(
+        f"dry run of campaign {campaign.name}: {len(cells)} cells, {what}; times from past"
+        " cells of the same platform and test case, warm-ups included, provisioning not"
+    )
+    table.print(None)
 
 
 def say(message: object) -> None:

@@ -50,6 +50,9 @@ class Settings:
     # co-located environments share the target's CPU quota ("shared", cgroups/budget.py) or
     # keep each its own ("own"); docs/colocation.md "One CPU budget per cell"
     cpu_budget: str = "shared"
+    # `run --platforms/--suites/--test-cases` (campaign/select.py): stored with the run, so a
+    # --resume runs the same part of the matrix; None: the whole campaign
+    selection: dict[str, list[str]] | None = None
 
 
 @dataclass

@@ -12,7 +12,7 @@ import json
 import secrets
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict
 from pathlib import Path
@@ -30,7 +30,7 @@ from rich.progress import (
 from rich.text import Text
 
 from .. import __version__, hostinfo
-from ..campaign import expand, loader
+from ..campaign import expand, loader, select
 from ..campaign.model import Adaptive, Campaign, Cell
 from ..cgroups import CpuBudget, ThrottleCount
 from ..errors import PlatformError, VirtbenchError, WorkloadError
@@ -51,6 +51,7 @@ from . import adaptive, describe, locks, states, validate
 from . import budget as budget_mod
 from .cell import Outcome, cell_id, measure, spec_json
 from .peaks import StoredPeaks
+from .plan import duration_text
 
 
 def warmup_key(cell: Cell, scope: str) -> tuple[str, ...]:
@@ -157,14 +158,7 @@ class Runner:
         self, campaign: Campaign, repetitions: int | str | None = None, seed: int | None = None
     ) -> str:
         """`repetitions`: a number, "auto" (adaptive), or None (the campaign's)."""
-        seed = seed if seed is not None else campaign.settings.seed
-        if seed is None and campaign.settings.order == "random":
-            seed = secrets.randbelow(2**31)
-        plan = _adaptive_plan(campaign, repetitions)
-        if plan is not None:
-            repetitions = plan.min_repetitions
-        assert not isinstance(repetitions, str)
-        cells = expand.expand(campaign, repetitions, seed)
+        cells, plan, repetitions, seed = planned_cells(campaign, repetitions, seed)
         self._preflight(campaign, cells)
         run_id = new_run_id()
         with self._held(run_id):  # held before the run exists: never seen running unheld
@@ -198,7 +192,7 @@ class Runner:
         self._add_cells(run_id, cells)
         self.console.print(
             f"run [bold]{run_id}[/] campaign [bold]{campaign.name}[/]: {len(cells)} cells"
-            f" (order {campaign.settings.order}, seed {seed}) -> {self.store.path}"
+            f" (order {campaign.settings.order}{_seed_text(seed)}) -> {self.store.path}"
         )
         if plan is not None:
             self.console.print(escape(adaptive.plan_text(plan, len(campaign.tests))))
@@ -250,8 +244,10 @@ class Runner:
             self.console.print(
                 f"run {run_id} was {run['status']} at {states.when(run['finished_at'])}"
             )
-        campaign = loader.parse(run["campaign_text"], run["campaign_file"])
         settings = json.loads(run["settings_json"])
+        campaign = select.apply(
+            loader.parse(run["campaign_text"], run["campaign_file"]), settings.get("selection")
+        )
         plan = Adaptive(**settings["adaptive"]) if settings.get("adaptive") else None
         stored = self.store.cells(run_id)
         if plan is None:
@@ -358,6 +354,7 @@ class Runner:
             MofNCompleteColumn(),
             _EtaColumn(),
         )
+        started, done = time.monotonic(), 0
         with Progress(*columns, console=self.console, transient=True) as progress:
             task = progress.add_task("starting", total=len(todo))
             for cells in groups:
@@ -381,6 +378,7 @@ class Runner:
                     for cell in cells:
                         failed = Outcome("failed", [], [], f"provision: {exc}", 0.0)
                         self._commit(run_id, cell, failed, {})
+                        done += 1
                         progress.advance(task)
                     self.console.print(
                         f"[red]✗[/] {escape(platform_name)}: cannot provision: {escape(str(exc))}"
@@ -412,7 +410,9 @@ class Runner:
                             cell,
                             campaign,
                             warmup_error=warmed[key],
+                            at=lambda n=done + 1: _position(n, len(todo), started),
                         )
+                        done += 1
                         progress.advance(task)
                 finally:
                     cm.__exit__(None, None, None)
@@ -529,7 +529,9 @@ class Runner:
         cell: Cell,
         campaign: Campaign,
         warmup_error: str | None = None,
+        at: Callable[[], str] | None = None,
     ) -> None:
+        """`at`: says where the run is ("[3/12] ", "ETA 1:05") once the cell is done."""
         self.store.start_cell(cell_id(run_id, cell.seq))
         overlapped = set(locks.other_runners())
         ctx = self._context(cell, campaign)
@@ -563,7 +565,7 @@ class Runner:
         where = f"{cell.platform.name} {cell.test_case} {cell.scenario} #{cell.repetition}"
         if warmup_error is not None:
             where += " (after a failed warm-up)"
-        self._print(where, cell.test_case, out)
+        self._print(where, cell.test_case, out, at() if at else ("", ""))
 
     def _commit(self, run_id: str, cell: Cell, out: Outcome, labels) -> None:
         self.store.finish_cell(
@@ -576,11 +578,19 @@ class Runner:
             labels or None,
         )
 
-    def _print(self, where: str, test_case: str, out: Outcome) -> None:
+    def _print(
+        self, where: str, test_case: str, out: Outcome, at: tuple[str, str] = ("", "")
+    ) -> None:
+        """One line per cell: `[n/N] ✓ where: value (time, ETA)`, whole lines a pipe or log
+        keeps (the live bar is the terminal's only)."""
         # tool output and error text are printed literally, never as rich markup
         where, samples = escape(where), out.samples
+        position, eta = escape(at[0]), f", {at[1]}" if at[1] else ""
         if out.status != "ok" or not samples:
-            self.console.print(f"[red]✗[/] {where}: {out.status}: {escape(str(out.error))}")
+            self.console.print(
+                f"{position}[red]✗[/] {where}: {out.status}: {escape(str(out.error))}"
+                + (f" ({at[1]})" if at[1] else "")
+            )
             return
         wcls = workload_registry.WORKLOADS[test_case]
         head = next((s for s in samples if s.metric == wcls.primary().name), samples[0])
@@ -590,7 +600,8 @@ class Runner:
             else ""
         )
         self.console.print(
-            f"[green]✓[/] {where}: {head.value:.6g} {head.unit}{flag} ({out.elapsed_s:.1f}s)"
+            f"{position}[green]✓[/] {where}: {head.value:.6g} {head.unit}{flag}"
+            f" ({out.elapsed_s:.1f}s{eta})"
         )
 
 
@@ -623,6 +634,33 @@ def _check_same_cells(run: dict, stored: list[CellRow], cells: list[Cell]) -> No
             f" other cells than the run stored (cell {seq}: stored {was}, now {now}); resume"
             f" it with the code that started it (virtbench {run.get('virtbench_version')})"
         )
+
+
+def _seed_text(seed: int | None) -> str:
+    """ ", seed N" when the order has one (random order, or --seed); nothing otherwise."""
+    return "" if seed is None else f", seed {seed}"
+
+
+def _position(n: int, total: int, started: float) -> tuple[str, str]:
+    """("[n/N] ", "ETA m:ss") after the n-th of `total` cells, the ETA from the mean time per
+    cell so far (as the live bar's)."""
+    left = (time.monotonic() - started) / n * (total - n)
+    return f"[{n}/{total}] ", (f"ETA {duration_text(left)}" if n < total else "")
+
+
+def planned_cells(
+    campaign: Campaign, repetitions: int | str | None = None, seed: int | None = None
+) -> tuple[list[Cell], Adaptive | None, int | None, int | None]:
+    """The cells a new run starts with (an adaptive run: its first rounds), its adaptive
+    plan, fixed repetitions and seed: what `start` runs and `run --dry-run` shows."""
+    seed = seed if seed is not None else campaign.settings.seed
+    if seed is None and campaign.settings.order == "random":
+        seed = secrets.randbelow(2**31)
+    plan = _adaptive_plan(campaign, repetitions)
+    if plan is not None:
+        repetitions = plan.min_repetitions
+    assert not isinstance(repetitions, str)
+    return expand.expand(campaign, repetitions, seed), plan, repetitions, seed
 
 
 def _adaptive_plan(campaign: Campaign, repetitions: int | str | None) -> Adaptive | None:
