@@ -463,7 +463,7 @@ def tune(reset, dry_run, status, housekeeping) -> None:
     if status:
         done = tuning.load()
         for c in done:
-            say(f"{c.knob}: {c.path} = {c.new} (was {c.old})")
+            say(f"{c.knob}: {c.path} = {c.new} (was {_was(c.old)})")
         console.print(f"tuned: {len(done)} settings changed" if done else "not tuned")
         return
     if dry_run:
@@ -477,13 +477,19 @@ def tune(reset, dry_run, status, housekeeping) -> None:
             raise VirtbenchError(str(exc)) from None
     for c in changes:
         what = "would set" if dry_run and not c.status else c.status or "set"
-        say(f"{c.knob}: {c.path}: {what} ({c.old} -> {c.new})")
+        say(f"{c.knob}: {c.path}: {what} ({_was(c.old)} -> {c.new})")
     changed = sum(c.status == tuning.SET for c in changes)
     console.print(
         "tune --dry-run: nothing written"
         if dry_run
         else f"tune: {changed} settings changed; `virtbench tune --reset` restores them"
     )
+
+
+def _was(old: str | None) -> str:
+    """A setting's value before tune, as a user reads it: None is a file that is absent or
+    unreadable on this host."""
+    return "absent" if old is None else old
 
 
 @cli.command()
