@@ -127,7 +127,7 @@ def _closed_reader(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     os.close(r)
     try:
         return subprocess.run(
-            [sys.executable, "-m", "virtbench", *args],
+            [sys.executable, "-c", "from virtbench.cli import main; main()", *args],
             stdout=w,
             stderr=subprocess.PIPE,
             text=True,
@@ -160,3 +160,54 @@ def test_report_of_a_store_file_goes_beside_it(results_dir: Path, tmp_path_facto
     assert (results_dir / "reports" / f"{RUN}.html").is_file()
     assert not (elsewhere / "results").exists()
     assert str(results_dir / "reports") in out
+
+
+def test_quiet_leaves_only_the_results(results_dir: Path, tmp_path: Path) -> None:
+    html = tmp_path / "r.html"
+    loud = _ok("report", RUN, "--results-dir", str(results_dir), "--output", str(html))
+    quiet = _ok("-q", "report", RUN, "--results-dir", str(results_dir), "--output", str(html))
+    assert "HTML report:" in loud and "HTML report:" not in quiet
+    assert quiet.strip() and quiet in loud  # the Markdown summary itself is kept
+
+
+def test_doctor_rows(monkeypatch) -> None:
+    from virtbench import doctor
+
+    monkeypatch.setattr(
+        doctor,
+        "checks",
+        lambda: [
+            doctor.Check("root", "ok", "running as root", ""),
+            doctor.Check("fio", "missing", "not found", "apt-get install fio"),
+        ],
+    )
+    rows = [json.loads(line) for line in _ok("doctor", "--format", "jsonl").splitlines()]
+    assert rows[1] == {
+        "check": "fio",
+        "status": "missing",
+        "detail": "not found",
+        "fix": "apt-get install fio",
+    }
+    assert _ok("doctor").splitlines()[0] == "✓ root: running as root"
+
+
+def test_images_status_is_not_offered_twice() -> None:
+    text = _ok("images", "-h")
+    assert "list" in text and "status" not in text.split("Commands:")[1]
+    assert "Usage:" in _ok("images", "status", "-h")  # still there for old scripts
+
+
+def test_compare_rows_in_csv(results_dir: Path) -> None:
+    out = _ok(
+        "compare",
+        RUN,
+        "--platforms",
+        "native",
+        "container",
+        "--results-dir",
+        str(results_dir),
+        "--format",
+        "csv",
+    )
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert rows and {"test_case", "verdict", "a_mean", "b_mean", "ratio"} <= set(rows[0])
