@@ -32,10 +32,10 @@ def _suite(configs: int, tests: int) -> Seed004Suite:
     return Seed004Suite("cpu", names, {}, {}, cfgs, {}, {})
 
 
-def test_seed004_total_only_for_several_configurations_and_tests() -> None:
+def test_seed004_total_only_where_configurations_are_compared() -> None:
     assert seed004_applies(_suite(2, 2))
-    assert not seed004_applies(_suite(1, 5))  # every score 1
-    assert not seed004_applies(_suite(3, 1))  # the test's own ratio
+    assert not seed004_applies(_suite(1, 5))  # every score 1: the total counts the tests
+    assert seed004_applies(_suite(3, 1))  # seed 004's Table 7: one test, many configurations
 
 
 def test_tune_dry_run_says_absent_not_none(monkeypatch) -> None:
