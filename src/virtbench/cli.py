@@ -12,10 +12,10 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
-from . import __version__
+from . import __version__, cli_output
+from .cli_output import Rows, emit, format_option, stdout_gone, trace_commands
 from .errors import NeedsRootError, VirtbenchError
 from .parsing import printable
 
@@ -68,10 +68,35 @@ class Repetitions(click.ParamType):
             self.fail(f"{value!r} is not an integer 1..1000 or 'auto'", param, ctx)
 
 
-@click.group()
-@click.version_option(__version__, prog_name="virtbench")
-def cli() -> None:
+class _Cli(click.Group):
+    def invoke(self, ctx: click.Context):
+        # click's own handler of a closed stdout exits 1; a reader that stopped reading
+        # (`virtbench doctor | head -1`) is not an error
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            stdout_gone()
+
+
+@click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "-V", "--version", prog_name="virtbench")
+@click.option(
+    "-q", "--quiet", is_flag=True, help="print only results and errors (no progress or notes)"
+)
+@click.option(
+    "-v", "--verbose", is_flag=True, help="also print every command virtbench runs (+ argv, stderr)"
+)
+def cli(quiet: bool, verbose: bool) -> None:
     """virtbench: what virtualization and co-located neighbours cost a workload."""
+    if quiet and verbose:
+        raise click.UsageError("-q/--quiet and -v/--verbose exclude each other")
+    console.quiet = quiet
+    err_console.quiet = False  # errors are always said
+    trace_commands(_trace_line if verbose else None)
+
+
+def _trace_line(text: str) -> None:
+    err_console.print(Text(text, style="dim"))
 
 
 @cli.command()
@@ -94,8 +119,28 @@ def cli() -> None:
     help="measure even while another virtbench run measures on this host (samples of cells"
     " that overlapped it are labelled overlapped_runs)",
 )
+@click.option("--platforms", "only_platforms", metavar="A,B", help="run only these platforms")
+@click.option("--suites", "only_suites", metavar="X,Y", help="run only these suites")
+@click.option("--test-cases", "only_test_cases", metavar="T1,T2", help="run only these test cases")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="print the cells per platform, suite and scenario and an estimated time (from the"
+    " store's past cells of the same platform and test case); measure nothing",
+)
 def run(
-    campaign, results_dir, store, repetitions, resume_id, seed, no_report, allow_concurrent
+    campaign,
+    results_dir,
+    store,
+    repetitions,
+    resume_id,
+    seed,
+    no_report,
+    allow_concurrent,
+    only_platforms,
+    only_suites,
+    only_test_cases,
+    dry_run,
 ) -> None:
     """Run CAMPAIGN (a .toml file or a built-in name; default: quick).
 
@@ -111,24 +156,37 @@ def run(
            continue with --resume RUN_ID
     """
     from . import watchdog
-    from .campaign import loader
+    from .campaign import loader, select
     from .runner.run import Runner
     from .store.db import open_store
 
     # validate before creating anything: a bad campaign or an unknown run leaves no results
     # directory or empty store behind
+    selection = {
+        "platforms": select.split(only_platforms),
+        "suites": select.split(only_suites),
+        "test_cases": select.split(only_test_cases),
+    }
     if resume_id:
         if campaign:
             raise VirtbenchError("give either CAMPAIGN or --resume RUN_ID, not both")
+        if any(selection.values()) or dry_run:
+            raise VirtbenchError(
+                "--resume runs what its run chose; --platforms, --suites, --test-cases and"
+                " --dry-run go with a CAMPAIGN"
+            )
         open_store(store, results_dir).close()
     else:
-        loaded = loader.load(campaign)
+        loaded = select.apply(loader.load(campaign), selection)
+        if dry_run:
+            _dry_run(loaded, repetitions, seed, store, results_dir)
+            return
     runner = Runner(results_dir, console, allow_concurrent=allow_concurrent, store=store)
     # a SIGKILLed virtbench skips its teardown: the watchdog removes what it left running
     with watchdog.guard():
         run_id = runner.resume(resume_id) if resume_id else runner.start(loaded, repetitions, seed)
     if not no_report:
-        _report(runner.store, run_id, results_dir)
+        _report(runner.store, run_id, _store_dir(store, results_dir))
     fallback_note = getattr(runner.store, "note", None)  # the shared store went away
     if fallback_note:
         err_console.print(_mark("warning:", "yellow"), Text(fallback_note))
@@ -136,6 +194,34 @@ def run(
         sys.exit(128 + runner.interrupted_by)  # the shells' convention: 130 SIGINT, 143 SIGTERM
     if fallback_note:
         sys.exit(EXIT_STORE_FALLBACK)
+
+
+def _dry_run(campaign, repetitions, seed, store: str | None, results_dir: Path) -> None:
+    """The plan of a run of `campaign`, timed from the store's history; creates nothing."""
+    from .runner import plan
+    from .runner.run import planned_cells
+    from .store.db import open_store
+
+    cells, adaptive, reps, seed = planned_cells(campaign, repetitions, seed)
+    try:
+        db = open_store(store, results_dir, read=True)
+    except VirtbenchError:  # no store yet: nothing to estimate from
+        history: dict = {}
+    else:
+        history = db.cell_durations()
+        db.close()
+    rows = plan.rows(cells, history, campaign.settings.warmup)
+    table = Rows(("platform", "suite", "scenario", "cells", "estimated time"))
+    for r in [*rows, plan.total(rows)]:
+        table.add_row(r.platform, r.suite, r.scenario, r.cells, r.estimate())
+    what = f"{reps or campaign.settings.repetitions} repetitions" + (
+        f" (adaptive: the first rounds; up to {adaptive.max_repetitions})" if adaptive else ""
+    )
+    say(
+        f"dry run of campaign {campaign.name}: {len(cells)} cells, {what}; times from past"
+        " cells of the same platform and test case, warm-ups included, provisioning not"
+    )
+    table.print(None)
 
 
 def say(message: object) -> None:
@@ -148,67 +234,27 @@ def _mark(text: str, style: str) -> Text:
     return Text(text, style=style)
 
 
-def _echo(text: str) -> None:
-    """A report or listing to stdout, its newlines and tabs kept and every other control
-    character escaped: names from an imported store may hold ESC or BEL."""
-    click.echo(printable(text, allow="\n\t"))
-
-
-def _add_row(table: Table, *cells: str) -> None:
-    """Cells are shown literally: usages like `[:cpu=N]` or `:a:` are not markup or emoji."""
-    table.add_row(*(Text(str(c)) for c in cells))
-
-
-class _Rows:
-    """Columns and rows of a listing, printed as a boxed table on a terminal and as plain
-    full-width rows (TSV) or JSON otherwise, so pipes and scripts get whole lines."""
-
-    def __init__(self) -> None:
-        self.columns: list[str] = []
-        self.rows: list[list[str]] = []
-
-    def add_column(self, name: str) -> None:
-        self.columns.append(name)
-
-    def add_row(self, *cells: str) -> None:
-        self.rows.append([str(c) for c in cells])
-
-    def print(self, fmt: str) -> None:
-        if fmt == "json":
-            click.echo(json.dumps([dict(zip(self.columns, r, strict=True)) for r in self.rows]))
-        elif fmt == "tsv":
-            for line in [self.columns, *self.rows]:
-                click.echo("\t".join(c.replace("\t", " ").replace("\n", " ") for c in line))
-        else:
-            table = Table(show_header=True, header_style="bold")
-            for c in self.columns:
-                table.add_column(c)
-            for r in self.rows:
-                _add_row(table, *r)
-            console.print(table)
+def _note(message: str) -> None:
+    """A note on stderr (what was read, why an export is short); --quiet drops it."""
+    if not console.quiet:
+        err_console.print(_mark("note:", "yellow"), Text(printable(message, allow="\n\t")))
 
 
 @cli.command("list")
 @click.argument(
     "what", type=click.Choice(["platforms", "suites", "workloads", "scenarios", "campaigns"])
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "tsv", "json"]),
-    help="default: table on a terminal, tsv (one full line per row) otherwise",
-)
+@format_option()
 def list_(what: str, fmt: str | None) -> None:
     """List what exists, with one-line descriptions."""
-    table = _Rows()
+    table = Rows()
     if what == "platforms":
         from .platforms import registry
 
         table.add_column("platform"), table.add_column("description"), table.add_column("options")
         for kind, cls in sorted(registry.load_all().items()):
             opts = ", ".join(
-                f"{k}={'|'.join(map(str, a)) if a else repr(d)}"
-                for k, (d, a, _h) in cls.options_schema.items()
+                f"{k}={_option_values(d, a)}" for k, (d, a, _h) in cls.options_schema.items()
             )
             table.add_row(kind, cls.description, opts)
     elif what in ("suites", "workloads"):
@@ -246,23 +292,46 @@ def list_(what: str, fmt: str | None) -> None:
     else:
         from .campaign import loader
 
-        table.add_column("campaign"), table.add_column("file")
+        for col in ("campaign", "description", "file"):
+            table.add_column(col)
         for name in loader.builtin_names():
-            table.add_row(name, str(loader.builtin_path(name)))
-    table.print(fmt or ("table" if sys.stdout.isatty() else "tsv"))
+            path = loader.builtin_path(name)
+            table.add_row(name, loader.summary(path), str(path))
+    table.print(fmt)
+
+
+def _option_values(default: object, allowed: tuple | list | None) -> str:
+    """An option's allowed values (a|b|c), else its default as a user writes it in TOML;
+    "unset" where it has none (never Python's None)."""
+    if allowed:
+        return "|".join(map(str, allowed))
+    if default is None:
+        return "unset"
+    if isinstance(default, bool):
+        return "true" if default else "false"
+    if isinstance(default, str):
+        return f'"{default}"'
+    return json.dumps(default, default=str)
 
 
 @cli.command()
-def doctor() -> None:
+@format_option()
+def doctor(fmt: str | None) -> None:
     """What this host can do, and the package that provides each missing piece."""
     from .doctor import checks
 
+    found = checks()
+    if fmt:
+        rows = Rows(("check", "status", "detail", "fix"))
+        for check in found:
+            rows.add_row(check.name, check.status, check.detail, check.fix or "")
+        rows.print(fmt)
+        return
     ok = True
-    for check in checks():
-        mark = {"ok": ("✓", "green"), "warn": ("!", "yellow"), "missing": ("✗", "red")}
-        mark = _mark(*mark[check.status])
+    for check in found:
+        mark = {"ok": "✓", "warn": "!", "missing": "✗"}[check.status]
         fix = f"  → {check.fix}" if check.fix else ""
-        console.print(mark, Text(f"{check.name}: {check.detail}{fix}"))
+        emit(f"{mark} {check.name}: {check.detail}{fix}")
         ok = ok and check.status != "missing"
     if not ok:
         console.print(Text.assemble("\nInstall everything with: ", ("virtbench setup", "bold")))
@@ -332,12 +401,11 @@ def calibrate(
         )
     where = [str(d) for d in dirs] or default_dirs()
     ceilings, notes = ensure(where, say, refresh=True, passes=passes, runtime_s=runtime)
-    table = Table("device", "fs", "pattern", "MiB/s", "IO/s", "limit MiB/s", "passes MiB/s")
+    table = Rows(("device", "fs", "pattern", "MiB/s", "IO/s", "limit MiB/s", "passes MiB/s"))
     for c in ceilings:
         for pattern in record.PATTERNS:
             bw = c.passes.get(pattern, {}).get("bandwidth_mib_s", [])
-            _add_row(
-                table,
+            table.add_row(
                 c.key.source,
                 c.key.fs_type,
                 pattern,
@@ -346,7 +414,7 @@ def calibrate(
                 f"{c.limit(pattern, 'bandwidth_mib_s') or 0:.0f}",
                 " ".join(f"{v:.0f}" for v in bw),
             )
-    console.print(table)
+    table.print(None)
     if notes:
         raise VirtbenchError("; ".join(notes))
 
@@ -376,45 +444,61 @@ def _calibrate_aa(campaign: str, repetitions: int, results_dir: Path, store: str
     when = time_mod.strftime("%Y-%m-%d %H:%M", time_mod.localtime(now))
     fact = floors.to_host_fact(measured, run_id, when) | {"measured_at": now}
     path = hostfloors.save(fact)
-    table = Table("test case", "metric", "dims", "scenario", "A/A floor")
+    table = Rows(("test case", "metric", "dims", "scenario", "A/A floor"))
     for (tc, metric, dims, scenario, _role), value in sorted(measured.items()):
         dims_text = ", ".join(f"{k}={v}" for k, v in json.loads(dims))
-        _add_row(table, tc, metric, dims_text or "–", scenario, f"±{value * 100:.1f}%")
-    console.print(table)
+        table.add_row(tc, metric, dims_text or "–", scenario, f"±{value * 100:.1f}%")
+    table.print(None)
     say(f"A/A floors of run {run_id} kept in {path}; runs from now on are judged against them")
 
 
 @cli.command()
 @click.option("--run", "run_ref", default="latest", show_default=True, help="RUN_ID or 'latest'")
-@click.option(
-    "--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True
+@format_option(
+    help="jsonl: one object per sample (the default); json: one array; csv, tsv, md: the"
+    " contract's columns then one per dimension label (docs/export.md); with --list: tsv"
 )
 @click.option("--list", "list_runs", is_flag=True, help="list the runs in the store")
 @results_dir_option
 @store_option
 def results(run_ref, fmt, list_runs, results_dir, store) -> None:
-    """Export a run's samples (the DESIGN.md export contract); an incomplete run is said so
-    on stderr. --list: run id, name, status, time of that status (a run whose runner is gone
-    shows as lost, with the time it was found so)."""
+    """Export a run's samples (the export contract: docs/export.md); an incomplete run is
+    said so on stderr. --list: run id, name, status, time of that status (a run whose runner
+    is gone shows as lost, with the time it was found so)."""
     from . import export
     from .runner import states
 
     store = _open_to_read(store, results_dir)
     if list_runs:
         states.settle_lost(store, results_dir)
+        rows = Rows(("run", "campaign", "status", "at"))
         for r in store.runs():
             at = r["finished_at"] if r["status"] != "running" else r["started_at"]
-            _echo(f"{r['run_id']}\t{r['name']}\t{r['status']}\t{states.when(at)}")
+            rows.add_row(r["run_id"], r["name"], r["status"], states.when(at))
+        if fmt is None:  # the listing scripts already read: no header, tab-separated
+            emit("".join("\t".join(map(str, r)) + "\n" for r in rows.rows))
+        else:
+            rows.print(fmt)
         return
     run_id = store.resolve_run(run_ref)
     states.settle_lost(store, results_dir, [run_id])
     note = states.incomplete(store, results_dir, run_id)
     if note:
-        err_console.print(Text(f"note: {note}"))
+        _note(note)
     for stop in store.run_stops(run_id):  # adaptive repetitions: why each test case stopped
-        err_console.print(Text(f"note: {stop.detail}"))
-    text = export.to_jsonl(store, run_id) if fmt == "jsonl" else export.to_csv(store, run_id)
-    sys.stdout.write(text)
+        _note(stop.detail)
+    fmt = fmt or "jsonl"
+    if fmt == "md":
+        header, lines = export.table_rows(store, run_id)
+        text = cli_output.markdown_table(header, list(lines))
+    else:
+        text = {
+            "jsonl": export.to_jsonl,
+            "json": export.to_json,
+            "csv": export.to_csv,
+            "tsv": export.to_tsv,
+        }[fmt](store, run_id)
+    emit(text)
 
 
 @cli.command()
@@ -428,8 +512,19 @@ def report(run_ref, results_dir, store, output) -> None:
         raise VirtbenchError(
             f"--output {output}: directory {output.parent} does not exist; create it first"
         )
-    store = _open_to_read(store, results_dir)
-    _report(store, store.resolve_run(run_ref), results_dir, output)
+    db = _open_to_read(store, results_dir)
+    _report(db, db.resolve_run(run_ref), _store_dir(store, results_dir), output)
+
+
+def _store_dir(store: str | None, results_dir: Path) -> Path:
+    """Where a store's reports go (DIR/reports/RUN_ID.html): beside the SQLite file it came
+    from, not under the working directory; a postgresql:// store's under RESULTS_DIR."""
+    from .store import backend
+
+    if not store or backend.is_url(store):
+        return results_dir
+    path = Path(store)
+    return path if path.is_dir() else path.parent
 
 
 def _open_to_read(store: str | None, results_dir: Path):
@@ -439,7 +534,7 @@ def _open_to_read(store: str | None, results_dir: Path):
 
     opened = open_store(store, results_dir, read=True)
     if opened.read_note:
-        err_console.print(_mark("note:", "yellow"), Text(opened.read_note))
+        _note(opened.read_note)
     return opened
 
 
@@ -454,20 +549,18 @@ def _can_create(path: Path) -> bool:
     return os.access(target, os.W_OK | os.X_OK)
 
 
-def _report(store, run_id: str, results_dir: Path, output: Path | None = None) -> None:
+def _report(store, run_id: str, base: Path, output: Path | None = None) -> None:
+    """Print the Markdown summary; write the HTML to `output`, else BASE/reports/RUN_ID.html."""
     from .report import build
 
-    html_path = build.default_path(results_dir, run_id)
+    html_path = build.default_path(base, run_id)
     if output is None and not _can_create(html_path):
         # results shared read-only: the summary still; the HTML goes where the user says
-        _echo(build.render(store, run_id)[1])
-        err_console.print(
-            _mark("note:", "yellow"),
-            Text(f"HTML report not written: cannot write {html_path}; pass --output FILE"),
-        )
+        emit(build.render(store, run_id)[1])
+        _note(f"HTML report not written: cannot write {html_path}; pass --output FILE")
         return
-    path, markdown = build.write(store, run_id, results_dir, output)
-    _echo(markdown)
+    path, markdown = build.write(store, run_id, base, output)
+    emit(markdown)
     say(f"HTML report: {path}")
 
 
@@ -508,7 +601,7 @@ def tune(reset, dry_run, status, housekeeping) -> None:
     if status:
         done = tuning.load()
         for c in done:
-            say(f"{c.knob}: {c.path} = {c.new} (was {c.old})")
+            say(f"{c.knob}: {c.path} = {c.new} (was {_was(c.old)})")
         console.print(f"tuned: {len(done)} settings changed" if done else "not tuned")
         return
     if dry_run:
@@ -522,13 +615,19 @@ def tune(reset, dry_run, status, housekeeping) -> None:
             raise VirtbenchError(str(exc)) from None
     for c in changes:
         what = "would set" if dry_run and not c.status else c.status or "set"
-        say(f"{c.knob}: {c.path}: {what} ({c.old} -> {c.new})")
+        say(f"{c.knob}: {c.path}: {what} ({_was(c.old)} -> {c.new})")
     changed = sum(c.status == tuning.SET for c in changes)
     console.print(
         "tune --dry-run: nothing written"
         if dry_run
         else f"tune: {changed} settings changed; `virtbench tune --reset` restores them"
     )
+
+
+def _was(old: str | None) -> str:
+    """A setting's value before tune, as a user reads it: None is a file that is absent or
+    unreadable on this host."""
+    return "absent" if old is None else old
 
 
 @cli.command()
@@ -565,24 +664,50 @@ def images_build(force: bool) -> None:
 
 
 @images.command("list")
-def images_list() -> None:
-    """Cached images; the current key is the one containers and VMs use."""
+@format_option(help="default: one line per image (whole paths, greppable)")
+def images_list(fmt: str | None) -> None:
+    """Cached images and their state; the current key is the one containers and VMs use.
+    (`images status` is the same command, kept for old scripts.)"""
     from .images import rootfs
 
-    rows = rootfs.status()
-    for r in rows:  # one line per image: whole paths, greppable
-        state = ("current" if r["current"] else "old") if r["complete"] else "incomplete"
+    found = rootfs.status()
+    current_built = any(r["current"] and r["complete"] for r in found)
+    if fmt:
+        rows = Rows(("key", "state", "packages", "size_mb", "built_at", "build_seconds", "path"))
+        for r in found:
+            rows.add_row(
+                r["key"],
+                _image_state(r),
+                r["packages"],
+                r["size_mb"],
+                r["built_at"],
+                r["build_seconds"],
+                r["path"],
+            )
+        rows.print(fmt)
+    for r in [] if fmt else found:  # one line per image: whole paths, greppable
         built = f"built {r['built_at']} in {r['build_seconds']}s" if r["built_at"] else ""
         size = f"{r['size_mb']} MB" if r["size_mb"] else ""
-        console.print(
-            f"{r['key']}  {state:10s}  {r['packages']} packages  {size}  {built}  {r['path']}",
-            highlight=False,
-        )
-    if not any(r["current"] and r["complete"] for r in rows):
-        console.print(f"current key {rootfs.key()} is not built: run virtbench images build")
+        line = f"{r['key']}  {_image_state(r):10s}  {r['packages']} packages  {size}  {built}"
+        emit(f"{line}  {r['path']}")
+    if not current_built:
+        say(f"current key {rootfs.key()} is not built: run virtbench images build")
 
 
-images.add_command(images_list, "status")
+def _image_state(r: dict) -> str:
+    return ("current" if r["current"] else "old") if r["complete"] else "incomplete"
+
+
+# one command, two names: `status` is hidden from the help so the listing is not offered twice
+images.add_command(
+    click.Command(
+        "status",
+        callback=images_list.callback,
+        params=images_list.params,
+        help=images_list.help,
+        hidden=True,
+    )
+)
 
 
 EXIT_REGRESSION = 3  # compare --fail-on-regression: some test case is slower
@@ -621,7 +746,11 @@ Exit status: 0 compared; 2 bad input (unknown run or platform, no test case in c
     help="smallest change called faster/slower where no A/A floor was measured on A's host",
 )
 @click.option("--all-metrics", is_flag=True, help="every metric, not only each test case's primary")
-@click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True)
+@format_option(
+    default="md",
+    help="md: the verdict table; json: the whole comparison; jsonl, csv, tsv: one row per"
+    " test case compared",
+)
 @click.option(
     "--html",
     "html_path",
@@ -703,12 +832,14 @@ def compare(
         side_a["side"], side_b["side"], settings, outcomes, pairing.only_a, pairing.only_b, gate
     )
     if fmt == "json":
-        click.echo(json.dumps(compare_page.to_json(doc), indent=1, default=str))
+        emit(json.dumps(compare_page.to_json(doc), indent=1, default=str))
+    elif fmt == "md":
+        emit(compare_page.markdown(doc))
     else:
-        _echo(compare_page.markdown(doc))
+        cli_output.records_rows(compare_page.to_json(doc)["results"]).print(fmt)
     if html_path is not None:
         compare_page.write_html(doc, html_path)
-        if fmt != "json":
+        if fmt == "md":
             say(f"HTML page: {html_path}")
     if not outcomes:  # nothing compared is no verdict, least of all "no regression"
         err_console.print(
@@ -869,7 +1000,7 @@ def fleet_resume(fleet_id, results_dir, store, forks, poll_interval, lost_after)
 @fleet.command("show")
 @click.argument("fleet_id")
 @results_dir_option
-@click.option("--format", "fmt", type=click.Choice(["table", "tsv", "json"]))
+@format_option()
 def fleet_show(fleet_id, results_dir, fmt) -> None:
     """Per host: status, run id, cells, start, end and what failed."""
     from .fleet import state
@@ -913,7 +1044,7 @@ def _fleet_drive(record, settings, how: str, store: str | None, results_dir: Pat
 def _fleet_table(record, fmt: str | None) -> None:
     from .runner.states import when
 
-    table = _Rows()
+    table = Rows()
     for col in ("host", "status", "run", "cells", "started", "ended", "message"):
         table.add_column(col)
     for host, h in record.hosts.items():
@@ -921,7 +1052,7 @@ def _fleet_table(record, fmt: str | None) -> None:
         table.add_row(
             host, h.status, h.run_id or "-", cells, when(h.started_at), when(h.ended_at), h.message
         )
-    table.print(fmt or ("table" if sys.stdout.isatty() else "tsv"))
+    table.print(fmt)
 
 
 @fleet.command("report")
@@ -936,13 +1067,10 @@ def _fleet_table(record, fmt: str | None) -> None:
 @results_dir_option
 @store_option
 @click.option("--all-metrics", is_flag=True, help="every metric and role, not only the primary")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["md", "json", "jsonl"]),
+@format_option(
     default="md",
-    show_default=True,
-    help="jsonl: every sample (the export contract) plus host",
+    help="md, json, csv, tsv: the side-by-side rows (per host and group: mean, CI, CV);"
+    " jsonl: every sample (the export contract) plus host",
 )
 def fleet_report(fleet_id, run_refs, results_dir, store, all_metrics, fmt) -> None:
     """Hosts side by side: per test case one row per host (its mean, CI, CV, hypervisor),
@@ -962,7 +1090,7 @@ def fleet_report(fleet_id, run_refs, results_dir, store, all_metrics, fmt) -> No
             if h.run_id and h.run_id in known:
                 named.append((h.run_id, host))
             else:
-                err_console.print(Text(f"note: {host}: no run of it in {db.path} ({h.status})"))
+                _note(f"{host}: no run of it in {db.path} ({h.status})")
     named += [(db.resolve_run(r), None) for r in run_refs]
     runs = [hosts_mod.host_run(db, run_id, name) for run_id, name in named]
     if fmt == "jsonl":  # the export contract, one more key per line: the host
@@ -973,10 +1101,12 @@ def fleet_report(fleet_id, run_refs, results_dir, store, all_metrics, fmt) -> No
         return
     rows = hosts_mod.rows(db, runs, all_metrics)
     if fmt == "json":
-        click.echo(json.dumps(hosts_mod.to_json(rows), indent=1, default=str))
+        emit(json.dumps(hosts_mod.to_json(rows), indent=1, default=str))
+    elif fmt in ("csv", "tsv"):
+        cli_output.records_rows(hosts_mod.to_json(rows)).print(fmt)
     else:
         title = f"fleet {fleet_id}" if fleet_id else "hosts side by side"
-        _echo(hosts_mod.markdown(rows, title))
+        emit(hosts_mod.markdown(rows, title))
 
 
 def main() -> None:

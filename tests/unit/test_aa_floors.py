@@ -90,9 +90,10 @@ def test_a_calibrated_floor_is_used_when_the_run_has_no_twin():
     value, source = floor_of(gs[1].key)
     assert value == 0.015 and "20261129-000000-abcd" in source
     # a fact of another shape is ignored, not an error
-    assert floors.floor_function(gs, "native", {floors.HOST_FACT: {"floors": [{}]}})(
-        gs[1].key
-    ) == (ratios.DEFAULT_FLOOR, "")
+    assert floors.floor_function(gs, "native", {floors.HOST_FACT: {"floors": [{}]}})(gs[1].key) == (
+        ratios.DEFAULT_FLOOR,
+        "",
+    )
 
 
 def test_floors_never_go_below_the_minimum():

@@ -100,9 +100,9 @@ def test_current_store_read_only_lists_exports_and_reports(shared_dir):
 def test_old_schema_read_only_is_migrated_in_a_private_copy(shared_dir):
     _place(shared_dir, migrated=False)
     before = _state(shared_dir)
-    got = _as_reader(shared_dir, "results", "--run", VMLIFE, "--format", "csv")
+    got = _as_reader(shared_dir, "results", "--run", VMLIFE, "--format", "jsonl")
     assert got.returncode == 0, got.stderr
-    assert got.stdout == (GOLDEN / f"{VMLIFE}.csv").read_text()
+    assert got.stdout == (GOLDEN / f"{VMLIFE}.jsonl").read_text()
     assert "schema version 1" in got.stderr and "private copy" in got.stderr
     assert _state(shared_dir) == before
     con = readonly.connect(shared_dir / DB_NAME)

@@ -70,6 +70,17 @@ def builtin_names() -> list[str]:
     )
 
 
+def summary(path: Path) -> str:
+    """The first line of a campaign file's description ("" when it has none or is not a
+    readable campaign): what `list campaigns` shows, without loading the whole campaign."""
+    try:
+        meta = tomllib.loads(path.read_text()).get("campaign", {})
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return ""
+    text = meta.get("description", "") if isinstance(meta, dict) else ""
+    return text.strip().splitlines()[0] if isinstance(text, str) and text.strip() else ""
+
+
 def resolve(path_or_name: str | None) -> Path:
     """A path to a campaign file, or the name of a built-in campaign (default: quick)."""
     if path_or_name is None:

@@ -53,6 +53,9 @@ class Settings:
     # measure the baseline twice, as platform "<baseline>-aa" in the same rounds: each test
     # case's noise floor on this host (analysis/floors.py)
     aa: bool = False
+    # `run --platforms/--suites/--test-cases` (campaign/select.py): stored with the run, so a
+    # --resume runs the same part of the matrix; None: the whole campaign
+    selection: dict[str, list[str]] | None = None
 
 
 @dataclass

@@ -72,7 +72,9 @@ class ReportData:
             samples=samples,
             groups=groups,
             comparisons=comparisons,
-            seed004=scores.seed004(groups, description.scoring_of),
+            seed004=[
+                s for s in scores.seed004(groups, description.scoring_of) if seed004_applies(s)
+            ],
             geomeans=scores.geomeans(groups, comparisons, baseline, description.scoring_of),
             platforms=platforms,
             suites=list(dict.fromkeys(c.suite for c in cells)),
@@ -121,3 +123,11 @@ class ReportData:
             if c.platform not in out:
                 out[c.platform] = json.loads(c.platform_json or "{}")
         return out
+
+
+def seed004_applies(suite: scores.Seed004Suite) -> bool:
+    """Seed 004's total (formula 2: the sum of each test's score, its mean over the best
+    configuration's) says something only when configurations are compared: with one, every
+    score is 1 and the total is the number of tests. One test with several configurations
+    keeps its total, as seed 004's Table 7 (the application stack, one test) prints it."""
+    return len(suite.configs) >= 2

@@ -30,13 +30,32 @@ def num(v: float | None) -> str:
     return f"{v:.3f}"
 
 
+def shown(value: float, digits: int) -> float:
+    """`value` as printed with `digits` decimals, never -0.0: a change that rounds to zero
+    has no sign ("-0.0%" reads as a measured loss)."""
+    rounded = round(value, digits)
+    return 0.0 if rounded == 0 else rounded
+
+
 def pct(fraction: float | None, digits: int = 1) -> str:
-    return "–" if fraction is None else f"{fraction * 100:.{digits}f}%"
+    return "–" if fraction is None else f"{shown(fraction * 100, digits):.{digits}f}%"
 
 
-def signed_pct(value: float | None, digits: int = 1) -> str:
-    """A percentage that is already in % units, with its sign."""
-    return "–" if value is None else f"{value:+.{digits}f}%"
+def signed_pct(value: float | None, digits: int = 1, space: str = "") -> str:
+    """A percentage that is already in % units, with its sign; zero has none."""
+    if value is None:
+        return "–"
+    v = shown(value, digits)
+    return f"{v:.{digits}f}{space}%" if v == 0 else f"{v:+.{digits}f}{space}%"
+
+
+def label_value(v: object) -> str:
+    """A label or option value as written in a campaign: true/false, JSON for lists."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, dict | list):
+        return json.dumps(v, sort_keys=True, default=str)
+    return str(v)
 
 
 def ratio(v: float | None) -> str:

@@ -32,7 +32,7 @@ from rich.text import Text
 
 from .. import __version__, hostfloors, hostinfo
 from ..analysis import floors
-from ..campaign import expand, loader
+from ..campaign import expand, loader, select
 from ..campaign.model import Adaptive, Campaign, Cell
 from ..cgroups import CpuBudget, ThrottleCount
 from ..errors import PlatformError, VirtbenchError, WorkloadError
@@ -53,6 +53,7 @@ from . import adaptive, ceilings, describe, locks, states, validate
 from . import budget as budget_mod
 from .cell import Outcome, cell_id, measure, spec_json
 from .peaks import StoredPeaks
+from .plan import duration_text
 
 
 def calibrated_floors(say: Callable[[str], None]) -> dict[str, Any]:
@@ -178,14 +179,7 @@ class Runner:
         self, campaign: Campaign, repetitions: int | str | None = None, seed: int | None = None
     ) -> str:
         """`repetitions`: a number, "auto" (adaptive), or None (the campaign's)."""
-        seed = seed if seed is not None else campaign.settings.seed
-        if seed is None and campaign.settings.order == "random":
-            seed = secrets.randbelow(2**31)
-        plan = _adaptive_plan(campaign, repetitions)
-        if plan is not None:
-            repetitions = plan.min_repetitions
-        assert not isinstance(repetitions, str)
-        cells = expand.expand(campaign, repetitions, seed)
+        cells, plan, repetitions, seed = planned_cells(campaign, repetitions, seed)
         self._preflight(campaign, cells)
         run_id = new_run_id()
         with self._held(run_id):  # held before the run exists: never seen running unheld
@@ -227,7 +221,7 @@ class Runner:
                 (run_id, "bold"),
                 " campaign ",
                 (campaign.name, "bold"),
-                f": {len(cells)} cells (order {campaign.settings.order}, seed {seed})"
+                f": {len(cells)} cells (order {campaign.settings.order}{_seed_text(seed)})"
                 f" -> {self.store.path}",
             )
         )
@@ -281,8 +275,10 @@ class Runner:
             self.console.print(
                 Text(f"run {run_id} was {run['status']} at {states.when(run['finished_at'])}")
             )
-        campaign = loader.parse(run["campaign_text"], run["campaign_file"])
         settings = json.loads(run["settings_json"])
+        campaign = select.apply(
+            loader.parse(run["campaign_text"], run["campaign_file"]), settings.get("selection")
+        )
         plan = Adaptive(**settings["adaptive"]) if settings.get("adaptive") else None
         stored = self.store.cells(run_id)
         if plan is None:
@@ -421,6 +417,7 @@ class Runner:
             MofNCompleteColumn(),
             _EtaColumn(),
         )
+        started, done = time.monotonic(), 0
         with Progress(*columns, console=self.console, transient=True) as progress:
             task = progress.add_task("starting", total=len(todo))
             for cells in groups:
@@ -444,6 +441,7 @@ class Runner:
                     for cell in cells:
                         failed = Outcome("failed", [], [], f"provision: {exc}", 0.0)
                         self._commit(run_id, cell, failed, {})
+                        done += 1
                         progress.advance(task)
                     self.console.print(
                         Text.assemble(("✗", "red"), f" {platform_name}: cannot provision: {exc}")
@@ -475,7 +473,9 @@ class Runner:
                             cell,
                             campaign,
                             warmup_error=warmed[key],
+                            at=lambda n=done + 1: _position(n, len(todo), started),
                         )
+                        done += 1
                         progress.advance(task)
                 finally:
                     cm.__exit__(None, None, None)
@@ -595,7 +595,9 @@ class Runner:
         cell: Cell,
         campaign: Campaign,
         warmup_error: str | None = None,
+        at: Callable[[], str] | None = None,
     ) -> None:
+        """`at`: says where the run is ("[3/12] ", "ETA 1:05") once the cell is done."""
         self.store.start_cell(cell_id(run_id, cell.seq))
         overlapped = set(locks.other_runners())
         ctx = self._context(cell, campaign)
@@ -629,7 +631,7 @@ class Runner:
         where = f"{cell.platform.name} {cell.test_case} {cell.scenario} #{cell.repetition}"
         if warmup_error is not None:
             where += " (after a failed warm-up)"
-        self._print(where, cell.test_case, out)
+        self._print(where, cell.test_case, out, at() if at else ("", ""))
 
     def _commit(self, run_id: str, cell: Cell, out: Outcome, labels) -> None:
         self.store.finish_cell(
@@ -642,21 +644,34 @@ class Runner:
             labels or None,
         )
 
-    def _print(self, where: str, test_case: str, out: Outcome) -> None:
+    def _print(
+        self, where: str, test_case: str, out: Outcome, at: tuple[str, str] = ("", "")
+    ) -> None:
+        """One line per cell: `[n/N] ✓ where: value (time, ETA)`, whole lines a pipe or log
+        keeps (the live bar is the terminal's only)."""
         # tool output and error text are printed literally (Text), never as rich markup
         samples = out.samples
+        position, eta = at[0], f", {at[1]}" if at[1] else ""
         if out.status != "ok" or not samples:
-            self.console.print(Text.assemble(("✗", "red"), f" {where}: {out.status}: {out.error}"))
+            self.console.print(
+                Text.assemble(
+                    position,
+                    ("✗", "red"),
+                    f" {where}: {out.status}: {out.error}",
+                    f" ({at[1]})" if at[1] else "",
+                )
+            )
             return
         wcls = workload_registry.WORKLOADS[test_case]
         head = next((s for s in samples if s.metric == wcls.primary().name), samples[0])
         invalid = head.labels.get("invalid")
         self.console.print(
             Text.assemble(
+                position,
                 ("✓", "green"),
                 f" {where}: {head.value:.6g} {head.unit}",
                 (f" (invalid: {invalid})", "yellow") if invalid else "",
-                f" ({out.elapsed_s:.1f}s)",
+                f" ({out.elapsed_s:.1f}s{eta})",
             )
         )
 
@@ -690,6 +705,33 @@ def _check_same_cells(run: dict, stored: list[CellRow], cells: list[Cell]) -> No
             f" other cells than the run stored (cell {seq}: stored {was}, now {now}); resume"
             f" it with the code that started it (virtbench {run.get('virtbench_version')})"
         )
+
+
+def _seed_text(seed: int | None) -> str:
+    """ ", seed N" when the order has one (random order, or --seed); nothing otherwise."""
+    return "" if seed is None else f", seed {seed}"
+
+
+def _position(n: int, total: int, started: float) -> tuple[str, str]:
+    """("[n/N] ", "ETA m:ss") after the n-th of `total` cells, the ETA from the mean time per
+    cell so far (as the live bar's)."""
+    left = (time.monotonic() - started) / n * (total - n)
+    return f"[{n}/{total}] ", (f"ETA {duration_text(left)}" if n < total else "")
+
+
+def planned_cells(
+    campaign: Campaign, repetitions: int | str | None = None, seed: int | None = None
+) -> tuple[list[Cell], Adaptive | None, int | None, int | None]:
+    """The cells a new run starts with (an adaptive run: its first rounds), its adaptive
+    plan, fixed repetitions and seed: what `start` runs and `run --dry-run` shows."""
+    seed = seed if seed is not None else campaign.settings.seed
+    if seed is None and campaign.settings.order == "random":
+        seed = secrets.randbelow(2**31)
+    plan = _adaptive_plan(campaign, repetitions)
+    if plan is not None:
+        repetitions = plan.min_repetitions
+    assert not isinstance(repetitions, str)
+    return expand.expand(campaign, repetitions, seed), plan, repetitions, seed
 
 
 def _adaptive_plan(campaign: Campaign, repetitions: int | str | None) -> Adaptive | None:

@@ -21,7 +21,7 @@ from typing import Any
 
 from .. import ownedtmp
 from ..errors import VirtbenchError
-from ..results import Sample
+from ..results import SOLO_PEAK_SCENARIO, Sample
 from . import backend, checked, readonly, schema, stops
 from . import description as description_mod
 from .backend import Db
@@ -254,6 +254,21 @@ class Store:
         rows = [CellRow(*r) for r in cur.fetchall()]
         checked.cell_rows(str(self.path), rows)
         return rows
+
+    def cell_durations(self) -> dict[tuple[str, str], list[float]]:
+        """(platform, test case) -> the measured time of every finished ok cell of every run
+        (solo peaks left out): what `run --dry-run` estimates a plan from."""
+        cur = self.conn.execute(
+            "SELECT platform, test_case, finished_at - started_at FROM cells"
+            " WHERE status = 'ok' AND started_at IS NOT NULL AND finished_at IS NOT NULL"
+            " AND scenario <> ?",
+            (SOLO_PEAK_SCENARIO,),
+        )
+        out: dict[tuple[str, str], list[float]] = {}
+        for platform, test_case, seconds in cur.fetchall():
+            if seconds is not None and seconds >= 0:
+                out.setdefault((platform, test_case), []).append(float(seconds))
+        return out
 
     def start_cell(self, cell_id: str) -> None:
         with self.tx() as c:

@@ -235,7 +235,12 @@ def host_section(data: ReportData) -> Section:
         lab = dict(plats.get(name, {}))
         ptype = lab.pop("platform_type", lab.pop("type", "–"))
         accel = lab.pop("accel_used", None) or lab.get("accel") or "–"
-        opts = ", ".join(f"{k}={v}" for k, v in sorted(lab.items()) if k not in ("name",))
+        # options left unset are not shown (never as Python's None)
+        opts = ", ".join(
+            f"{k}={fmt.label_value(v)}"
+            for k, v in sorted(lab.items())
+            if k != "name" and v is not None
+        )
         prow.append(
             [name + (" (baseline)" if name == data.baseline else ""), ptype, accel, opts or "–"]
         )

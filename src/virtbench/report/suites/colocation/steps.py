@@ -21,7 +21,7 @@ from typing import Any
 from ....analysis import colocation_steps as cs
 from ....analysis.colocation import value_order
 from ....results import is_solo_peak
-from ... import html, svg
+from ... import fmt, html, svg
 from ...core.curves import split_curves
 
 CHART_W = 640
@@ -228,7 +228,7 @@ def env_rate_charts(data) -> list[str]:
 
 
 def _pct(v: float | None) -> str:
-    return "–" if v is None else f"{v:+.1f} %"
+    return fmt.signed_pct(v, 1, space=" ")
 
 
 def _v(v: float | None, spec: str = ".4g") -> str:
