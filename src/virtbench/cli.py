@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from . import __version__
+from . import __version__, pychild
 from .errors import NeedsRootError, VirtbenchError
 
 console = Console(soft_wrap=True, emoji=False)  # long lines stay whole in logs and pipes
@@ -813,6 +813,7 @@ def fleet_report(fleet_id, run_refs, results_dir, store, all_metrics, fmt) -> No
 
 
 def main() -> None:
+    pychild.drop_relative_path_entries()  # root never runs ./ip for ip (docs/security.md)
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:
