@@ -133,6 +133,15 @@ def trusted(path: Path) -> bool:
     return stat.S_ISREG(st.st_mode) and _owner_ok(st)
 
 
+def trusted_dir(path: Path) -> bool:
+    """A directory (not a symlink) owned by root (or this user) that no one else can write."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and _owner_ok(st)
+
+
 def state_dir(path: Path, mode: int = 0o700) -> Path:
     """Make `path` (and missing parents) a directory only its owner can write, `mode` set
     explicitly whatever the umask. An existing one is accepted only as a real directory (not
