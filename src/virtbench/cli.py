@@ -335,7 +335,8 @@ def cleanup() -> None:
     removed = run_all()
     for line in removed:
         say(line)
-    console.print(f"cleanup: {len([r for r in removed if not r.startswith('!')])} objects removed")
+    done = [r for r in removed if not r.startswith(("!", "left alone"))]
+    console.print(f"cleanup: {len(done)} objects removed")
 
 
 @cli.command()
