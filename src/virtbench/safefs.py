@@ -71,7 +71,8 @@ def write_file(path: Path, data: str | bytes, mode: int = 0o644, kind: str = "wr
     check_results_dir(path.parent)
     check_target(path)
     ownedtmp.remove_stale(path.parent, kinds=(kind,))  # a killed writer's leftover here
-    fd, tmp = ownedtmp.mkstemp(kind, dir=path.parent, hidden=True)
+    suffix = path.suffix if path.suffix[1:].isalnum() and path.suffix.isascii() else ""
+    fd, tmp = ownedtmp.mkstemp(kind, suffix=suffix, dir=path.parent, hidden=True)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode("utf-8") if isinstance(data, str) else data)
