@@ -1,7 +1,13 @@
-"""Find and remove what virtbench left behind after a crash, by its own naming (NAME_PREFIX).
+"""Find and remove what virtbench left behind after a crash, by its own records.
 
 Each platform module registers a cleaner for the host objects it creates; a cleaner returns
-a line per object it removed.
+a line per object it removed, and a "left alone: X (no virtbench record)" line per object
+that only looks like virtbench's. An object in a namespace others share (a netns, link, nft
+table, cgroup, QEMU, Docker container) is removed only when an owner claim (below) says a
+virtbench process made it and that process is gone: a name starting with `vb-` proves
+nothing. Records are believed only when root owns them and no one else can write them
+(safefs.trusted), and are written before the object is made, so a SIGKILLed run's leftovers
+still have theirs (docs/security.md).
 """
 
 from __future__ import annotations
@@ -10,7 +16,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from . import cachedir, ownedtmp
+from . import cachedir, ownedtmp, safefs
 from .ownedtmp import process_start_time as process_start_time  # its home is ground level
 
 CLEANERS: list[tuple[str, Callable[[], list[str]]]] = []
@@ -30,29 +36,59 @@ def register(what: str):
 OWNERS_DIR = Path("/run/virtbench/owners")
 
 
+ALIVE, DEAD, NO_RECORD = "alive", "dead", "no record"
+
+
 def claim(name: str) -> None:
-    """Record that this process owns the host object(s) named `name`."""
-    OWNERS_DIR.mkdir(parents=True, exist_ok=True)
-    (OWNERS_DIR / name).write_text(f"{os.getpid()} {process_start_time(os.getpid())}\n")
+    """Record that this process owns the host object(s) named `name` (before making them)."""
+    me = os.getpid()
+    safefs.write_state(OWNERS_DIR / name, f"{me} {process_start_time(me)}\n", mode=0o600)
 
 
 def release(name: str) -> None:
     (OWNERS_DIR / name).unlink(missing_ok=True)
 
 
+def owner(*names: str) -> str:
+    """ALIVE if a trusted claim of any of `names` names a running process, else DEAD if one
+    names a process that is gone, else NO_RECORD (no claim, or one not to be believed)."""
+    states = set()
+    for name in names:
+        text = safefs.read_state(OWNERS_DIR / name)
+        try:
+            pid, start = (text or "").split()
+            states.add(ALIVE if process_start_time(int(pid)) == start else DEAD)
+        except ValueError:
+            continue
+    return ALIVE if ALIVE in states else DEAD if DEAD in states else NO_RECORD
+
+
 def in_use(name: str) -> bool:
     """True if `name` was claimed by a process that is still running."""
-    try:
-        pid, start = (OWNERS_DIR / name).read_text().split()
-    except (OSError, ValueError):
-        return False
-    return process_start_time(int(pid)) == start
+    return owner(name) == ALIVE
+
+
+def left_alone(what: str) -> str:
+    return f"left alone: {what} (no virtbench record)"
+
+
+def _drop_dead_claims() -> list[str]:
+    """Claims of processes that are gone, once every cleaner has used them."""
+    if OWNERS_DIR.is_dir():
+        for entry in OWNERS_DIR.iterdir():
+            if owner(entry.name) == DEAD:
+                entry.unlink(missing_ok=True)
+    return []
 
 
 @register("private temporary files")
 def _clean_owned_tmp() -> list[str]:
-    """/tmp/vb-KIND-PID-START-* (a store's private copy, an import's, ...) of dead owners."""
-    return ownedtmp.remove_stale()
+    """vb-KIND-PID-START-* of dead owners in /tmp (a store's private copy, an import's) and
+    in root's PRIVATE_TMP (JMeter's client directories, wrk's scripts)."""
+    removed = ownedtmp.remove_stale()
+    if safefs.PRIVATE_TMP.is_dir() and safefs.trusted_dir(safefs.PRIVATE_TMP):
+        removed += ownedtmp.remove_stale(safefs.PRIVATE_TMP)
+    return removed
 
 
 @register("cache staging directories")
@@ -130,6 +166,7 @@ def run_all() -> list[str]:
 
     scenarios.load_all()  # so do scenario helpers that change host settings (quantum)
     from . import tune  # noqa: F401 - `virtbench tune` registers its restorer
+    from .runner import locks  # noqa: F401 - stale host run registrations
 
     removed: list[str] = []
     for what, fn in CLEANERS:
@@ -137,4 +174,5 @@ def run_all() -> list[str]:
             removed.extend(fn())
         except Exception as exc:  # noqa: BLE001 - one cleaner failing must not stop the others
             removed.append(f"! {what}: {exc}")
+    _drop_dead_claims()  # last: every cleaner above judged its objects by them
     return removed

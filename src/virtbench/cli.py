@@ -14,7 +14,7 @@ import click
 from rich.console import Console
 from rich.text import Text
 
-from . import __version__, cli_output
+from . import __version__, cli_output, pychild
 from .cli_output import Rows, emit, format_option, stdout_gone, trace_commands
 from .errors import NeedsRootError, VirtbenchError
 from .parsing import printable
@@ -574,7 +574,8 @@ def cleanup() -> None:
     removed = run_all()
     for line in removed:
         say(line)
-    console.print(f"cleanup: {len([r for r in removed if not r.startswith('!')])} objects removed")
+    done = [r for r in removed if not r.startswith(("!", "left alone"))]
+    console.print(f"cleanup: {len(done)} objects removed")
 
 
 @cli.command()
@@ -1110,6 +1111,7 @@ def fleet_report(fleet_id, run_refs, results_dir, store, all_metrics, fmt) -> No
 
 
 def main() -> None:
+    pychild.drop_relative_path_entries()  # root never runs ./ip for ip (docs/security.md)
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:

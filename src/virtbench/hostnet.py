@@ -18,7 +18,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import cleanup, tools
+from . import cleanup, safefs, tools
 from .errors import PlatformError
 from .filelock import file_lock
 from .naming import NAME_PREFIX
@@ -129,16 +129,17 @@ def _leases() -> dict[str, str]:
     """ip -> owner name."""
     if not IPAM.is_dir():
         return {}
-    return {f.name: f.read_text().strip() for f in IPAM.iterdir()}
+    leases = {f.name: safefs.read_state(f) for f in IPAM.iterdir()}
+    return {ip: who.strip() for ip, who in leases.items() if who is not None}  # trusted only
 
 
 def _allocate_locked(owner: str) -> str:
-    IPAM.mkdir(parents=True, exist_ok=True)
+    safefs.state_dir(IPAM)
     taken = set(_leases()) | {GATEWAY}
     for host in SUBNET.hosts():
         ip = str(host)
         if ip not in taken:
-            (IPAM / ip).write_text(owner + "\n")
+            safefs.write_state(IPAM / ip, owner + "\n")
             return ip
     raise PlatformError(f"no free address left in {SUBNET} (run: virtbench cleanup)")
 
@@ -451,29 +452,39 @@ def _owner_of(name: str) -> str:
     return NAME_PREFIX + rest.split("-", 1)[0]
 
 
+def _judge(what: str, name: str, removed: list[str]) -> bool:
+    """Whether to remove `name`: only when its owner's claim says that owner is gone; what
+    has no record (a user's vb-named netns, link or table) is left alone and said so."""
+    state = cleanup.owner(_owner_of(name))
+    if state == cleanup.NO_RECORD:
+        removed.append(cleanup.left_alone(f"{what} {name}"))
+    return state == cleanup.DEAD
+
+
 @cleanup.register("network")
 def clean() -> list[str]:
-    """Remove vb- netns, links, nft tables and leases whose owner is not running."""
+    """Remove vb- netns, links and nft tables whose owner's claim says it died, and leases
+    (in virtbench's own state directory) whose owner is not running."""
     removed: list[str] = []
     if tools.which("ip") is None:
         return removed
     with _locked():
         if NETNS_DIR.is_dir():
             for ns in sorted(NETNS_DIR.iterdir()):
-                if ns.name.startswith(NAME_PREFIX) and not cleanup.in_use(_owner_of(ns.name)):
+                if ns.name.startswith(NAME_PREFIX) and _judge("netns", ns.name, removed):
                     delete_netns(ns.name)
                     removed.append(f"netns {ns.name}")
         for link in sorted(Path("/sys/class/net").iterdir()):
             if (
                 link.name.startswith(NAME_PREFIX)
                 and link.name != BRIDGE
-                and not cleanup.in_use(_owner_of(link.name))
+                and _judge("link", link.name, removed)
             ):
                 delete_link(link.name)
                 removed.append(f"link {link.name}")
         if tools.which("nft"):
             for table in nft_tables():
-                if not cleanup.in_use(_owner_of(table)):
+                if _judge("nft table ip", table, removed):
                     subprocess.run(["nft", "delete", "table", "ip", table], capture_output=True)
                     removed.append(f"nft table ip {table}")
                     if table.endswith(HAIRPIN_SUFFIX):  # the bridge's forwarding went with it

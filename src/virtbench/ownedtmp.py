@@ -61,10 +61,11 @@ def mkstemp(
     return tempfile.mkstemp(prefix=prefix(kind, hidden), suffix=suffix, dir=dir)
 
 
-# KIND is lower-case words joined by '-'; tempfile's random part is 8 of [a-z0-9_]
+# KIND is lower-case words joined by '-'; the random part is 8 of tempfile's [a-z0-9_] or
+# mktemp(1)'s [A-Za-z0-9] (the JMeter client's shell names its directory so)
 _OWNED = re.compile(
     r"\.?" + re.escape(NAME_PREFIX) + r"(?P<kind>[a-z]+(?:-[a-z]+)*)-(?P<pid>\d+)-(?P<start>\d+)-"
-    r"[a-z0-9_]{8}(?:\.[A-Za-z0-9]+)?"
+    r"[A-Za-z0-9_]{8}(?:\.[A-Za-z0-9]+)?"
 )
 
 

@@ -1,26 +1,24 @@
-"""Host state virtbench keeps between runs (the disk ceiling, A/A floors): JSON files in a
-directory only its owner can use, /var/lib/virtbench/KIND as root, ~/.cache/virtbench/KIND
-otherwise, $VIRTBENCH_STATE_DIR/KIND for tests. Root-safe: the directory must be a real one,
-ours, with no group/other access; a file is read without following symlinks and must be
-regular; a new one is written beside it and renamed over it."""
+"""Host state virtbench keeps between runs (the disk ceiling, A/A floors): JSON records in a
+directory only root can use, /var/lib/virtbench/KIND as root, ~/.cache/virtbench/KIND
+otherwise, $VIRTBENCH_STATE_DIR/KIND for tests. The safety rules are safefs's (no symlinks,
+no directory or record another user could have planted, atomic writes, explicit modes);
+this module only names the places and speaks JSON."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import stat
 from pathlib import Path
 from typing import Any
 
-from . import ownedtmp
+from . import safefs
 from .errors import VirtbenchError
 
 ENV = "VIRTBENCH_STATE_DIR"
 
 
 class StateError(VirtbenchError):
-    """A state directory or file that cannot be trusted or written."""
+    """A state directory or record that cannot be trusted or written."""
 
 
 def root(kind: str) -> Path:
@@ -32,50 +30,29 @@ def root(kind: str) -> Path:
 
 
 def safe_dir(d: Path, what: str, env: str = ENV) -> Path:
-    """`d`, made 0700 if absent; refused if it is a symlink, not ours, or open to others
-    (another user could plant the state that judges our figures)."""
-    d.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(FileExistsError):
-        os.mkdir(d, 0o700)
-    st = os.lstat(d)
-    if not stat.S_ISDIR(st.st_mode):
-        raise StateError(f"{what} {d} is not a directory (a symlink?); remove it")
-    if st.st_uid != os.geteuid() or st.st_mode & 0o077:
-        raise StateError(
-            f"{what} {d} is owned by uid {st.st_uid} with mode"
-            f" {stat.S_IMODE(st.st_mode):o}; it must be yours with mode 700 (chmod 700, or"
-            f" remove it), or set {env}"
-        )
-    return d
+    """`d`, made 0700 if absent; refused if it is a symlink, another user's or writable by
+    others (another user could plant the state that judges our figures)."""
+    try:
+        return safefs.state_dir(d)
+    except safefs.UnsafePath as exc:
+        raise StateError(f"{what}: {exc} (or set {env})") from None
 
 
 def read_json(path: Path) -> Any | None:
-    """The JSON in `path`, or None (absent, unreadable, not a regular file, not JSON)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
+    """The JSON of a trusted record, or None (absent, not to be believed, not JSON)."""
+    text = safefs.read_state(path)
+    if text is None:
         return None
-    with os.fdopen(fd) as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            return None
-        try:
-            return json.load(f)
-        except (ValueError, UnicodeDecodeError):
-            return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
 
 
 def write_json(path: Path, obj: Any, kind: str) -> Path:
-    """Write `obj` to `path` (in a safe_dir) through a temporary file renamed over it."""
-    with contextlib.suppress(FileNotFoundError):
-        if not stat.S_ISREG(os.lstat(path).st_mode):
-            raise StateError(f"{path} is not a regular file; not replacing it")
-    fd, tmp = ownedtmp.mkstemp(kind, suffix=".json", dir=path.parent, hidden=True)
+    """Write `obj` to `path` whole or not at all (mode 0600)."""
     try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, indent=1, sort_keys=True)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+        safefs.write_file(path, json.dumps(obj, indent=1, sort_keys=True), 0o600, kind)
+    except safefs.UnsafePath as exc:
+        raise StateError(str(exc)) from None
     return path

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from . import cleanup, netstack
+from . import cleanup, netstack, ownedtmp, safefs
+from .errors import VirtbenchError
 
 STATE = Path("/run/virtbench/tune.json")
 SET, ALREADY, UNAVAILABLE, REFUSED = "set", "already", "not available here", "refused"
@@ -84,49 +86,120 @@ def plan(root: Path = Path("/"), housekeeping: int = 0) -> list[Change]:
     return out
 
 
+# The only files a record may name: what `plan` writes. A record naming anything else (a
+# tampered or foreign tune.json) is not restored: root would write wherever it says.
+KNOBS = re.compile(
+    r"/sys/devices/system/cpu/cpu[0-9]+/cpufreq/scaling_governor"
+    r"|/sys/devices/system/cpu/intel_pstate/no_turbo"
+    r"|/sys/devices/system/cpu/cpufreq/boost"
+    r"|/sys/kernel/mm/transparent_hugepage/(?:enabled|defrag)"
+    r"|/proc/sys/net/ipv4/tcp_congestion_control"
+    r"|/proc/irq/[0-9]+/smp_affinity_list"
+)
+
+
+def known_knob(rel: str) -> bool:
+    return KNOBS.fullmatch(rel) is not None
+
+
 def _write(root: Path, rel: str, value: str) -> bool:
+    if not known_knob(rel):
+        return False
     try:
-        (root / rel.lstrip("/")).write_text(value + "\n")
+        flags = os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(root / rel.lstrip("/"), flags)
+        with os.fdopen(fd, "w") as f:
+            f.write(value + "\n")
     except OSError:
         return False
     return True
 
 
+@dataclass
+class Record:
+    """tune.json: what was changed, by which process, and whether it finished. A finished
+    `tune` is the user's standing choice (undone by `tune --reset` only); one whose process
+    died part way is a crash's leftover, which `cleanup` undoes."""
+
+    changes: list[Change]
+    pid: int | None = None
+    start: str | None = None
+    complete: bool = True
+
+    def owner_gone(self) -> bool:
+        return self.pid is None or ownedtmp.process_start_time(self.pid) != self.start
+
+
 def apply(root: Path = Path("/"), housekeeping: int = 0, state: Path = STATE) -> list[Change]:
     """Write every knob that differs, record the ones written, and return the whole plan."""
-    if load(state):
+    if load(state) or state.exists():
         raise RuntimeError(f"the host is already tuned ({state}); run `virtbench tune --reset`")
     changes = plan(root, housekeeping)
     written: list[Change] = []
+    me = os.getpid()
+    record = Record(written, me, ownedtmp.process_start_time(me), complete=False)
     for c in changes:
         if not c.status:
             c.status = SET if _write(root, c.path, c.new) else REFUSED
             if c.status == SET:
                 written.append(c)
-                _save(state, written)  # after each write: a crash leaves nothing unrecorded
+                _save(state, record)  # after each write: a crash leaves nothing unrecorded
+    if written:
+        record.complete = True
+        _save(state, record)
     return changes
 
 
-def _save(state: Path, written: list[Change]) -> None:
-    if not written:
-        return
-    state.parent.mkdir(parents=True, exist_ok=True)
-    tmp = state.with_suffix(".tmp")
-    tmp.write_text(json.dumps([asdict(c) for c in written], indent=1))
-    os.replace(tmp, state)
+def _save(state: Path, record: Record) -> None:
+    body = {
+        "pid": record.pid,
+        "start": record.start,
+        "complete": record.complete,
+        "changes": [asdict(c) for c in record.changes],
+    }
+    safefs.write_state(state, json.dumps(body, indent=1), mode=0o600)  # root's only
+
+
+def load_record(state: Path = STATE) -> Record | None:
+    """The record if there is one to believe (root-owned, not writable by others, a regular
+    file; see safefs.trusted), else None. A record of the old format (a bare list) was
+    written by a finished `tune`."""
+    text = safefs.read_state(state)
+    if text is None:
+        return None
+    try:
+        body = json.loads(text)
+        if isinstance(body, list):
+            return Record([Change(**c) for c in body])
+        changes = [Change(**c) for c in body["changes"]]
+        start = body.get("start")
+        return Record(changes, body.get("pid"), start, bool(body.get("complete")))
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None
 
 
 def load(state: Path = STATE) -> list[Change]:
-    try:
-        return [Change(**c) for c in json.loads(state.read_text())]
-    except (OSError, ValueError, TypeError):
-        return []
+    record = load_record(state)
+    return record.changes if record else []
+
+
+def _untrusted(state: Path) -> bool:
+    return os.path.lexists(state) and load_record(state) is None
 
 
 def reset(root: Path = Path("/"), state: Path = STATE) -> list[str]:
-    """Write back every recorded old value; a line per knob. The record goes once done."""
+    """Write back every recorded old value of a known knob; a line per knob. The record goes
+    once done. A record that cannot be believed is refused, named."""
+    if _untrusted(state):
+        raise VirtbenchError(
+            f"{state} is not virtbench's record (not a root-owned regular file only root can"
+            " write, or not readable as one): nothing restored; check it and remove it"
+        )
     lines = []
     for c in load(state):
+        if not known_knob(c.path):
+            lines.append(f"could not restore {c.path}: not a knob `virtbench tune` sets")
+            continue
         ok = c.old is not None and _write(root, c.path, c.old)
         lines.append(f"{'restored' if ok else 'could not restore'} {c.path}: {c.new} -> {c.old}")
     state.unlink(missing_ok=True)
@@ -145,5 +218,14 @@ def summary(state: Path = STATE) -> dict[str, int] | None:
 
 
 @cleanup.register("tuned host settings")
-def _restore_after_crash() -> list[str]:
-    return reset()
+def _restore_after_crash(root: Path = Path("/"), state: Path = STATE) -> list[str]:
+    """Undo a `tune` that died part way; a finished one is kept (the user asked for it)."""
+    if not os.path.lexists(state):
+        return []
+    record = load_record(state)
+    if record is None:
+        return [f"left alone: {state} (not a record virtbench can believe: not root's, or"
+                " writable by others)"]  # fmt: skip
+    if record.complete or not record.owner_gone():
+        return []  # a tuned host stays tuned: `virtbench tune --reset` undoes it
+    return reset(root, state)

@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO
 
+from . import pychild
+
 DONE = b"done\n"
 
 
@@ -28,7 +30,7 @@ def guard() -> Iterator[None]:
     """Run the body with a watchdog that cleans up if this process dies inside it."""
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "virtbench.watchdog", str(os.getpid())],
+            pychild.module_argv("virtbench.watchdog", str(os.getpid())),  # never the cwd's
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             start_new_session=True,
@@ -53,6 +55,7 @@ def _finish(pipe: IO[bytes]) -> None:
 
 def main(argv: list[str]) -> int:
     parent = argv[0] if argv else "?"
+    pychild.drop_relative_path_entries()  # the cleaners run tools (ip, nft) by name
     data = sys.stdin.buffer.read()  # returns at end-of-file: the parent exited or died
     if data.endswith(DONE):
         return 0

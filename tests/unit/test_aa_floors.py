@@ -123,12 +123,12 @@ def test_a_planted_state_directory_is_refused(tmp_path, monkeypatch):
     monkeypatch.setenv(statedir.ENV, str(tmp_path))
     (tmp_path / "elsewhere").mkdir()
     os.symlink(tmp_path / "elsewhere", tmp_path / "aa")
-    with pytest.raises(VirtbenchError, match="not a directory"):
+    with pytest.raises(VirtbenchError, match="symbolic link"):
         hostfloors.save({"floors": []})
     said = []
     assert calibrated_floors(said.append) == {} and "not used" in said[0]
     os.unlink(tmp_path / "aa")
     (tmp_path / "aa").mkdir(mode=0o777)
     os.chmod(tmp_path / "aa", 0o777)
-    with pytest.raises(VirtbenchError, match="mode 777"):
+    with pytest.raises(VirtbenchError, match="mode 0?777"):
         hostfloors.load()

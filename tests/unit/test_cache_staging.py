@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import virtbench
-from virtbench import cachedir, cleanup, ownedtmp, tools
+from virtbench import cachedir, cleanup, ownedtmp, safefs, tools
 from virtbench.errors import VirtbenchError
 
 from .fakes import dead_pid
@@ -168,7 +168,7 @@ def test_report_temp_file_is_owner_named_and_a_dead_ones_goes(tmp_path, monkeypa
         return real(src, dst)
 
     monkeypatch.setattr(build, "render", lambda store, run_id: ("<html>ok</html>", "ok"))
-    monkeypatch.setattr(build.os, "replace", spy)
+    monkeypatch.setattr(safefs.os, "replace", spy)  # build writes through safefs
     assert build.write(None, "r", tmp_path, out) == (out, "ok")  # type: ignore[arg-type]
     assert out.read_text() == "<html>ok</html>"
     assert names[0].startswith(f".vb-report-{os.getpid()}-") and names[0].endswith(".html")

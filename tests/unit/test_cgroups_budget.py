@@ -2,6 +2,7 @@
 against fake v1/v2 trees: where the groups go, what quota lands where, weights, lifting,
 labels and clean-up."""
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -77,13 +78,19 @@ def test_no_child_without_its_budget_and_names_checked(tmp_path):
         Cgroup("vb-ok/other", layout)
 
 
-def test_budget_and_children_are_leftovers_the_cleaner_removes(tmp_path):
+def test_budget_and_children_are_leftovers_the_cleaner_removes(tmp_path, monkeypatch):
+    monkeypatch.setattr(cleanup, "OWNERS_DIR", tmp_path / "owners")
     layout = _fake_v1(tmp_path)
     b = CpuBudget.create(50_000, layout=layout)
     Cgroup.create(b.child("vb-ffffff"), layout=layout)
+    (tmp_path / "cpu/virtbench/vb-users").mkdir()  # someone else's, named like ours
     assert b.name in cgroups.leftovers(layout)
-    assert cgroups.clean(layout) == []  # claimed by this (live) process: spared
-    cleanup.release(b.name)
+    # claimed by this (live) process: spared; the unclaimed one is left alone, said so
+    assert cgroups.clean(layout) == ["left alone: cgroup virtbench/vb-users (no virtbench record)"]
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    for claim in (tmp_path / "owners").iterdir():  # the owner died (its claims stay)
+        claim.write_text(f"{dead.pid} 1\n")
     # the fake tree's files keep rmdir from working: the removal is what is asked of it
     removed: list[Path] = []
     import virtbench.cgroups.group as group_mod
@@ -98,7 +105,8 @@ def test_budget_and_children_are_leftovers_the_cleaner_removes(tmp_path):
     finally:
         group_mod._rmdir_tree = orig
     assert f"cgroup virtbench/{b.name}" in out
-    assert tmp_path / "cpu/virtbench" / b.name in removed  # the tree, children first inside
+    assert tmp_path / "cpu/virtbench" / b.name in removed
+    assert tmp_path / "cpu/virtbench/vb-users" not in removed  # the tree, children first inside
 
 
 # --- runner/budget.py: which budget a target gets, and what its samples say ------------------

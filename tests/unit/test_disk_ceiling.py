@@ -207,8 +207,11 @@ def test_cache_is_private_keyed_and_refuses_symlinks(tmp_path):
         cache.save(c, d)
     link = tmp_path / "link"
     link.symlink_to(d)
-    with pytest.raises(cache.CeilingError, match="not a directory"):
+    with pytest.raises(cache.CeilingError, match="symbolic link"):
         cache.safe_dir(link)
-    os.chmod(d, 0o755)
-    with pytest.raises(cache.CeilingError, match="mode 755"):
+    os.chmod(d, 0o755)  # ours, others cannot write: made private again
+    cache.safe_dir(d)
+    assert stat.S_IMODE(os.stat(d).st_mode) == 0o700
+    os.chmod(d, 0o777)  # anyone could have planted a ceiling: refused
+    with pytest.raises(cache.CeilingError, match="mode 0777"):
         cache.safe_dir(d)

@@ -140,17 +140,18 @@ def test_import_copy_is_named_by_its_owner(tmp_path, tmpdir_is, monkeypatch):
     assert not seen[0].exists()
 
 
-def test_jmeter_cleaner_leaves_owner_named_dirs_to_their_owner(tmpdir_is):
-    """JMeter's idle rule (an hour untouched) still covers the client shell's mktemp dirs,
-    but not the launcher's dir of a live run that happens to sit idle that long."""
-    from virtbench.drivers import jmeter
+def test_jmeter_dirs_go_by_their_owner_never_by_name_or_age(tmpdir_is):
+    """A vb-jmeter-… directory not named by an owner (a user's, or an older version's) is
+    not virtbench's to remove however old; an owner-named one goes once its owner is gone
+    (issue 37: cleanup removes only what its records say it made)."""
+    from virtbench import cleanup
 
     live = Path(ownedtmp.mkdtemp("jmeter"))
-    shell = tmpdir_is / "vb-jmeter-Ab12Cd"  # mktemp -d /tmp/vb-jmeter-XXXXXX
-    shell.mkdir()
-    old = 3 * jmeter.STALE_S
-    for d in (live, shell):
+    other = tmpdir_is / "vb-jmeter-Ab12Cd"  # mktemp -d /tmp/vb-jmeter-XXXXXX
+    other.mkdir()
+    old = 3 * 3600
+    for d in (live, other):
         os.utime(d, (os.path.getatime(d) - old, os.path.getmtime(d) - old))
-    assert jmeter._clean_dirs() == [f"removed {shell}"]
-    assert live.is_dir()
+    assert cleanup._clean_owned_tmp() == []
+    assert live.is_dir() and other.is_dir()
     shutil.rmtree(live)

@@ -30,7 +30,7 @@ def test_client_host_from_the_inventory(tmp_path):
     assert (t.address, t.port, t.user, t.key) == ("10.9.8.7", 2222, "bench", "/keys/id")
     argv = t.argv("true")
     assert argv[-2:] == ["10.9.8.7", "true"] and "-p" in argv and "2222" in argv
-    assert "StrictHostKeyChecking=no" in argv and f"ControlPath={remote.CONTROL_PATH}" in argv
+    assert "StrictHostKeyChecking=no" in argv and f"ControlPath={remote.control_path()}" in argv
     assert remote.resolve(inv, "load2", "c.toml").address == "load2"  # no ansible_host
 
 

@@ -74,6 +74,8 @@ class Cgroup:
         period); elsewhere both are ignored.
         """
         cg = cls(name, layout or Layout.detect())
+        if "/" not in name:  # the record `cleanup` needs, before the group exists
+            cleanup.claim(claim_name(name))
         cg._make_dirs()
         try:
             if rt_runtime_us is not None:
@@ -308,6 +310,8 @@ class Cgroup:
         self.drop_rt()  # before rmdir: a removed group's bandwidth lingers in the kernel
         for d in [*self._dirs.values(), *(p / self.name for p in self.layout.other_parent_dirs())]:
             _rmdir_tree(d, deadline)
+        if "/" not in self.name:
+            cleanup.release(claim_name(self.name))
         rebalance_parent(self.layout)
         rt.release_rt(self.layout)
 
@@ -421,6 +425,11 @@ def leftovers(layout: Layout | None = None) -> list[str]:
     return sorted(names)
 
 
+def claim_name(name: str) -> str:
+    """The owner claim `Cgroup.create` writes for a top-level group before making it."""
+    return f"{name}.cgroup"
+
+
 @cleanup.register("cgroups")
 def clean(layout: Layout | None = None) -> list[str]:
     try:
@@ -429,8 +438,11 @@ def clean(layout: Layout | None = None) -> list[str]:
         return []
     removed = []
     for name in leftovers(layout):
-        if cleanup.in_use(name):
-            continue  # claimed by a virtbench process that is still running
+        state = cleanup.owner(name, claim_name(name))
+        if state == cleanup.NO_RECORD:
+            removed.append(cleanup.left_alone(f"cgroup {PARENT}/{name}"))
+        if state != cleanup.DEAD:
+            continue  # a live virtbench process's, or not known to be ours
         group = Cgroup(name, layout)
         before = {p: cleanup.command_of(p) or "?" for p in group.pids() if p != os.getpid()}
         group.destroy()

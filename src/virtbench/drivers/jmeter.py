@@ -15,16 +15,11 @@ import bisect
 import csv
 import io
 import math
-import shutil
-import tempfile
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from .. import cleanup, ownedtmp
+from .. import safefs
 from ..errors import WorkloadError
-from ..naming import NAME_PREFIX
 from .validity import client_limit, first
 
 JMETER_HOME = "/usr/share/jmeter"
@@ -55,9 +50,13 @@ SAVE_PROPS = {
 }
 
 # sh: run JMeter (its own output to stderr), then print the .jtl; exit with JMeter's status.
-# Its directory goes with it (a SIGKILL leaves it: the cleaner below removes stale ones).
+# Its directory goes with it. It is made in $1 (root's 0700 PRIVATE_TMP; /tmp where that is
+# missing, on a client host) and named by its owner as ownedtmp names (vb-jmeter-PID-START-):
+# a SIGKILL leaves it, and `cleanup` removes it once that shell is gone.
 WRAPPER = (
-    'set -u; out=$(mktemp -d /tmp/vb-jmeter-XXXXXX); java="$1"; shift; '
+    'set -u; base="$1"; shift; [ -d "$base" ] || base=/tmp; '
+    "start=$(cut -d' ' -f22 /proc/$$/stat); "
+    'out=$(mktemp -d "$base/vb-jmeter-$$-$start-XXXXXXXX"); java="$1"; shift; '
     "trap 'rm -rf \"$out\"' EXIT; trap 'exit 143' TERM INT HUP; "
     '"$java" "$@" -l "$out/results.jtl" -j "$out/jmeter.log" >&2; rc=$?; '
     'cat "$out/results.jtl" 2>/dev/null; '
@@ -88,7 +87,7 @@ def argv(
     }
     java = [*jvm_flags, f"-Djmeter.home={JMETER_HOME}", "-jar", launcher_jar]
     jmeter = ["-n", "-t", plan, *(f"-J{k}={v}" for k, v in props.items())]
-    return ["sh", "-c", WRAPPER, "sh", "java", *java, *jmeter]
+    return ["sh", "-c", WRAPPER, "sh", str(safefs.private_tmp()), "java", *java, *jmeter]
 
 
 @dataclass(frozen=True)
@@ -261,24 +260,3 @@ def _jmeter_words(text: str) -> str:
     said = [ln[:300] for ln in lines if ERROR_MARKER in ln][:1]
     rest = [ln for ln in lines if not ln.startswith(("at ", "... ")) and ln[:300] not in said]
     return " | ".join(said + rest[-3:])
-
-
-STALE_S = 3600  # a JMeter directory untouched this long belongs to no live run
-
-
-@cleanup.register("JMeter client directories")
-def _clean_dirs() -> list[str]:
-    """/tmp/vb-jmeter-* (the client's .jtl, the launcher and plan) left by a killed client."""
-    out = []
-    now = time.time()
-    for d in Path(tempfile.gettempdir()).glob(NAME_PREFIX + "jmeter-*"):
-        if ownedtmp.owner_alive(d.name) is not None:
-            continue  # named by its owner (the launcher's dir): removed when that one is gone
-        try:
-            newest = max([d.stat().st_mtime, *(f.stat().st_mtime for f in d.iterdir())])
-        except OSError:
-            continue
-        if now - newest > STALE_S:
-            shutil.rmtree(d, ignore_errors=True)
-            out.append(f"removed {d}")
-    return out

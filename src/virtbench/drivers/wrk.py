@@ -10,7 +10,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import ownedtmp
+from .. import ownedtmp, safefs
 from ..errors import WorkloadError
 from .validity import client_limit, first, http_errors
 
@@ -53,7 +53,7 @@ end
 @contextmanager
 def script() -> Iterator[str]:
     """The Lua script as a short-lived host file (removed on exit; owner-named: ownedtmp)."""
-    fd, path = ownedtmp.mkstemp("wrk", suffix=".lua")
+    fd, path = ownedtmp.mkstemp("wrk", suffix=".lua", dir=safefs.private_tmp())
     try:
         with os.fdopen(fd, "w") as f:
             f.write(LUA)

@@ -10,6 +10,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .. import safefs
 from ..errors import VirtbenchError
 
 PENDING, RUNNING, OK, FAILED, LOST = "pending", "running", "ok", "failed", "lost"
@@ -83,9 +84,8 @@ class Fleet:
 
     def save(self) -> None:
         body = {k: v for k, v in asdict(self).items() if k != "dir"}
-        tmp = self.dir / (RECORD + ".tmp")
-        tmp.write_text(json.dumps(body, indent=1, default=str) + "\n")
-        tmp.replace(self.dir / RECORD)
+        text = json.dumps(body, indent=1, default=str) + "\n"
+        safefs.write_file(self.dir / RECORD, text, mode=0o644, kind="state")
 
 
 def new_fleet_id() -> str:
@@ -98,7 +98,8 @@ def create(
     fleet_id = new_fleet_id()
     fleet = Fleet(fleet_id, campaign, str(inventory.resolve()), limit, time.time())
     fleet.dir = results_dir / FLEET_DIR / fleet_id
-    fleet.dir.mkdir(parents=True)
+    safefs.make_dirs(fleet.dir.parent, 0o755)
+    fleet.dir.mkdir(0o755)
     fleet.hosts = {h: HostState() for h in hosts}
     fleet.save()
     return fleet

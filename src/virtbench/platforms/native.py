@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import cleanup, parsing
+from .. import cleanup, parsing, safefs
 from ..cgroups import Cgroup
 from ..errors import PlatformError
 from ..parsing import ParseError
@@ -126,7 +126,10 @@ class NativePlatform(Platform):
         self._workdir = Path(self.opts.workdir) / self.instance
         cleanup.claim(self.instance)
         self._save_state()
-        self._workdir.mkdir(parents=True, exist_ok=True)
+        safefs.make_dirs(self._workdir.parent, 0o755)  # explicit: not 0777 under umask 000
+        # a fresh directory of ours, never one found there (/var/tmp: anyone can make it)
+        os.mkdir(self._workdir, 0o755)
+        os.chmod(self._workdir, 0o755)
         self._cgroup = self._make_cgroup()
 
     def _make_cgroup(self) -> Cgroup | None:
@@ -185,9 +188,8 @@ class NativePlatform(Platform):
         cleanup.release(self.instance)
 
     def _save_state(self) -> None:
-        STATE_DIR.mkdir(parents=True, exist_ok=True)
         state = {"workdir": str(self._workdir), "groups": self._groups}
-        (STATE_DIR / self.instance).write_text(json.dumps(state))
+        safefs.write_state(STATE_DIR / self.instance, json.dumps(state))  # 0600, root's
 
     def _track(self, pid: int) -> None:
         self._groups.append((pid, cleanup.process_start_time(pid)))
@@ -264,9 +266,13 @@ def _clean_native() -> list[str]:
     for state_file in STATE_DIR.glob(NAME_PREFIX + "*"):
         if cleanup.in_use(state_file.name):
             continue  # a live run owns it
+        text = safefs.read_state(state_file)
+        if text is None:  # not root's, or others could write it: never kill on its word
+            removed.append(cleanup.left_alone(f"{state_file} (not root's or writable by others)"))
+            continue
         try:
-            state = json.loads(state_file.read_text())
-        except (OSError, ValueError):
+            state = json.loads(text)
+        except ValueError:
             state = {"workdir": None, "groups": []}
         for pid, start in state.get("groups", []):
             # the start time guards against killing an unrelated process that reused the PID

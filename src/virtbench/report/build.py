@@ -8,12 +8,11 @@ compact Markdown summary the CLI prints.
 from __future__ import annotations
 
 import gc
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .. import ownedtmp
+from .. import safefs
 from ..errors import VirtbenchError
 from ..store.db import Store
 from . import sections
@@ -64,24 +63,17 @@ def default_path(results_dir: Path, run_id: str) -> Path:
 def write(
     store: Store, run_id: str, results_dir: Path, output: Path | None = None
 ) -> tuple[Path, str]:
-    html_text, markdown = render(store, run_id)
     path = Path(output) if output else default_path(results_dir, run_id)
+    safefs.check_target(path)  # before the work of rendering: refused either way
+    html_text, markdown = render(store, run_id)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # write-then-rename: a crash never leaves a half report where a good one was. The
-        # window is one write of a page held in memory; a report killed in it leaves a
-        # hidden owner-named file, which the next report written here removes (the
-        # directory is any --output's, so `cleanup` cannot know it)
-        ownedtmp.remove_stale(path.parent, kinds=("report",))
-        fd, tmp = ownedtmp.mkstemp("report", suffix=".html", dir=path.parent, hidden=True)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(html_text)
-            os.chmod(tmp, 0o644)  # mkstemp makes it 0600; a report is meant to be shared
-            os.replace(tmp, path)
-        except OSError:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        if not output:  # results/reports: made by us, readable like the reports in it
+            safefs.make_dirs(path.parent, 0o755)
+        # write-then-rename (safefs.write_file): a crash never leaves a half report where a
+        # good one was, and a target that is a device, fifo, directory or symlink is refused
+        # rather than replaced. A report killed in the write leaves a hidden owner-named
+        # file, which the next report written here removes (`cleanup` cannot know --output)
+        safefs.write_file(path, html_text, mode=0o644, kind="report")
     except OSError as exc:
         raise VirtbenchError(f"cannot write report {path}: {exc.strerror or exc}") from exc
     return path, markdown

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import safefs
 from ..analysis.compare import BETWEEN_RUNS, VERDICTS, Outcome, Settings, counts
 from ..analysis.fingerprint import Gate
 from ..analysis.groups import Group
@@ -265,6 +266,6 @@ def html(doc: CompareDoc) -> str:
 
 def write_html(doc: CompareDoc, path: Path) -> None:
     try:
-        Path(path).write_text(html(doc), encoding="utf-8")
+        safefs.write_file(Path(path), html(doc), mode=0o644, kind="report")
     except OSError as exc:
         raise VirtbenchError(f"cannot write {path}: {exc.strerror or exc}") from exc

@@ -10,10 +10,12 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
+from .. import cleanup, safefs
 from ..errors import VirtbenchError
 
 LOCKS_DIR = ".locks"  # inside the results directory, next to virtbench.db
@@ -42,9 +44,9 @@ def _pid_in(path: Path) -> str:
 def _held(path: Path) -> bool:
     """True if a live process holds the flock on `path` (probed with a shared lock, which
     never waits and is dropped at once)."""
-    try:
-        fh = open(path)  # noqa: SIM115 - closed below; a missing file is a free lock
-    except OSError:
+    try:  # a missing file is a free lock; a symlink or fifo planted there is no lock
+        fh = os.fdopen(safefs.open_nofollow(path, os.O_RDONLY))
+    except (OSError, safefs.UnsafePath):
         return False
     with fh:
         try:
@@ -57,9 +59,10 @@ def _held(path: Path) -> bool:
 @contextlib.contextmanager
 def _hold(path: Path) -> Iterator[bool]:
     """Take the flock on `path` without waiting and write our PID in it; yields False (and
-    holds nothing) if another process has it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as fh:
+    holds nothing) if another process has it. Opened without following a symlink (the
+    results directory may be shared), modes explicit whatever the umask."""
+    safefs.make_dirs(path.parent, 0o755)
+    with os.fdopen(safefs.open_nofollow(path, os.O_RDWR | os.O_CREAT, 0o644), "r+") as fh:
         if not _try_lock(fh):
             yield False
             return
@@ -141,7 +144,7 @@ def hold_host(allow_concurrent: bool, runs_dir: Path | None = None) -> Iterator[
         )
     path = runs_dir / f"{os.getpid()}.lock"
     try:
-        runs_dir.mkdir(parents=True, exist_ok=True)
+        safefs.state_dir(runs_dir, 0o755)  # root's; others may read who measures
     except OSError:
         yield  # no /run/virtbench (not root): nothing to register, nothing to refuse
         return
@@ -150,3 +153,22 @@ def hold_host(allow_concurrent: bool, runs_dir: Path | None = None) -> Iterator[
             yield
     finally:
         path.unlink(missing_ok=True)
+
+
+STALE_LOCK_S = 60  # a registration is made, then locked at once: older and free = stale
+
+
+@cleanup.register("host run registrations")
+def _clean_stale(runs_dir: Path | None = None) -> list[str]:
+    """/run/virtbench/runs/PID.lock files no live runner holds (a killed run's)."""
+    runs_dir = runs_dir or HOST_RUNS_DIR
+    removed = []
+    for p in sorted(runs_dir.glob("*.lock")) if runs_dir.is_dir() else []:
+        try:
+            age = time.time() - p.lstat().st_mtime
+        except OSError:
+            continue
+        if not _held(p) and (not _alive(p.stem) or age > STALE_LOCK_S):
+            p.unlink(missing_ok=True)
+            removed.append(f"removed {p} (no run holds it)")
+    return removed

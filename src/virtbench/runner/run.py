@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import secrets
 import signal
 import time
@@ -30,7 +31,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from .. import __version__, hostfloors, hostinfo
+from .. import __version__, hostfloors, hostinfo, ownedtmp, safefs
 from ..analysis import floors
 from ..campaign import expand, loader, select
 from ..campaign.model import Adaptive, Campaign, Cell
@@ -152,10 +153,12 @@ class Runner:
         # exits 128 + signal, the shells' convention
         self.interrupted_by: int | None = None
         try:
-            self.results_dir.mkdir(parents=True, exist_ok=True)
-            probe = self.results_dir / ".vb-write-test"
-            probe.write_text("ok")
-            probe.unlink()
+            safefs.make_dirs(self.results_dir, 0o755)
+            safefs.check_results_dir(self.results_dir)  # others could plant symlinks there
+            # a probe file of our own: a fresh random name (O_EXCL), never a planted symlink
+            fd, probe = ownedtmp.mkstemp("write-test", dir=self.results_dir, hidden=True)
+            os.close(fd)
+            os.unlink(probe)
         except OSError as exc:
             raise VirtbenchError(
                 f"results directory {self.results_dir} is not writable: {exc.strerror}"

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import subprocess
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .. import cleanup
+from .. import cleanup, safefs
 from ..errors import VirtbenchError
 from ..parsing import DURATION_NS
 
@@ -119,8 +120,8 @@ def quantum(ns: int, knob: str = "auto") -> Iterator[QuantumSetting]:
             setting = QuantumSetting(
                 name, str(path), old, value, unit, hint, mounted[0] if mounted else None
             )
-            STATE_DIR.mkdir(parents=True, exist_ok=True)
-            STATE_FILE.write_text(json.dumps(asdict(setting)))  # before the change: crash-safe
+            # before the change: crash-safe; root-only (cleanup writes back what it says)
+            safefs.write_state(STATE_FILE, json.dumps(asdict(setting)))
             try:
                 path.write_text(value)
             except OSError as exc:
@@ -152,14 +153,26 @@ def _restore(s: QuantumSetting) -> None:
     STATE_FILE.unlink(missing_ok=True)
 
 
+def _known_knob(path: str) -> bool:
+    """The files `_candidates` offers: a record naming any other is not written back."""
+    roots = "|".join(re.escape(str(r)) for r in (Path("/sys/kernel/debug"), DEBUGFS_MNT))
+    pattern = rf"/proc/sys/kernel/sched_[a-z_]+|(?:{roots})/sched/[a-z_]+"
+    return re.fullmatch(pattern, path) is not None
+
+
 @cleanup.register("scheduler quantum")
 def _cleanup() -> list[str]:
     removed: list[str] = []
     if cleanup.in_use(OWNER):
         return removed
-    if STATE_FILE.exists():
-        saved = json.loads(STATE_FILE.read_text())
+    text = safefs.read_state(STATE_FILE)
+    if text is None and STATE_FILE.exists():
+        removed.append(cleanup.left_alone(f"{STATE_FILE} (not root's, or writable by others)"))
+    elif text is not None:
+        saved = json.loads(text)
         path = Path(saved["path"])
+        if not _known_knob(str(path)):
+            return [f"could not restore {path}: not a scheduler knob virtbench sets"]
         if saved.get("debugfs_mounted") and not path.exists():
             _debugfs([])  # remount to reach the file
         path.write_text(saved["old"])

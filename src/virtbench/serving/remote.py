@@ -33,12 +33,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import safefs
 from ..errors import VirtbenchError, WorkloadError
 from ..naming import NAME_PREFIX
 from ..platforms.base import ExecResult
 from .ports import is_loopback
 
-CONTROL_PATH = f"/tmp/{NAME_PREFIX}ssh-%C"  # one master per client host, gone 60 s idle
+CONTROL_NAME = f"{NAME_PREFIX}ssh-%C"  # one master per client host, gone 60 s idle
 RTT_PORT = 22  # a connect to the target answers (SYN-ACK or RST) after one round trip
 CLOCK_EXCHANGES = 7
 SSH_FAILED = 255  # ssh's own exit status: the connection, not the command, failed
@@ -124,6 +125,17 @@ for line in sys.stdin:
 """
 
 
+def control_path() -> str:
+    """Where ssh's control sockets live: a directory only this user can enter (root's
+    PRIVATE_TMP, a user's ~/.ssh), never a predictable name in /tmp another user could
+    pre-bind so that root's ssh talks to their socket."""
+    if os.geteuid() == 0:
+        return str(safefs.private_tmp() / CONTROL_NAME)
+    d = Path.home() / ".ssh"
+    d.mkdir(mode=0o700, exist_ok=True)
+    return str(d / CONTROL_NAME)
+
+
 @dataclass
 class SshTarget:
     """How to reach an inventory host, as Ansible would (its connection variables)."""
@@ -138,7 +150,7 @@ class SshTarget:
 
     def argv(self, *remote: str) -> list[str]:
         base = ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5"]
-        base += ["-o", "ControlMaster=auto", "-o", f"ControlPath={CONTROL_PATH}"]
+        base += ["-o", "ControlMaster=auto", "-o", f"ControlPath={control_path()}"]
         base += ["-o", "ControlPersist=60"]
         if self.port:
             base += ["-p", str(self.port)]
@@ -296,9 +308,9 @@ class RemoteClient:
     ) -> dict[str, Any]:
         """The wrapper's request: local temporary files named in argv travel with it."""
         files = {}
-        tmp = tempfile.gettempdir()
+        roots = tuple(r + "/" for r in (tempfile.gettempdir(), str(safefs.PRIVATE_TMP)))
         for i, a in enumerate(argv):
-            if i and a.startswith(tmp + "/") and os.path.isfile(a):  # e.g. wrk's Lua script
+            if i and a.startswith(roots) and os.path.isfile(a):  # e.g. wrk's Lua script
                 data = base64.b64encode(Path(a).read_bytes()).decode()
                 files[str(i)] = [f"{i}-{Path(a).name}", data]
         return {

@@ -18,7 +18,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from .. import ownedtmp
+from .. import ownedtmp, safefs
 from ..appstack import build as appstack
 from ..drivers import jmeter, jvm
 from ..errors import WorkloadError, WorkloadTimeout
@@ -133,7 +133,7 @@ class DayTraderJMeter(Workload):
         p = ctx.params
         total = int(p["dry_run"]) + int(p["duration"])
         # host temporary files named in argv (a client host receives them: serving/remote.py)
-        tmp = Path(ownedtmp.mkdtemp("jmeter"))
+        tmp = Path(ownedtmp.mkdtemp("jmeter", dir=safefs.private_tmp()))
         try:
             launcher = tmp / appstack.LAUNCHER_JAR
             shutil.copyfile(built / appstack.LAUNCHER_JAR, launcher)

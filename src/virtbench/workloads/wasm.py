@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 
+from .. import pychild
 from ..drivers import scimark
 from ..errors import WorkloadError
 from ..images import wasm_runtime
@@ -93,8 +94,8 @@ class ScimarkWasm(_Kernels):
         # image's copy (containers, VMs) or virtbench's own Python environment (the host)
         if platform.exec(wasm_runtime.probe_argv(), timeout=60).ok:
             return wasm_runtime.argv(path)
-        if platform.exec([sys.executable, "-c", "import wasmtime"], timeout=60).ok:
-            return [sys.executable, "-m", "virtbench.wasm.run", path]
+        if platform.exec(pychild.code_argv("import wasmtime"), timeout=60).ok:
+            return pychild.module_argv("virtbench.wasm.run", path)  # never the cwd's
         raise WorkloadError(
             f"{self.name}: no wasmtime runtime in this environment: neither the shared image's"
             f" copy ({wasm_runtime.IMAGE_DIR}; rebuild the image with `virtbench images build`)"

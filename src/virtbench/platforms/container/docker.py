@@ -364,14 +364,17 @@ def clean() -> list[str]:
             claim.unlink(missing_ok=True)
         return dockerd.leftovers()  # what ours left if it died
     for cid in engine.list_ids():
-        if not cleanup.in_use(cid):
+        state = cleanup.owner(cid)
+        if state == cleanup.NO_RECORD:
+            removed.append(cleanup.left_alone(f"docker container {cid}"))
+        if state == cleanup.DEAD:
             before = cleanup.processes_in_cgroup(cid)
             engine.delete(cid)
             removed.extend(cleanup.ended(before, f"docker container {cid}"))
             removed.append(f"docker container {cid}")
     r = engine._docker("volume", "ls", "--quiet", "--filter", f"label={LABEL}")
     for vol in r.stdout.split():
-        ours = vol.startswith(NAME_PREFIX) and not cleanup.in_use(vol)
+        ours = vol.startswith(NAME_PREFIX) and cleanup.owner(vol) == cleanup.DEAD
         if ours and engine._docker("volume", "rm", vol).returncode == 0:
             removed.append(f"docker volume {vol}")
     unused = not engine.list_ids()

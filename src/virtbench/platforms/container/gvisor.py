@@ -25,10 +25,9 @@ from __future__ import annotations
 import hashlib
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
-from ... import cachedir, ownedtmp, probes_build, tools
+from ... import cachedir, ownedtmp, probes_build, pychild, tools
 from ...errors import VirtbenchError
 
 
@@ -199,7 +198,7 @@ def read_blocks() -> tuple[bool | None, str]:
     """Whether read(2) waits on a blocking socket under runsc's host network: (True, ...),
     (False, what it did) or (None, why it could not be checked). About a second."""
     argv = ["runsc", "--root", ownedtmp.mkdtemp("runsc-probe"), "--rootless"]
-    argv += ["--platform=ptrace", "--network=host", "do", sys.executable, "-c", _PROBE]
+    argv += ["--platform=ptrace", "--network=host", "do", *pychild.code_argv(_PROBE)]
     try:
         r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError) as exc:

@@ -337,8 +337,4 @@ def clean() -> list[str]:
                 rt.delete(cid)
                 removed.extend(cleanup.ended(before, f"container {cid}"))
                 removed.append(f"{name} container {cid}")
-    if cleanup.OWNERS_DIR.is_dir():  # claims of dead processes mean nothing any more
-        for claim in cleanup.OWNERS_DIR.iterdir():
-            if claim.name.startswith(NAME_PREFIX) and not cleanup.in_use(claim.name):
-                claim.unlink(missing_ok=True)
     return removed

@@ -15,7 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from ... import cleanup, hostinfo, tools
+from ... import cleanup, hostinfo, safefs, tools
 from ...errors import PlatformError, VirtbenchError
 from ..base import NAME_PREFIX
 from . import image, initramfs, kernel, paths
@@ -44,18 +44,15 @@ def _cache_key(guest: kernel.Kernel) -> str:
 
 def _cached(key: str) -> tuple[bool, str] | None:
     try:
-        entry = json.loads(CACHE.read_text()).get(key)
-    except (OSError, ValueError):
+        entry = json.loads(safefs.read_state(CACHE) or "{}").get(key)
+    except (ValueError, AttributeError):
         return None
     return (bool(entry[0]), str(entry[1])) if entry else None
 
 
 def _store(key: str, verdict: tuple[bool, str]) -> None:
-    with contextlib.suppress(OSError):
-        CACHE.parent.mkdir(parents=True, exist_ok=True)
-        tmp = CACHE.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps({key: list(verdict)}))
-        tmp.rename(CACHE)
+    with contextlib.suppress(OSError):  # UnsafePath is one: a cache, not worth failing for
+        safefs.write_state(CACHE, json.dumps({key: list(verdict)}))
 
 
 def probe_argv(name: str, vmlinux: Path, initrd: Path, accel: str = "kvm") -> list[str]:

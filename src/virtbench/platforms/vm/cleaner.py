@@ -43,7 +43,10 @@ def clean() -> list[str]:
     removed: list[str] = []
     owners: set[str] = set()
     for pid, name in sorted(leftover_qemus().items()):
-        if cleanup.in_use(name):
+        state = cleanup.owner(name)
+        if state == cleanup.NO_RECORD:  # a QEMU someone else named vb-...: not ours to kill
+            removed.append(cleanup.left_alone(f"qemu process {pid} ({name})"))
+        if state != cleanup.DEAD:
             continue
         cmd = cleanup.command_of(pid) or name
         _kill(pid)
