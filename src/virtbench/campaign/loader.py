@@ -20,7 +20,7 @@ from ..scenarios import registry as scenario_registry
 from ..scenarios.base import Scenario
 from ..workloads import registry as workload_registry
 from ..workloads.base import Param
-from . import expand, source
+from . import duet, expand, source
 from .model import (
     ADAPTIVE_KEYS,
     CLIENT_KEYS,
@@ -45,6 +45,7 @@ CAMPAIGN_KEYS = {
     "cell_timeout",
     "baseline",
     "target_cpus",
+    "duet_cpus",
     "client_cpus",
     "scenarios",
     "cpu_budget",
@@ -118,7 +119,7 @@ def parse(text: str, file: str) -> Campaign:
     platform_suites = _platform_suites(file, data.get("platforms") or [], tests)
     scenarios = _scenarios(file, meta.get("scenarios", ["solo"]), names)
     _no_idle_platforms(file, platforms, platform_suites, scenarios)
-    return Campaign(
+    campaign = Campaign(
         name=_typed(file, "campaign.name", meta.get("name", Path(file).stem), str),
         file=file,
         text=text,
@@ -129,6 +130,8 @@ def parse(text: str, file: str) -> Campaign:
         scenarios=scenarios,
         platform_suites=platform_suites,
     )
+    duet.check(campaign, meta.get("duet_cpus"), lambda key, v: _cpus(file, key, v))
+    return campaign
 
 
 def _platform_suites(
