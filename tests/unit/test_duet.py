@@ -11,8 +11,8 @@ import pytest
 
 from virtbench.campaign import duet, expand, loader, rounds
 from virtbench.errors import CampaignError
+from virtbench.runner import describe, locks
 from virtbench.runner import duet as duet_run
-from virtbench.runner import locks
 from virtbench.runner import run as runner_run
 
 BASE = """
@@ -161,9 +161,10 @@ def test_the_barrier_starts_both_sides_together():
     assert duet_run.overlap((0.0, 10.0), (11.0, 20.0)) == 0.0
 
 
-def test_a_pair_runs_its_cells_at_once_labelled_with_set_and_partner(tmp_path, monkeypatch):
-    """run_pairs with stand-in platforms and measurements: both cells of a round overlap in
-    time, each measured on its set, each sample labelled; the store sees both committed."""
+@pytest.fixture
+def fake_cells(tmp_path, monkeypatch):
+    """Stand-in platforms and measurements for run_pairs: each cell sleeps 0.2 s, records the
+    CPUs its context pinned it to, and appends (platform, repetition) to the list returned."""
     from virtbench.results import Sample
     from virtbench.runner.cell import Outcome
 
@@ -186,16 +187,24 @@ def test_a_pair_runs_its_cells_at_once_labelled_with_set_and_partner(tmp_path, m
 
     monkeypatch.setattr(runner_run, "provisioned", fake_provisioned)
     monkeypatch.setattr(runner_run.Runner, "_warmup", lambda *a: None)
+    measured: list[tuple[str, int]] = []
 
     def fake_measure(self, platform, wcls, cell, campaign):
         ctx = self._context(cell, campaign)
         time.sleep(0.2)
+        measured.append((cell.platform.name, cell.repetition))
         s = Sample("events_per_s", 100.0, "events/s", True)
         s.labels["pinned"] = ",".join(map(str, ctx.cpus))
         throttled = type("T", (), {"budget": None, "labels": lambda self: {}})()
         return Outcome("ok", [s], [], None, 0.2), ctx, throttled
 
     monkeypatch.setattr(runner_run.Runner, "_measure_cell", fake_measure)
+    return measured
+
+
+def test_a_pair_runs_its_cells_at_once_labelled_with_set_and_partner(tmp_path, fake_cells):
+    """run_pairs with stand-in platforms and measurements: both cells of a round overlap in
+    time, each measured on its set, each sample labelled; the store sees both committed."""
     runner = runner_run.Runner(tmp_path / "res")
     run_id = runner.start(parse())
     rows = runner.store.sample_rows(run_id)
@@ -213,3 +222,20 @@ def test_a_pair_runs_its_cells_at_once_labelled_with_set_and_partner(tmp_path, m
         assert d1["start"] < d2["end"] and d2["start"] < d1["end"]  # they overlapped
         assert d1["overlap"] > 0.5 and d1["partner_status"] == "ok"
     assert all(c.status == "ok" for c in runner.store.cells(run_id))
+
+
+def test_a_resumed_pair_measures_its_stored_cell_again_as_an_unstored_partner(tmp_path, fake_cells):
+    c = parse()
+    runner = runner_run.Runner(tmp_path / "res")
+    cells = expand.expand(c, seed=1)
+    run_id = "r1"
+    runner.store.create_run(
+        run_id, c.name, c.file, c.text, 1, {}, {}, "test", description=describe.describe([])
+    )
+    runner._add_cells(run_id, cells)
+    todo = [cells[1]]  # crun's cell of round 1's first pair; native's is stored
+    duet_run.run_pairs(runner, run_id, c, cells, todo)
+    assert sorted(fake_cells) == [("crun", 1), ("native", 1)]  # both ran, at once
+    rows = runner.store.sample_rows(run_id)
+    assert [(r["platform"], r["repetition"]) for r in rows] == [("crun", 1)]  # one stored
+    assert json.loads(rows[0]["labels_json"])["duet"]["partner_status"] == "ok"
