@@ -34,11 +34,15 @@ editing and unit tests), under the lock, `--rounds 10 --duration 2 --burst-seed 
 Every verdict "undecided" in both orders (no false alarm, none "same" either); the CI width
 ratio duet / interleaved is 2.14 (geometric mean over the 5 cases). On two CPUs duet does not
 narrow the interval here: each side owns one whole CPU, so a burst or a neighbour's process
-narrower than the host lands on one set and slows one side only, while an unpinned
-interleaved cell can move to the CPU the burst left free; and mbw's two copies share the
-memory bus. An earlier run whose burst starter kept the host loaded almost all the time (a bug
-since fixed: stress-ng outlived its --timeout) gave 0.57, with one false "B slower" on mbw
-memcpy in duet. Duet pays off where the sets are wide enough that a burst spreads over both.
+narrower than the host lands on one set and slows one side only, while an unpinned interleaved
+cell can move to the CPU the burst left free; and mbw's two copies share the memory bus.
+`--burst-seed 2` (33 / 11 bursts): width ratio 1.20 (matrixprod 0.46, sysbench-cpu-1t 0.87, mbw
+1.08-3.14), all undecided but duet matrixprod "same" (1.003 [0.987-1.018]). Without bursts
+(`--rounds 6 --no-bursts`): 1.50; interleaved sysbench-cpu-1t 1.000 [0.998-1.001] and duet
+1.000 [0.989-1.012], both "same". An earlier run whose burst starter kept the host loaded
+almost all the time (a bug since fixed: stress-ng outlived its --timeout) gave 0.57, with one
+false "B slower" on mbw memcpy in duet. Duet pays off where the sets are wide enough that a
+burst spreads over both.
 
 Run as root, under the machine lock (about 4 minutes with the defaults):
 
