@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from virtbench.campaign import expand, loader
+from virtbench.campaign import expand, loader, rounds
 from virtbench.campaign.model import Adaptive
 from virtbench.cli import cli
 from virtbench.errors import CampaignError
@@ -210,8 +210,15 @@ def test_noisy_platform_gets_rounds_until_the_cap_and_rounds_alternate(tmp_path,
     ran = fake_run(lambda p, tc, rep: noisy[rep] if p == "b" else 100.0)
     runner = runner_run.Runner(tmp_path / "res")
     run_id = runner.start(_campaign("max_repetitions = 5"))
-    # interleaved: every round visits a then b, extra rounds too
-    assert ran == [(p, "sysbench-cpu-all", r) for r in range(1, 6) for p in ("a", "b")]
+    # interleaved: every round visits both platforms, extra rounds too, in the round's order
+    assert [r for _p, _tc, r in ran] == [r for r in range(1, 6) for _ in (1, 2)]
+    assert all({p for p, _tc, r in ran if r == rep} == {"a", "b"} for rep in range(1, 6))
+    seed = runner.store.run(run_id)["seed"]
+    assert seed is not None  # recorded: the order of the extra rounds came from it
+    for rep in range(1, 6):
+        assert [p for p, _tc, r in ran if r == rep] == [
+            s.name for s in rounds.platform_order(_campaign().platforms, seed, rep)
+        ]
     (stop,) = runner.store.run_stops(run_id)
     assert stop.reason == adaptive.MAX_REPETITIONS and stop.worst_group == "b solo"
     seqs = [c.seq for c in runner.store.cells(run_id)]
@@ -250,8 +257,13 @@ def test_resume_continues_an_adaptive_run(tmp_path, fake_run):
     ran = fake_run(values)
     ran.clear()
     runner_run.Runner(tmp_path / "res").resume(run_id)
-    assert ran == [("b", "sysbench-cpu-all", 4), ("a", "sysbench-cpu-all", 5)] + [
-        ("b", "sysbench-cpu-all", 5)
+    # the rest of round 4, then round 5, each in the order the run's seed gives its round
+    seed = runner.store.run(run_id)["seed"]
+    order = {
+        r: [s.name for s in rounds.platform_order(_campaign().platforms, seed, r)] for r in (4, 5)
+    }
+    assert ran == [(order[4][1], "sysbench-cpu-all", 4)] + [
+        (p, "sysbench-cpu-all", 5) for p in order[5]
     ]
     (stop,) = runner.store.run_stops(run_id)
     assert stop.reason == adaptive.MAX_REPETITIONS and stop.repetitions == 5

@@ -59,6 +59,8 @@ BAD_CAMPAIGN: dict[str, list[Any]] = {
     "cell_timeout": [0, -1, INF, NAN, -INF, "600", True, 1e300, [], {}],
     "baseline": ["nope", 1, ["native"], ""],
     "aa": ["yes", 1, [True]],
+    # BASE has no order = "duet": every value is refused, naming the key
+    "duet_cpus": [[[0], [0]], [[0]], [], "0", [[], [1]], [[0], [999]], *JUNK[:3]],
     "target_cpus": CPU_LISTS,
     "client_cpus": CPU_LISTS,
     "scenarios": [[], "solo", [1], [[]], [{}], [""], ["solo", 2]],

@@ -204,7 +204,11 @@ def test_samples_of_overlapping_runs_are_labelled(tmp_path, monkeypatch, host_ru
     committed = []
     monkeypatch.setattr(runner, "_commit", lambda r, c, out, labels: committed.append(out))
     monkeypatch.setattr(runner, "_print", lambda *a: None)
-    cell = type("C", (), {"seq": 1, "params": {}, "parsed_scenario": None, "platform": None})
+    cell = type(
+        "C",
+        (),
+        {"seq": 1, "params": {}, "parsed_scenario": None, "platform": None, "round_position": None},
+    )
     cell.platform = type("P", (), {"name": "native", "host": None, "options": {}})
     cell.test_case, cell.scenario, cell.repetition = "sysbench-cpu-1t", "solo", 1
     platform = type("Pl", (), {"labels": lambda self: {}, "cpu_budget": lambda self: None})()

@@ -6,12 +6,20 @@ import random
 from typing import TYPE_CHECKING
 
 from ..platforms.base import PlatformSpec
+from . import rounds
 from .model import Campaign, Cell, TestSelection
 
 if TYPE_CHECKING:
     from ..scenarios.base import Scenario
 
-ORDERS = ("sequential", "random", "interleaved")
+ORDERS = ("sequential", "random", "interleaved", rounds.DUET)
+
+
+def uses_seed(order: str, adaptive: bool) -> bool:
+    """Whether a run in this order draws from its seed: the runner then picks one when the
+    campaign gives none and stores it, so the run can be reproduced and resumed. Adaptive
+    extra rounds are randomized interleaved rounds whatever the order."""
+    return order != "sequential" or adaptive
 
 
 def expand(
@@ -24,15 +32,20 @@ def expand(
     - random: as sequential, shuffled within each platform by `seed` (reproducible);
     - interleaved: repetition rounds, each visiting every platform in turn (each platform is
       provisioned once per round), so drift in host load over the run hits every platform
-      alike instead of masquerading as a platform difference.
+      alike instead of masquerading as a platform difference; the platforms' order changes
+      from round to round (campaign/rounds.py), so no platform always runs first;
+    - duet: rounds of pairs, the two platforms of each pair measured at the same time on
+      disjoint CPU sets (campaign/rounds.py, runner/duet.py).
     """
     reps = repetitions or campaign.settings.repetitions
     rng = random.Random(seed)
     order = campaign.settings.order
     blocks: list[tuple[PlatformSpec, list[tuple[TestSelection, Scenario, int]]]] = []
+    if order == rounds.DUET:
+        return rounds.duet_cells(campaign, range(1, reps + 1), 0)
     if order == "interleaved":
         for rep in range(1, reps + 1):
-            blocks += _round(campaign, {t.test_case: rep for t in campaign.tests})
+            blocks += _round(campaign, {t.test_case: rep for t in campaign.tests}, seed)
     else:
         for spec in campaign.platforms:
             block = [
@@ -51,10 +64,15 @@ def expand(
 Block = tuple[PlatformSpec, list[tuple[TestSelection, "Scenario", int]]]
 
 
-def _round(campaign: Campaign, reps: dict[str, int]) -> list[Block]:
+def _round(campaign: Campaign, reps: dict[str, int], seed: int | None) -> list[Block]:
     """One repetition round of the test cases in `reps` (test case -> its repetition
-    number), visiting every platform in turn, in the campaign's order."""
+    number), visiting every platform in turn, in the round's order (rounds.platform_order:
+    the file's order permuted by the seed and the round)."""
     tests = [t for t in campaign.tests if t.test_case in reps]
+    rep = max(reps.values(), default=0)
+    # only the platforms measured in this round take a position (not a VM that only hosts
+    # a stacked container): the balance is over them
+    visiting = [p for p in campaign.platforms if any(campaign.runs(p.name, t.suite) for t in tests)]
     return [
         (
             spec,
@@ -65,7 +83,7 @@ def _round(campaign: Campaign, reps: dict[str, int]) -> list[Block]:
                 for s in campaign.scenarios
             ],
         )
-        for spec in campaign.platforms
+        for spec in rounds.platform_order(visiting, seed, rep)
     ]
 
 
@@ -85,16 +103,19 @@ def _cells(blocks: list[Block], first_seq: int) -> list[Cell]:
                     dict(t.params),
                 )
             )
-    return cells
+    return rounds.label_positions(cells)
 
 
 def extra_round(
     campaign: Campaign, reps: dict[str, int], first_seq: int, seed: int | None
 ) -> list[Cell]:
     """An adaptive run's next round, numbered from `first_seq`: interleaved whatever the
-    campaign's order (every platform in turn, so drift hits them alike), shuffled within
-    each platform for order = "random" (by `seed` and the round, reproducible)."""
-    blocks = _round(campaign, reps)
+    campaign's order (every platform in turn, so drift hits them alike, in the round's
+    randomized platform order), shuffled within each platform for order = "random" (by
+    `seed` and the round, reproducible); pairs of simultaneous cells for order = "duet"."""
+    if campaign.settings.order == rounds.DUET:
+        return rounds.duet_cells(campaign, reps, first_seq)
+    blocks = _round(campaign, reps, seed)
     if campaign.settings.order == "random":
         rng = random.Random(f"{seed}/{max(reps.values(), default=0)}")
         for _spec, block in blocks:
@@ -104,7 +125,8 @@ def extra_round(
 
 def rebuild(campaign: Campaign, stored: list[tuple[int, str, str, str, int]]) -> list[Cell]:
     """The cells of stored rows (seq, platform, test case, scenario, repetition), for a
-    resume of a run whose cells the campaign alone does not give (adaptive rounds)."""
+    resume of a run whose cells the campaign alone does not give (adaptive rounds). Round
+    positions and duet slots are read back from the stored order, which holds them."""
     platforms = {p.name: p for p in campaign.platforms}
     tests = {t.test_case: t for t in campaign.tests}
     scenarios = {s.text(): s for s in campaign.scenarios}
@@ -123,4 +145,6 @@ def rebuild(campaign: Campaign, stored: list[tuple[int, str, str, str, int]]) ->
                 dict(t.params),
             )
         )
-    return cells
+    if campaign.settings.order == rounds.DUET:
+        return rounds.duet_slots(campaign, cells)
+    return rounds.label_positions(cells)

@@ -22,7 +22,7 @@ from ..scenarios import registry as scenario_registry
 from ..scenarios.base import Scenario
 from ..workloads import registry as workload_registry
 from ..workloads.base import Param
-from . import expand, source
+from . import duet, expand, source
 from .model import (
     ADAPTIVE_KEYS,
     CLIENT_KEYS,
@@ -48,6 +48,7 @@ CAMPAIGN_KEYS = {
     "cell_timeout",
     "baseline",
     "target_cpus",
+    "duet_cpus",
     "client_cpus",
     "scenarios",
     "cpu_budget",
@@ -140,7 +141,7 @@ def parse(text: str, file: str) -> Campaign:
     name = _typed(file, "campaign.name", meta.get("name", Path(file).stem), str)
     if not name.strip():  # as a platform's: a run must be told apart in listings and reports
         raise CampaignError(file, "campaign.name", "must not be empty or blank", name)
-    return Campaign(
+    campaign = Campaign(
         name=name,
         file=file,
         text=text,
@@ -151,6 +152,8 @@ def parse(text: str, file: str) -> Campaign:
         scenarios=scenarios,
         platform_suites=platform_suites,
     )
+    duet.check(campaign, meta.get("duet_cpus"), lambda key, v: _cpus(file, key, v))
+    return campaign
 
 
 def _platform_suites(

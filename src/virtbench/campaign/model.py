@@ -39,6 +39,9 @@ class Settings:
     cell_timeout: float = 600.0
     baseline: str | None = None  # platform name the others are normalized against
     target_cpus: list[int] | None = None  # host CPUs the target is pinned to
+    # order = "duet": the two disjoint host CPU sets the pair's cells run on, swapped every
+    # round (campaign/duet.py: the halves of the usable CPUs unless the campaign names them)
+    duet_cpus: list[list[int]] | None = None
     client_cpus: list[int] | None = None  # host CPUs for load generators
     adaptive: Adaptive | None = None  # repetitions = "auto"
     # load generators on another host (serving/remote.py): its inventory name, the inventory
@@ -84,6 +87,16 @@ class Campaign:
         return only is None or suite in only
 
 
+@dataclass(frozen=True)
+class DuetSlot:
+    """Where one cell of a duet pair runs: its CPU set (index into `duet_cpus`, and the
+    CPUs) and the platform measured beside it at the same time."""
+
+    cpu_set: int
+    cpus: tuple[int, ...]
+    partner: str
+
+
 @dataclass
 class Cell:
     seq: int
@@ -94,6 +107,9 @@ class Cell:
     repetition: int
     parsed_scenario: Scenario  # what the runner runs (shared by every cell of the scenario)
     params: dict[str, Any] = field(default_factory=dict)
+    # 1 = first platform of its repetition round (interleaved rounds); None: not in a round
+    round_position: int | None = None
+    duet: DuetSlot | None = None  # order = "duet": its CPU set and partner
 
     def key(self) -> tuple[str, str, str, int]:
         return (self.platform.name, self.test_case, self.scenario, self.repetition)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..campaign.rounds import ORDER_LABELS
 from ..results import PEAK_LIMIT_LABEL, SUMMARY_LABELS
 from ..store.description import (
     MetricInfo,
@@ -50,7 +51,12 @@ def describe(test_cases: Iterable[str]) -> RunDescription:
     # e.g. sysbench-cpu-all's `threads`, which differs between platforms: a separate change.
     labels = global_labels(
         (*(k for w in workloads.values() for k in w.dimension_labels), PEAK_LIMIT_LABEL),
-        (*(k for w in workloads.values() for k in w.ignored_labels), *SUMMARY_LABELS),
+        # where a sample ran in its round (position, duet set and partner) never splits it
+        (
+            *(k for w in workloads.values() for k in w.ignored_labels),
+            *SUMMARY_LABELS,
+            *ORDER_LABELS,
+        ),
     )
     suites = {w.suite for w in used}
     return RunDescription(

@@ -33,7 +33,7 @@ from rich.text import Text
 
 from .. import __version__, hostfloors, hostinfo, ownedtmp, safefs
 from ..analysis import floors
-from ..campaign import expand, loader, select
+from ..campaign import expand, loader, rounds, select
 from ..campaign.model import Adaptive, Campaign, Cell
 from ..cgroups import CpuBudget, ThrottleCount
 from ..errors import PlatformError, VirtbenchError, WorkloadError
@@ -50,7 +50,7 @@ from ..store.stops import Stop
 from ..tools import require
 from ..workloads import registry as workload_registry
 from ..workloads.base import RunContext
-from . import adaptive, ceilings, describe, locks, states, validate
+from . import adaptive, ceilings, describe, duet, locks, states, validate
 from . import budget as budget_mod
 from .cell import Outcome, cell_id, measure, spec_json
 from .peaks import StoredPeaks
@@ -284,6 +284,8 @@ class Runner:
         )
         plan = Adaptive(**settings["adaptive"]) if settings.get("adaptive") else None
         stored = self.store.cells(run_id)
+        if settings.get("duet_cpus"):  # the sets the run started with, not this host's halves
+            campaign.settings.duet_cpus = settings["duet_cpus"]
         if plan is None:
             cells = expand.expand(campaign, settings["repetitions"], settings["seed"])
         else:  # the rounds added so far are in the store only
@@ -411,6 +413,9 @@ class Runner:
     def _run_cells(
         self, run_id: str, campaign: Campaign, all_cells: list[Cell], todo: list[Cell]
     ) -> None:
+        if campaign.settings.order == rounds.DUET:  # both platforms at once, runner/duet.py
+            duet.run_pairs(self, run_id, campaign, all_cells, todo)
+            return
         workloads = workload_registry.load_all()
         # one provisioned environment per run of consecutive cells on the same platform
         groups = [list(g) for _, g in itertools.groupby(todo, key=lambda c: c.platform.name)]
@@ -538,7 +543,7 @@ class Runner:
             remote=remote.CellClient(client) if client is not None else None,
             params=cell.params,
             timeout=campaign.settings.cell_timeout,
-            cpus=campaign.settings.target_cpus,
+            cpus=list(cell.duet.cpus) if cell.duet else campaign.settings.target_cpus,
             client_cpus=campaign.settings.client_cpus,
             log=lambda msg: self.console.log(Text(str(msg))),
         )
@@ -598,16 +603,20 @@ class Runner:
         cell: Cell,
         campaign: Campaign,
         warmup_error: str | None = None,
-        at: Callable[[], str] | None = None,
+        at: Callable[[], tuple[str, str]] | None = None,
     ) -> None:
         """`at`: says where the run is ("[3/12] ", "ETA 1:05") once the cell is done."""
         self.store.start_cell(cell_id(run_id, cell.seq))
         overlapped = set(locks.other_runners())
+        measured = self._measure_cell(platform, wcls, cell, campaign)
+        self._finish_cell(run_id, platform, cell, measured, overlapped, warmup_error, at)
+
+    def _measure_cell(
+        self, platform: Platform, wcls, cell: Cell, campaign: Campaign
+    ) -> tuple[Outcome, RunContext, ThrottleCount]:
+        """The measurement alone, touching no store: runner/duet.py runs two at once."""
         ctx = self._context(cell, campaign)
         scenario = cell.parsed_scenario
-        labels = {"params": cell.params, "platform": platform.labels()}
-        if warmup_error is not None:  # said with the cell: the report and export show it
-            labels["warmup"] = {"failed": warmup_error}
         throttled = ThrottleCount(platform.cpu_budget())
         out = measure(
             platform,
@@ -616,6 +625,26 @@ class Runner:
                 self._scenario_env(platform, wcls(), c, campaign, sampler)
             ),
         )
+        return out, ctx, throttled
+
+    def _finish_cell(
+        self,
+        run_id: str,
+        platform: Platform,
+        cell: Cell,
+        measured: tuple[Outcome, RunContext, ThrottleCount],
+        overlapped: set[str],
+        warmup_error: str | None = None,
+        at: Callable[[], tuple[str, str]] | None = None,
+    ) -> None:
+        """Label a measured cell's samples, commit it, print its line."""
+        out, ctx, throttled = measured
+        labels = {"params": cell.params, "platform": platform.labels()}
+        if warmup_error is not None:  # said with the cell: the report and export show it
+            labels["warmup"] = {"failed": warmup_error}
+        if cell.round_position is not None:  # where its platform ran in its round
+            for s in out.samples:
+                s.labels.setdefault(rounds.ROUND_POSITION_LABEL, cell.round_position)
         # the CPU budget the target ran in and how often it ran out: a solo's own throttling
         # is the reference for a pair's (co-location scenarios say more: neighbours, the scene)
         said = budget_mod.label(throttled.budget, cell.platform)
@@ -728,9 +757,11 @@ def planned_cells(
     """The cells a new run starts with (an adaptive run: its first rounds), its adaptive
     plan, fixed repetitions and seed: what `start` runs and `run --dry-run` shows."""
     seed = seed if seed is not None else campaign.settings.seed
-    if seed is None and campaign.settings.order == "random":
-        seed = secrets.randbelow(2**31)
     plan = _adaptive_plan(campaign, repetitions)
+    # every order that draws from a seed records one: the run is reproduced and resumed in
+    # the same order (header and store show it)
+    if seed is None and expand.uses_seed(campaign.settings.order, plan is not None):
+        seed = secrets.randbelow(2**31)
     if plan is not None:
         repetitions = plan.min_repetitions
     assert not isinstance(repetitions, str)
