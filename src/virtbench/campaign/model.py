@@ -23,6 +23,9 @@ class Adaptive:
 
 
 WARMUP_SCOPES = ("scenario", "platform")
+# [campaign] disturbed: what a cell past the disturbance thresholds becomes
+DISTURBED_EXCLUDE, DISTURBED_KEEP = "exclude", "keep"
+DISTURBED_POLICIES = (DISTURBED_EXCLUDE, DISTURBED_KEEP)
 ADAPTIVE_KEYS = ("precision_pct", "min_repetitions", "max_repetitions", "budget_s")
 CLIENT_KEYS = ("client_host", "client_inventory", "client_target_address")
 
@@ -50,6 +53,9 @@ class Settings:
     # co-located environments share the target's CPU quota ("shared", cgroups/budget.py) or
     # keep each its own ("own"); docs/colocation.md "One CPU budget per cell"
     cpu_budget: str = "shared"
+    # a cell past the disturbance thresholds (metrics/disturbance.py): "exclude" (its samples
+    # invalid: out of statistics, kept and shown) or "keep" (labelled `disturbed` only)
+    disturbed: str = DISTURBED_EXCLUDE
 
 
 @dataclass

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..results import PEAK_LIMIT_LABEL, SUMMARY_LABELS
+from ..results import DISTURBANCE_LABELS, PEAK_LIMIT_LABEL, SUMMARY_LABELS
 from ..store.description import (
     MetricInfo,
     RunDescription,
@@ -50,7 +50,11 @@ def describe(test_cases: Iterable[str]) -> RunDescription:
     # e.g. sysbench-cpu-all's `threads`, which differs between platforms: a separate change.
     labels = global_labels(
         (*(k for w in workloads.values() for k in w.dimension_labels), PEAK_LIMIT_LABEL),
-        (*(k for w in workloads.values() for k in w.ignored_labels), *SUMMARY_LABELS),
+        (
+            *(k for w in workloads.values() for k in w.ignored_labels),
+            *SUMMARY_LABELS,
+            *DISTURBANCE_LABELS,  # a cell's disturbance never splits groups
+        ),
     )
     suites = {w.suite for w in used}
     return RunDescription(

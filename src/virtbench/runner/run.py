@@ -49,7 +49,7 @@ from ..workloads import registry as workload_registry
 from ..workloads.base import RunContext
 from . import adaptive, describe, locks, states, validate
 from . import budget as budget_mod
-from .cell import Outcome, cell_id, measure, spec_json
+from .cell import Outcome, cell_id, flag_disturbed, measure, spec_json
 from .peaks import StoredPeaks
 
 
@@ -555,6 +555,8 @@ class Runner:
         client = getattr(ctx, "remote", None)
         if client is not None and client.facts:  # clock offset, RTT to the target
             labels["client"] = client.facts
+        # another tenant's bursts: flagged (and by default invalid) past the thresholds
+        disturbed = flag_disturbed(out.samples, out.disturbance, campaign.settings.disturbed)
         overlapped.update(locks.other_runners())
         if overlapped:  # another run loaded this host while the cell measured
             for s in out.samples:
@@ -563,6 +565,8 @@ class Runner:
         where = f"{cell.platform.name} {cell.test_case} {cell.scenario} #{cell.repetition}"
         if warmup_error is not None:
             where += " (after a failed warm-up)"
+        if disturbed is not None:
+            where += f" (disturbed: {disturbed})"
         self._print(where, cell.test_case, out)
 
     def _commit(self, run_id: str, cell: Cell, out: Outcome, labels) -> None:
