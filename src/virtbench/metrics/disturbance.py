@@ -40,6 +40,7 @@ from ..platforms.base import Accounting
 
 ROOT = Path("/")
 PSI_RESOURCES = ("cpu", "memory", "io")
+CLK_TCK = os.sysconf("SC_CLK_TCK")
 PF_KTHREAD = 0x00200000  # /proc/PID/stat flags: a kernel thread
 # Thresholds (docs/disturbance.md, measured with bench/disturbance_thresholds.py): a quiet
 # 2-core host read at most 3.4% outside CPU and 0.0% steal per default-campaign cell (niced
@@ -161,12 +162,27 @@ def read_freq_mhz(root: Path = ROOT) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def scan(root: Path = ROOT) -> dict[int, Proc]:
-    procs = {}
+def uptime_ticks(root: Path = ROOT) -> int | None:
+    """Now, on the clock of a process's starttime (USER_HZ ticks since boot)."""
+    try:
+        return int(float((root / "proc" / "uptime").read_text().split()[0]) * CLK_TCK)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+@dataclass
+class Scan:
+    at: int | None  # uptime ticks just before the scan
+    procs: dict[int, Proc]
+
+
+def scan(root: Path = ROOT) -> Scan:
+    out = Scan(uptime_ticks(root), {})
+    procs = out.procs
     try:
         entries = os.listdir(root / "proc")
     except OSError:
-        return procs
+        return out
     for name in entries:
         if not name.isdigit():
             continue
@@ -174,7 +190,7 @@ def scan(root: Path = ROOT) -> dict[int, Proc]:
             procs[int(name)] = parse_pid_stat((root / "proc" / name / "stat").read_text())
         except (OSError, ValueError, IndexError):
             continue  # gone between listdir and read
-    return procs
+    return out
 
 
 def cgroup_pids(dirs: Iterable[str]) -> set[int]:
@@ -235,33 +251,40 @@ class Ledger:
     them again, so they are taken back from the parent."""
 
     prev: dict[int, Proc] = field(default_factory=dict)
+    prev_at: int | None = None  # when the previous scan began (uptime ticks)
     own_keys: set[tuple[int, int]] = field(default_factory=set)  # once own, always own
     own: int = 0
     kernel: int = 0
     outside: dict[str, int] = field(default_factory=dict)  # comm -> ticks
     primed: bool = False
 
-    def update(self, procs: dict[int, Proc], own_pids: set[int]) -> None:
+    def update(self, current: Scan, own_pids: set[int]) -> None:
+        procs = current.procs
         for pid in own_pids:
             if pid in procs:
                 self.own_keys.add(procs[pid].key)
         if not self.primed:
-            self.prev, self.primed = procs, True
+            self.prev, self.prev_at, self.primed = procs, current.at, True
             return
         credit: dict[int, int] = {}
         for pid, p in procs.items():
             before = self.prev.get(pid)
             if before is not None and before.key == p.key:
                 credit[pid] = p.total - before.total
-            else:
+            elif self.prev_at is None or p.start >= self.prev_at - 1:
                 credit[pid] = p.total  # born since the last scan: all of it is new
+            else:
+                credit[pid] = 0  # older, missed by the last scan (unreadable): a baseline
         for pid, gone in self.prev.items():
-            now = procs.get(pid)
-            if now is not None and now.key == gone.key:
+            if self._alive(pid, procs):
                 continue
-            parent = procs.get(gone.ppid)
-            if parent is not None and parent.start <= gone.start and gone.ppid in credit:
-                credit[gone.ppid] -= gone.total  # counted already; now in its parent's cutime
+            # counted already; now in the cutime of whoever reaped it: its parent, or, when
+            # the parent ended too, the parent's reaper (cutime holds the children's cutime)
+            up = gone.ppid
+            while up in self.prev and not self._alive(up, procs):
+                up = self.prev[up].ppid
+            if up in credit and procs[up].start <= gone.start:
+                credit[up] -= gone.total
         for pid, ticks in credit.items():
             p = procs[pid]
             ticks = max(ticks, 0)
@@ -271,7 +294,11 @@ class Ledger:
                 self.kernel += ticks
             elif ticks:
                 self.outside[p.comm] = self.outside.get(p.comm, 0) + ticks
-        self.prev = procs
+        self.prev, self.prev_at = procs, current.at
+
+    def _alive(self, pid: int, procs: dict[int, Proc]) -> bool:
+        now, before = procs.get(pid), self.prev.get(pid)
+        return now is not None and before is not None and now.key == before.key
 
 
 # --- the monitor --------------------------------------------------------------------------
@@ -410,43 +437,71 @@ class Monitor:
             own = self.own()
         except Exception:  # noqa: BLE001 - an environment going away: last known is kept
             own = Own({os.getpid()})
-        procs = scan(self.root)
-        pids = descendants(own.roots | cgroup_pids(own.cgroups), procs)
+        current = scan(self.root)
+        pids = descendants(own.roots | cgroup_pids(own.cgroups), current.procs)
         with self._lock:
-            self.ledger.update(procs, pids)
+            self.ledger.update(current, pids)
 
     def reading(self) -> Reading | None:
-        a, b = self._first, self._last
-        if a is None or b is None or b.total <= a.total:
-            return None
-        total = b.total - a.total
-        pct = 100.0 / total
-        led = self.ledger
-        seen = sum(led.outside.values())
-        # what nobody visible used: another PID namespace's tenant (or rounding: >= 0)
-        outside = max(b.busy - a.busy - led.own - led.kernel, 0)
-        by = sorted(led.outside.items(), key=lambda kv: -kv[1])[:TOP_PROCESSES]
-        named = [(c, t * pct) for c, t in by if t * pct >= 0.1]
-        if outside - seen > 0 and (outside - seen) * pct >= 0.1:
-            named.append((UNSEEN, (outside - seen) * pct))
-        named.sort(key=lambda kv: -kv[1])
-        seconds = self._t1 - self._t0
-        psi = {
-            r: min(100.0, 100.0 * (self._psi1[r] - self._psi0[r]) / (seconds * 1e6))
-            for r in self._psi0
-            if r in self._psi1 and seconds > 0
-        }
-        return Reading(
-            seconds,
-            outside * pct,
-            100.0 * (b.steal - a.steal) / total,
-            led.kernel * pct,
-            named,
-            psi,
-            sum(self.runq) / len(self.runq) if self.runq else None,
-            max(self.runq) if self.runq else None,
+        runq = self.runq
+        return compute(
+            Snapshot(self._first, self._psi0),
+            Snapshot(self._last, self._psi1),
+            self.ledger,
+            self._t1 - self._t0,
+            (sum(runq) / len(runq), max(runq)) if runq else None,
             sum(self._freq) / len(self._freq) if self._freq else None,
         )
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    machine: MachineTicks | None
+    psi: dict[str, int]
+
+
+def take(root: Path = ROOT) -> Snapshot:
+    return Snapshot(read_machine(root), read_psi(root))
+
+
+def compute(
+    first: Snapshot,
+    last: Snapshot,
+    ledger: Ledger,
+    seconds: float,
+    runq: tuple[float, int] | None = None,
+    freq_mhz: float | None = None,
+) -> Reading | None:
+    """The reading between two snapshots, with the ledger of the scans in between."""
+    a, b = first.machine, last.machine
+    if a is None or b is None or b.total <= a.total:
+        return None
+    pct = 100.0 / (b.total - a.total)
+    seen = sum(ledger.outside.values())
+    # busy time nobody of ours used; what no visible process accounts for is another PID
+    # namespace's tenant (or rounding: clamped at 0)
+    outside = max(b.busy - a.busy - ledger.own - ledger.kernel, 0)
+    by = sorted(ledger.outside.items(), key=lambda kv: -kv[1])[:TOP_PROCESSES]
+    named = [(c, t * pct) for c, t in by if t * pct >= 0.1]
+    if (outside - seen) * pct >= 0.1:
+        named.append((UNSEEN, (outside - seen) * pct))
+    named.sort(key=lambda kv: -kv[1])
+    psi = {
+        r: min(100.0, 100.0 * (last.psi[r] - first.psi[r]) / (seconds * 1e6))
+        for r in first.psi
+        if r in last.psi and seconds > 0
+    }
+    return Reading(
+        seconds,
+        outside * pct,
+        100.0 * (b.steal - a.steal) * pct / 100.0,
+        ledger.kernel * pct,
+        named,
+        psi,
+        runq[0] if runq else None,
+        runq[1] if runq else None,
+        freq_mhz,
+    )
 
 
 def background(seconds: float = 1.5, root: Path = ROOT) -> Reading | None:
