@@ -231,3 +231,17 @@ def test_report_of_a_quiet_run_and_of_a_run_without_readings(tmp_path):
     assert markdown.splitlines()[0].startswith("Host quiet: no cell of 4 disturbed")
     _html, markdown = build.render(_store(tmp_path / "o", None, labelled=False), RUN)
     assert "disturbed" not in markdown.lower()
+
+
+def test_a_child_reaped_after_its_parent_was_read_is_not_counted_twice():
+    # the scan read the parent before it reaped the child, then found the child gone: the
+    # parent's cutime shows the child's 30 ticks only at the next scan
+    def proc(pid, ppid, self_t, child_t, start=10):
+        return d.Proc(pid, "x", ppid, start, self_t, child_t, False)
+
+    ledger = d.Ledger()
+    ledger.update(d.Scan(100, {1: proc(1, 0, 0, 0), 2: proc(2, 1, 0, 0, 50)}), set())
+    ledger.update(d.Scan(200, {1: proc(1, 0, 0, 0), 2: proc(2, 1, 30, 0, 50)}), set())
+    ledger.update(d.Scan(300, {1: proc(1, 0, 0, 0)}), set())
+    ledger.update(d.Scan(400, {1: proc(1, 0, 0, 30)}), set())
+    assert ledger.outside == {"x": 30}

@@ -253,6 +253,7 @@ class Ledger:
     prev: dict[int, Proc] = field(default_factory=dict)
     prev_at: int | None = None  # when the previous scan began (uptime ticks)
     own_keys: set[tuple[int, int]] = field(default_factory=set)  # once own, always own
+    debt: dict[tuple[int, int], int] = field(default_factory=dict)  # debits not yet met
     own: int = 0
     kernel: int = 0
     outside: dict[str, int] = field(default_factory=dict)  # comm -> ticks
@@ -287,7 +288,12 @@ class Ledger:
                 credit[up] -= gone.total
         for pid, ticks in credit.items():
             p = procs[pid]
-            ticks = max(ticks, 0)
+            # a debit larger than the credit is carried: the scan that found the child gone
+            # may have read its parent before the reap, so the cutime comes a scan later
+            ticks -= self.debt.pop(p.key, 0)
+            if ticks < 0:
+                self.debt[p.key] = -ticks
+                ticks = 0
             if p.key in self.own_keys:
                 self.own += ticks
             elif p.kernel:
