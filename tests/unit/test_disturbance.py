@@ -245,3 +245,20 @@ def test_a_child_reaped_after_its_parent_was_read_is_not_counted_twice():
     ledger.update(d.Scan(300, {1: proc(1, 0, 0, 0)}), set())
     ledger.update(d.Scan(400, {1: proc(1, 0, 0, 30)}), set())
     assert ledger.outside == {"x": 30}
+
+
+def test_a_containers_reaper_is_own_but_not_its_other_children(tmp_path):
+    # Docker's containerd-shim (pid 50, parent init) reaps the container's processes (in our
+    # cgroup): its cutime is theirs. A user's process beside it (pid 60) stays outside.
+    group = tmp_path / "vb-c"
+    group.mkdir()
+    (group / "cgroup.procs").write_text("51\n")
+
+    def proc(pid, ppid):
+        return d.Proc(pid, "p", ppid, 10, 0, 0, False)
+
+    procs = {1: proc(1, 0), 50: proc(50, 1), 51: proc(51, 50), 52: proc(52, 51), 60: proc(60, 50)}
+    assert d.own_pids(d.Own({1000}, {str(group)}), procs) == {50, 51, 52}
+    # init is never a reaper of ours
+    procs[51] = proc(51, 1)
+    assert d.own_pids(d.Own({1000}, {str(group)}), procs) == {51, 52}

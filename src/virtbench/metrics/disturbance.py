@@ -220,6 +220,16 @@ def descendants(roots: set[int], procs: dict[int, Proc]) -> set[int]:
     return out
 
 
+def own_pids(own: Own, procs: dict[int, Proc]) -> set[int]:
+    """virtbench's processes in a scan: its trees and its cgroups' members with everything
+    under them, and the members' parents (a container's reaper: Docker's containerd-shim,
+    podman's conmon; never PID 1 or kthreadd), whose cutime holds the members' time. Not
+    the reapers' other children: a subreaper may be a user's session manager."""
+    members = cgroup_pids(own.cgroups)
+    reapers = {procs[m].ppid for m in members if m in procs and procs[m].ppid > 2}
+    return descendants(own.roots | members, procs) | (reapers & procs.keys())
+
+
 @dataclass
 class Own:
     """What is virtbench's on this host: process trees (the runner's, a VM's QEMU, our
@@ -444,7 +454,7 @@ class Monitor:
         except Exception:  # noqa: BLE001 - an environment going away: last known is kept
             own = Own({os.getpid()})
         current = scan(self.root)
-        pids = descendants(own.roots | cgroup_pids(own.cgroups), current.procs)
+        pids = own_pids(own, current.procs)
         with self._lock:
             self.ledger.update(current, pids)
 
