@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 
 from . import hostinfo, netstack, tools
+from .metrics import disturbance
 
 
 @dataclass
@@ -103,6 +104,24 @@ def tcp_check(net: dict[str, str]) -> Check:
     )
 
 
+def load_check(seconds: float = 1.5) -> Check:
+    """The host's background load now (metrics/disturbance.py over `seconds`): what would
+    disturb a cell started now, judged by the thresholds that flag cells."""
+    reading = disturbance.background(seconds)
+    if reading is None:
+        return Check("background load", "warn", "could not read /proc/stat")
+    why = disturbance.judge(reading.label())
+    return Check(
+        "background load",
+        "warn" if why else "ok",
+        reading.text(),
+        f"cells measured now would be flagged disturbed ({why}); wait for the host to be"
+        " quiet or find what runs"
+        if why
+        else "",
+    )
+
+
 def checks() -> list[Check]:
     out: list[Check] = []
     root = os.geteuid() == 0
@@ -119,6 +138,7 @@ def checks() -> list[Check]:
     cg = hostinfo.cgroup_version()
     out.append(Check("cgroups", "ok" if cg != "none" else "missing", f"cgroup {cg}"))
     out.append(Check("host virtualization", "ok", hostinfo.virtualization()))
+    out.append(load_check())
     out.append(kvm_check())
     out.append(tcp_check(netstack.read()))
     if root and (gv := gvisor_check()) is not None:

@@ -68,3 +68,9 @@ LATER_SCENE_FAILED_LABEL = "later_scene_failed"
 # statistic and the spread of its 1 s readings. Facts of one sample, never a result's identity:
 # a cell stores one summary per served point, whose spreads differ.
 SUMMARY_LABELS = ("stat", "stdev", "cov", "n")
+# what else used the machine while the cell ran (metrics/disturbance.py: outside CPU, steal,
+# PSI, run queue), on every sample of the cell; and on a cell past the thresholds, what
+# disturbed it ("outside CPU", "steal"). Facts of a cell, never a result's identity.
+DISTURBANCE_LABEL = "disturbance"
+DISTURBED_LABEL = "disturbed"
+DISTURBANCE_LABELS = (DISTURBANCE_LABEL, DISTURBED_LABEL)

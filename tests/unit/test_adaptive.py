@@ -267,3 +267,14 @@ def test_resume_continues_an_adaptive_run(tmp_path, fake_run):
     ]
     (stop,) = runner.store.run_stops(run_id)
     assert stop.reason == adaptive.MAX_REPETITIONS and stop.repetitions == 5
+
+
+def test_a_disturbed_round_does_not_stop_a_test_case_early(tmp_path, fake_run):
+    # b's round 2 was disturbed (invalid): after 3 rounds it has 2 valid values, close enough
+    # for a ±1% CI with n = 2; the plan asked for 3 measured repetitions, so a 4th round runs
+    ran = fake_run(lambda p, tc, rep: None if (p, rep) == ("b", 2) else 100.0 + 0.01 * rep)
+    runner = runner_run.Runner(tmp_path / "res")
+    run_id = runner.start(_campaign())
+    assert len(ran) == 2 * 4
+    (stop,) = runner.store.run_stops(run_id)
+    assert stop.reason == adaptive.PRECISION and stop.repetitions == 4

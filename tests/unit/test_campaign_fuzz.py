@@ -73,6 +73,7 @@ BAD_CAMPAIGN: dict[str, list[Any]] = {
     "client_inventory": [1, "", ["inv.ini"], True],
     "client_target_address": [1, "", [], True],
     "cpu_budget": ["Shared", "", 1, ["own"], {}, True, "shared "],
+    "disturbed": ["Keep", "", 1, ["keep"], {}, True, "exclude "],
 }
 SCENARIO_JUNK = ["", "nan", "inf", "-1", "1e999", "abc", "0x10", "99999999999999999999"]
 

@@ -212,7 +212,9 @@ def test_samples_of_overlapping_runs_are_labelled(tmp_path, monkeypatch, host_ru
     cell.platform = type("P", (), {"name": "native", "host": None, "options": {}})
     cell.test_case, cell.scenario, cell.repetition = "sysbench-cpu-1t", "solo", 1
     platform = type("Pl", (), {"labels": lambda self: {}, "cpu_budget": lambda self: None})()
-    campaign = type("Ca", (), {"settings": type("S", (), {"cpu_budget": "shared"})})
+    campaign = type(
+        "Ca", (), {"settings": type("S", (), {"cpu_budget": "shared", "disturbed": "exclude"})}
+    )
     monkeypatch.setattr(runner, "_context", lambda *a: None)
     runner._run_cell(run_id, platform, None, cell, campaign)
     assert committed[0].samples[0].labels["overlapped_runs"] == "4242"

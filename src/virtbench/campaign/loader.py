@@ -26,6 +26,7 @@ from . import duet, expand, source
 from .model import (
     ADAPTIVE_KEYS,
     CLIENT_KEYS,
+    DISTURBED_POLICIES,
     WARMUP_SCOPES,
     Adaptive,
     Campaign,
@@ -53,6 +54,7 @@ CAMPAIGN_KEYS = {
     "scenarios",
     "cpu_budget",
     "aa",
+    "disturbed",
     *ADAPTIVE_KEYS,
     *CLIENT_KEYS,
 }
@@ -401,6 +403,17 @@ def _settings(file: str, meta: dict) -> Settings:
                 budget.MODES,
             )
         s.cpu_budget = meta["cpu_budget"]
+    if "disturbed" in meta:
+        if meta["disturbed"] not in DISTURBED_POLICIES:
+            raise CampaignError(
+                file,
+                "campaign.disturbed",
+                "unknown policy for cells another tenant disturbed (exclude: their samples are"
+                " invalid, kept and shown; keep: labelled only)",
+                meta["disturbed"],
+                DISTURBED_POLICIES,
+            )
+        s.disturbed = meta["disturbed"]
     s.target_cpus = _cpus(file, "campaign.target_cpus", meta.get("target_cpus"))
     # with a client host they are that host's CPUs (serving/remote.py pins its clients there)
     s.client_cpus = _cpus(

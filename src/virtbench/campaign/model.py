@@ -23,6 +23,9 @@ class Adaptive:
 
 
 WARMUP_SCOPES = ("scenario", "platform")
+# [campaign] disturbed: what a cell past the disturbance thresholds becomes
+DISTURBED_EXCLUDE, DISTURBED_KEEP = "exclude", "keep"
+DISTURBED_POLICIES = (DISTURBED_EXCLUDE, DISTURBED_KEEP)
 ADAPTIVE_KEYS = ("precision_pct", "min_repetitions", "max_repetitions", "budget_s")
 CLIENT_KEYS = ("client_host", "client_inventory", "client_target_address")
 
@@ -59,6 +62,9 @@ class Settings:
     # `run --platforms/--suites/--test-cases` (campaign/select.py): stored with the run, so a
     # --resume runs the same part of the matrix; None: the whole campaign
     selection: dict[str, list[str]] | None = None
+    # a cell past the disturbance thresholds (metrics/disturbance.py): "exclude" (its samples
+    # invalid: out of statistics, kept and shown) or "keep" (labelled `disturbed` only)
+    disturbed: str = DISTURBED_EXCLUDE
 
 
 @dataclass

@@ -169,6 +169,19 @@ class Sampler:
                 self._window.roles.add(role)
                 self._window.added.add(role)
 
+    def accountings(self) -> list[Accounting]:
+        """Every watched environment's accounting now (what is virtbench's during the cell:
+        metrics.disturbance)."""
+        with self._lock:
+            platforms = [r.platform for r in self._roles.values()]
+        out = []
+        for platform in platforms:
+            try:
+                out.append(platform.accounting())
+            except Exception:  # noqa: BLE001 - torn down or not up yet: nothing of it runs
+                continue
+        return out
+
     @contextmanager
     def window(self, roles: dict[str, Platform]) -> Iterator[Window]:
         """Read `roles` (watched from now on if they were not) and the host in detail until

@@ -109,7 +109,11 @@ def decide(
     )
     worst_pct, worst = ranked[-1] if ranked else (None, "")
     needed = repetitions_needed(groups[worst], plan.precision_pct) if worst else None
-    reached = bool(ranked) and worst_pct is not None and worst_pct <= plan.precision_pct
+    # precise only on at least min_repetitions valid values in every group: a round whose
+    # samples are invalid (a disturbed cell) is a round run, not a repetition measured, and
+    # two lucky values must not stop a test case the plan wanted measured more often
+    enough = all(len(v) >= plan.min_repetitions for v in groups.values())
+    reached = bool(ranked) and enough and worst_pct is not None and worst_pct <= plan.precision_pct
     round_s = spent_s / repetitions if repetitions else 0.0
     reason = None
     if repetitions < plan.min_repetitions:

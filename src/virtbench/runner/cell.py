@@ -8,11 +8,14 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
+from ..campaign.model import DISTURBED_KEEP
 from ..errors import VirtbenchError, WorkloadError, WorkloadTimeout
+from ..metrics import disturbance
 from ..metrics.sampler import Sampler
 from ..platforms.base import Platform, PlatformSpec
-from ..results import LATER_SCENE_FAILED_LABEL, Sample
+from ..results import DISTURBANCE_LABEL, DISTURBED_LABEL, LATER_SCENE_FAILED_LABEL, Sample
 from ..workloads.base import RunContext
 
 # what the store keeps of a series point: (role, metric, t, value, unit)
@@ -26,6 +29,8 @@ class Outcome:
     series: list[Point]
     error: str | None
     elapsed_s: float
+    # what else used the machine meanwhile (metrics.disturbance), on every sample as a label
+    disturbance: dict[str, Any] | None = None
 
 
 def cell_id(run_id: str, seq: int) -> str:
@@ -55,8 +60,13 @@ def measure(
 
     sampler = Sampler(record)
     sampler.add("target", target)
+    # virtbench's own processes are whatever the sampler watches (every environment of the
+    # cell, added as they come), the runner's tree and our dockerd: the rest is outside
+    monitor = disturbance.Monitor(
+        lambda: disturbance.own_of(sampler.accountings(), disturbance.own_daemons())
+    )
     try:
-        with sampler:
+        with monitor, sampler:
             samples = body(replace(ctx, series=record, t0=sampler.t0), sampler)
         status, error = "ok", None
     except WorkloadError as exc:
@@ -68,7 +78,27 @@ def measure(
     except Exception as exc:  # a bug must fail the cell, not lose the run
         samples, status = [], "failed"
         error = f"internal error: {exc!r}\n{traceback.format_exc(limit=5)}"
-    return Outcome(status, samples, series, error, time.monotonic() - sampler.t0)
+    reading = monitor.reading()
+    label = reading.label() if reading is not None else None
+    if label is not None:
+        for s in samples:
+            s.labels[DISTURBANCE_LABEL] = label
+    return Outcome(status, samples, series, error, time.monotonic() - sampler.t0, label)
+
+
+def flag_disturbed(samples: list[Sample], label: dict[str, Any] | None, policy: str) -> str | None:
+    """Mark a cell's samples past the thresholds (metrics.disturbance.judge): the short kind in
+    `disturbed`, and unless `policy` is "keep", invalid with the figures (so out of every
+    statistic, kept and shown). A sample with its own invalid reason keeps it. The reason."""
+    why = disturbance.judge(label) if label is not None else None
+    if why is None or label is None:
+        return None
+    kind = disturbance.what(label)
+    for s in samples:
+        s.labels[DISTURBED_LABEL] = kind
+        if policy != DISTURBED_KEEP and not s.labels.get("invalid"):
+            s.labels["invalid"] = f"disturbed: {why}"
+    return why
 
 
 def flag_unfinished(samples: list[Sample], status: str, error: str) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..campaign.rounds import ORDER_LABELS
-from ..results import PEAK_LIMIT_LABEL, SUMMARY_LABELS
+from ..results import DISTURBANCE_LABELS, PEAK_LIMIT_LABEL, SUMMARY_LABELS
 from ..store.description import (
     MetricInfo,
     RunDescription,
@@ -56,6 +56,7 @@ def describe(test_cases: Iterable[str]) -> RunDescription:
             *(k for w in workloads.values() for k in w.ignored_labels),
             *SUMMARY_LABELS,
             *ORDER_LABELS,
+            *DISTURBANCE_LABELS,  # a cell's disturbance never splits groups
         ),
     )
     suites = {w.suite for w in used}

@@ -177,5 +177,11 @@ def _measure_pair(runner, run_id, campaign, platforms, pair, wanted, warmed, wor
             s.labels.setdefault(rounds.DUET_LABEL, said)
         key = (c.platform.name, *warmup_key(c, campaign.settings.warmup_scope))
         runner._finish_cell(
-            run_id, platforms[c.platform.name], c, measured, set(overlapped), warmed.get(key)
+            run_id,
+            platforms[c.platform.name],
+            c,
+            measured,
+            set(overlapped),
+            campaign.settings.disturbed,
+            warmed.get(key),
         )

@@ -52,7 +52,7 @@ from ..workloads import registry as workload_registry
 from ..workloads.base import RunContext
 from . import adaptive, ceilings, describe, duet, locks, states, validate
 from . import budget as budget_mod
-from .cell import Outcome, cell_id, measure, spec_json
+from .cell import Outcome, cell_id, flag_disturbed, measure, spec_json
 from .peaks import StoredPeaks
 from .plan import duration_text
 
@@ -609,7 +609,16 @@ class Runner:
         self.store.start_cell(cell_id(run_id, cell.seq))
         overlapped = set(locks.other_runners())
         measured = self._measure_cell(platform, wcls, cell, campaign)
-        self._finish_cell(run_id, platform, cell, measured, overlapped, warmup_error, at)
+        self._finish_cell(
+            run_id,
+            platform,
+            cell,
+            measured,
+            overlapped,
+            campaign.settings.disturbed,
+            warmup_error,
+            at,
+        )
 
     def _measure_cell(
         self, platform: Platform, wcls, cell: Cell, campaign: Campaign
@@ -634,10 +643,12 @@ class Runner:
         cell: Cell,
         measured: tuple[Outcome, RunContext, ThrottleCount],
         overlapped: set[str],
+        disturbed_policy: str,
         warmup_error: str | None = None,
         at: Callable[[], tuple[str, str]] | None = None,
     ) -> None:
-        """Label a measured cell's samples, commit it, print its line."""
+        """Label a measured cell's samples, commit it, print its line. `disturbed_policy`:
+        the campaign's `disturbed` (what a disturbed cell's samples become)."""
         out, ctx, throttled = measured
         labels = {"params": cell.params, "platform": platform.labels()}
         if warmup_error is not None:  # said with the cell: the report and export show it
@@ -655,6 +666,8 @@ class Runner:
         client = getattr(ctx, "remote", None)
         if client is not None and client.facts:  # clock offset, RTT to the target
             labels["client"] = client.facts
+        # another tenant's bursts: flagged (and by default invalid) past the thresholds
+        disturbed = flag_disturbed(out.samples, out.disturbance, disturbed_policy)
         overlapped.update(locks.other_runners())
         if overlapped:  # another run loaded this host while the cell measured
             for s in out.samples:
@@ -663,6 +676,8 @@ class Runner:
         where = f"{cell.platform.name} {cell.test_case} {cell.scenario} #{cell.repetition}"
         if warmup_error is not None:
             where += " (after a failed warm-up)"
+        if disturbed is not None:
+            where += f" (disturbed: {disturbed})"
         self._print(where, cell.test_case, out, at() if at else ("", ""))
 
     def _commit(self, run_id: str, cell: Cell, out: Outcome, labels) -> None:

@@ -1,3 +1,3 @@
 """The built-in report sections; each module registers its sections on import."""
 
-from . import curves, invalid, results, run, scores, series, stops, verdict  # noqa: F401
+from . import curves, disturbance, invalid, results, run, scores, series, stops, verdict  # noqa: F401
