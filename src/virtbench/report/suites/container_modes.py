@@ -417,8 +417,8 @@ NOTE = (
     "axis ends; a red dashed outline marks a noisy result (CV &gt; 10%) or one with invalid "
     "samples, a – no valid result. Tables: absolute mean ± 95% CI, n, CV and range of the "
     "valid samples; invalid samples are counted with their reason, never in a mean; the last "
-    "columns divide each mode by the reference mode (CI by the delta method; undecided = the "
-    "interval includes 1)."
+    "columns divide each mode by the reference mode (CI paired over the run's rounds; "
+    "faster/slower/same/undecided as everywhere, docs/verdicts.md)."
 )
 SUITES = "network: " + ", ".join(NETWORK.suites) + "; storage: " + ", ".join(STORAGE.suites)
 
