@@ -121,9 +121,7 @@ def load(results: Path, keep_disturbed: bool) -> tuple[list[Group], dict, dict]:
 
 
 def primary(groups: Iterable[Group], platform: str) -> list[Group]:
-    return [
-        g for g in groups if g.key.platform == platform and g.primary and g.key.role == "target"
-    ]
+    return [g for g in groups if g.key.platform == platform and g.primary and g.key.role == "target"]
 
 
 def judge_run(results: Path) -> dict[str, dict[str, Counter]]:
@@ -202,11 +200,7 @@ def main() -> None:
                 results = root / name
                 results.mkdir(parents=True, exist_ok=True)
                 seed = None if name == "quiet" else int(name.split("-")[1])
-                print(
-                    f"{name}: running the campaign"
-                    + (f" under bursts (seed {seed})" if seed else ""),
-                    flush=True,
-                )
+                print(f"{name}: running the campaign" + (f" under bursts (seed {seed})" if seed else ""), flush=True)
                 if seed is None:
                     out = run_campaign(campaign, results)
                 else:
@@ -218,9 +212,7 @@ def main() -> None:
                 print(f"{name}: {out.wall_s:.0f} s", flush=True)
                 runs.append((name, results))
         totals: dict[tuple[str, str], Counter] = {}
-        print(
-            f"\n{'run':<8} {'platform':<10} {'rule':<10} {'cases wrong':>11} {'scores wrong':>12}  disturbed cells"
-        )
+        print(f"\n{'run':<8} {'platform':<10} {'rule':<10} {'cases wrong':>11} {'scores wrong':>12}  disturbed cells")
         for name, results in runs:
             judged = judge_run(results)
             _g, _h, info = load(results, keep_disturbed=False)
@@ -228,16 +220,12 @@ def main() -> None:
                 for platform, t in per.items():
                     totals.setdefault((rule, platform), Counter()).update(t)
                     dist = info["disturbed_cells"].get(platform, 0)
-                    print(
-                        f"{name:<8} {platform:<10} {rule:<10} {rate(t, 'case'):>11} {rate(t, 'score'):>12}  {dist}"
-                    )
+                    print(f"{name:<8} {platform:<10} {rule:<10} {rate(t, 'case'):>11} {rate(t, 'score'):>12}  {dist}")
         print("\nover all runs (false calls / judged; the truth is 'same' everywhere):")
         for (rule, platform), t in sorted(totals.items()):
             n = t["case:wrong"] + t["case:right"]
             pct = 100.0 * t["case:wrong"] / n if n else float("nan")
-            verdicts = (
-                ", ".join(f"{t['case:' + v]} {v}" for v in ratios.VERDICTS) if rule != "old" else ""
-            )
+            verdicts = ", ".join(f"{t['case:' + v]} {v}" for v in ratios.VERDICTS) if rule != "old" else ""
             print(
                 f"  {rule:<10} {platform:<10} test cases {rate(t, 'case')} ({pct:.1f}%),"
                 f" suite scores {rate(t, 'score')}" + (f"; {verdicts}" if verdicts else "")
