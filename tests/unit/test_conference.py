@@ -194,3 +194,14 @@ def test_per_user_slope_over_repetitions_leaves_saturated_steps_out():
     assert 4 not in conf.curve(rows, "cpu_util")["native"]
     served = conf.users_served(rows)["native"]
     assert served.summary.mean == 3 and served.bounds == 0
+
+
+def test_curve_past_saturation_is_apart():
+    rows = [
+        _row("c1", "vm", "cpu_util", 10.0, users=1),
+        _row("c1", "vm", "delivery_ratio", 1.0, users=1),
+        _row("c1", "vm", "cpu_util", 99.0, users=2),
+        _row("c1", "vm", "delivery_ratio", 0.4, users=2, saturated="x"),
+    ]
+    assert conf.curve(rows, "cpu_util") == {"vm": {1: [10.0]}}
+    assert conf.curve(rows, "cpu_util", past=True) == {"vm": {2: [99.0]}}

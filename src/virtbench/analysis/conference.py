@@ -42,17 +42,28 @@ def excluded_steps(rows: list[dict[str, Any]]) -> set[tuple[str, int]]:
     return out
 
 
+def saturated_steps(rows: list[dict[str, Any]]) -> set[tuple[str, int]]:
+    """(cell, users) of valid steps measured past the server's saturation."""
+    return {
+        (r["cell_id"], u)
+        for r in rows
+        if (u := _users(r)) is not None and r["valid"] and r["labels"].get(SATURATED)
+    }
+
+
 def curve(
-    rows: list[dict[str, Any]], metric: str, role: str = "target"
+    rows: list[dict[str, Any]], metric: str, role: str = "target", past: bool = False
 ) -> dict[str, dict[int, list[float]]]:
-    """platform -> users -> the metric's value in each repetition (valid steps only)."""
-    skip = excluded_steps(rows)
+    """platform -> users -> the metric's value in each repetition: of the valid steps before
+    saturation, or (`past`) of the steps measured past it (drawn as marked points)."""
+    skip, over = excluded_steps(rows), saturated_steps(rows)
     out: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in rows:
         u = _users(r)
         if r["metric"] != metric or r["role"] != role or u is None or not r["valid"]:
             continue
-        if (r["cell_id"], u) in skip:
+        step = (r["cell_id"], u)
+        if (step not in over) if past else (step in skip):
             continue
         out[r["platform"]][u].append(float(r["value"]))
     return {p: dict(v) for p, v in out.items()}

@@ -28,7 +28,16 @@ COST = (
 )
 
 
-def _line(name: str, colour: str, by_users: dict[int, list[float]], dashed=False) -> svg.Line:
+def _line(
+    name: str,
+    colour: str,
+    by_users: dict[int, list[float]],
+    dashed: bool = False,
+    past: dict[int, list[float]] | None = None,
+) -> svg.Line:
+    """Mean ± CI per user count; steps past saturation (`past`) are marked points."""
+    past = past or {}
+    by_users = {**past, **by_users}
     pts = []
     for u in sorted(by_users):
         s = summarize(by_users[u])
@@ -36,7 +45,8 @@ def _line(name: str, colour: str, by_users: dict[int, list[float]], dashed=False
         lo = None if half is None else s.mean - half  # type: ignore[operator]
         hi = None if half is None else s.mean + half  # type: ignore[operator]
         pts.append((float(u), s.mean, lo, hi))  # type: ignore[arg-type]
-    return svg.Line(name, colour, pts, dashed=dashed)  # type: ignore[arg-type]
+    marked = {float(u): "past the server's saturation" for u in past}
+    return svg.Line(name, colour, pts, marked, dashed=dashed)  # type: ignore[arg-type]
 
 
 def _mean_ci(s: Summary | None, unit: str = "") -> str:
@@ -48,21 +58,25 @@ def _mean_ci(s: Summary | None, unit: str = "") -> str:
 def charts(data, rows) -> list[str]:
     out = []
     for title, metric, role, y_label in CHARTS:
-        curves = conf.curve(rows, metric, role)
-        lines = [_line(p, data.colour(p), curves[p]) for p in data.platforms if curves.get(p)]
+        curves, past = conf.curve(rows, metric, role), conf.curve(rows, metric, role, past=True)
+        lines = [
+            _line(p, data.colour(p), curves.get(p, {}), past=past.get(p))
+            for p in data.platforms
+            if curves.get(p) or past.get(p)
+        ]
         if lines:
             out.append(svg.line_chart(title, lines, "connected users", y_label))
     net_lines = []
     for metric, word in NET:
-        curves = conf.curve(rows, metric)
+        curves, past = conf.curve(rows, metric), conf.curve(rows, metric, past=True)
         for p in data.platforms:
-            if curves.get(p):
-                net_lines.append(_line(f"{p} {word}", data.colour(p), curves[p], word == "in"))
+            if curves.get(p) or past.get(p):
+                name, colour = f"{p} {word}", data.colour(p)
+                net_lines.append(_line(name, colour, curves.get(p, {}), word == "in", past.get(p)))
     if net_lines:
         out.append(
             svg.line_chart(
-                "Network by connected users: the server's RTMP bytes out (solid) and in"
-                " (dashed), counted at its clients' sockets",
+                "Network by connected users: out (solid), in (dashed)",
                 net_lines,
                 "connected users",
                 "kbit/s",
@@ -103,7 +117,9 @@ def conference(data) -> Section | None:
         "<p>Users join the media server (nginx-rtmp inside each platform) one at a time;"
         " each point is one user count, the mean over repetitions with its 95% CI. CPU and"
         " memory are the environment's as the host sees it (its cgroup, a VM's QEMU"
-        " process). Cost per user is the slope over each repetition's unsaturated steps."
+        " process); network is the server's RTMP bytes, counted at its clients' sockets."
+        " Cost per user is the slope over each repetition's unsaturated steps; points past"
+        " the server's saturation are marked."
         " A step whose clients were saturated is invalid and ends the run; users served is"
         " then no figure.</p>"
     )
