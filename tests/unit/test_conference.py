@@ -205,3 +205,41 @@ def test_curve_past_saturation_is_apart():
     ]
     assert conf.curve(rows, "cpu_util") == {"vm": {1: [10.0]}}
     assert conf.curve(rows, "cpu_util", past=True) == {"vm": {2: [99.0]}}
+
+
+def test_measure_step_unpinned_clients_share_the_cpus(monkeypatch):
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1})
+    pub = _Client("publish", "u1", None, _stream([0.0] * 9))
+    view = _Client("play", "u1", None, _stream([0.0] * 9))
+    before = {id(pub): Usage(0, 0.0), id(view): Usage(0, 0.0)}
+    after = {id(pub): Usage(0, 2.0), id(view): Usage(0, 2.0)}
+    step = measure_step(2, [pub, view], before, after, (0, 0), {"u1": pub}, 10.0, 14.0)
+    assert step.client_busiest == pytest.approx(0.5)  # 4 CPU s over 4 s on 2 CPUs
+    assert step.client_total_pct == pytest.approx(100.0)
+
+
+class _Data:
+    platforms = ["native", "vm"]
+
+    def colour(self, platform):
+        return "#000000"
+
+
+def test_report_section_table_and_marked_points():
+    from virtbench.report.suites import conference as section
+
+    rows = []
+    for cell in ("c1", "c2"):
+        for u, cpu in ((1, 2.0), (2, 4.0), (3, 60.0)):
+            lab = {"saturated": "delay"} if u == 3 else {}
+            rows.append(_row(cell + "vm", "vm", "cpu_util", cpu, users=u))
+            rows.append(
+                _row(cell + "vm", "vm", "delivery_ratio", 0.5 if u == 3 else 1, users=u, **lab)
+            )
+        rows.append(_row(cell + "vm", "vm", "users_served", 2, stopped="server saturated at 3"))
+    html_table, md = section.table(_Data(), rows)
+    assert "2.000 ± 0" in html_table and "server saturated at 3" in html_table
+    assert "| vm |" in md
+    charts = "".join(section.charts(_Data(), rows))
+    assert "CPU by connected users" in charts
+    assert "past the server" in charts  # users = 3 drawn as a marked point

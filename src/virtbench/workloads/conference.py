@@ -98,8 +98,10 @@ def measure_step(
         if id(c) in before and id(c) in after:
             key = tuple(c.cpus or ())
             per_cpu[key] = per_cpu.get(key, 0.0) + after[id(c)].cpu_s - before[id(c)].cpu_s
-    unpinned = per_cpu.pop((), 0.0) / max(1, len(os.sched_getaffinity(0)))
-    busiest = max([v / len(k) for k, v in per_cpu.items()] + [unpinned]) / dt
+    # clients without client CPUs are judged together against the CPUs they may use
+    unpinned = per_cpu.pop((), 0.0)
+    shares = [v / len(k) for k, v in per_cpu.items()]
+    busiest = max([*shares, unpinned / max(1, len(os.sched_getaffinity(0)))]) / dt
     return Step(
         users=users,
         streams=len(viewers),
@@ -110,7 +112,7 @@ def measure_step(
         in_kbps=8 * sockets[0] / dt / 1000,
         out_kbps=8 * sockets[1] / dt / 1000,
         client_busiest=busiest,
-        client_total_pct=100 * sum(per_cpu.values()) / dt + 100 * unpinned / dt,
+        client_total_pct=100 * (sum(per_cpu.values()) + unpinned) / dt,
     )
 
 
