@@ -243,3 +243,13 @@ def test_report_section_table_and_marked_points():
     charts = "".join(section.charts(_Data(), rows))
     assert "CPU by connected users" in charts
     assert "past the server" in charts  # users = 3 drawn as a marked point
+
+
+def test_worst_delay_catches_a_stall_that_caught_up():
+    # the viewer fell 0.8 s behind mid-step, then caught up by the step's end
+    viewer = _stream([0.0, 0.0, 0.8, 0.0, 0.0])
+    publisher = _stream([0.0] * 5)
+    assert ffmpeg.added_delay_s(viewer, publisher, at=12.0) == pytest.approx(0.0)
+    assert ffmpeg.worst_added_delay_s(viewer, publisher, 10.0, 12.0) == pytest.approx(0.8)
+    # the publisher's own lag is not the server's
+    assert ffmpeg.worst_added_delay_s(viewer, viewer, 10.0, 12.0) == pytest.approx(0.0)

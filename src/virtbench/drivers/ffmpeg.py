@@ -193,6 +193,35 @@ def added_delay_s(viewer: list[Progress], publisher: list[Progress], at: float) 
     return max(0.0, v - (p or 0.0))
 
 
+def _excess_series(points: list[Progress]) -> list[tuple[float, float]]:
+    """(t, excess lag) at every block: its lag minus the least lag up to it."""
+    out, best = [], None
+    for p in points:
+        if p.out_time_s is None:
+            continue
+        lag = p.t - p.out_time_s
+        best = lag if best is None else min(best, lag)
+        out.append((p.t, lag - best))
+    return out
+
+
+def worst_added_delay_s(
+    viewer: list[Progress], publisher: list[Progress], a: float, b: float
+) -> float | None:
+    """The largest added delay of one viewed stream at any of its blocks in [a, b]: a viewer
+    that stalls and then catches up inside a step (its frames delivered late, in a burst)
+    shows here, not at the step's end."""
+    pub = _excess_series(publisher)
+    worst, j, p_excess = None, 0, 0.0
+    for t, v_excess in _excess_series(viewer):
+        while j < len(pub) and pub[j][0] <= t:
+            p_excess, j = pub[j][1], j + 1
+        if a <= t <= b:
+            d = max(0.0, v_excess - p_excess)
+            worst = d if worst is None else max(worst, d)
+    return worst
+
+
 def check_encoder(codec: str) -> None:
     if codec not in CODECS:
         raise WorkloadError(f"unknown codec {codec!r}; allowed: {sorted(CODECS)}")

@@ -50,7 +50,7 @@ class Step:
     streams: int  # viewed streams (viewer processes)
     delivery: float | None  # frames received / frames sent, over every viewed stream
     delivered_fps: float | None  # mean per viewed stream
-    delay_ms: float | None  # mean added delay per viewed stream at the step's end
+    delay_ms: float | None  # mean over viewed streams of each one's worst added delay
     delay_max_ms: float | None
     in_kbps: float
     out_kbps: float
@@ -89,7 +89,7 @@ def measure_step(
         fps_each.append(got)
         if want:
             received, sent = received + got, sent + want
-        d = ffmpeg.added_delay_s(v.progress, pub.progress, b)
+        d = ffmpeg.worst_added_delay_s(v.progress, pub.progress, a, b)
         if d is not None:
             delays.append(1000 * d)
 
