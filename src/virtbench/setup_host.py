@@ -23,6 +23,8 @@ EXTRA_PACKAGES += ["wasi-libc", "libclang-rt-14-dev-wasm32"]
 # the application suite: JMeter's HTTP sampler, embedded Tomcat 10 and HSQLDB (jars only; the
 # `tomcat10` package itself is not needed: it would bring a system service)
 EXTRA_PACKAGES += ["jmeter-http", "libtomcat10-java", "libhsqldb-java"]
+# the conference suite's media server on the native platform: nginx's RTMP module
+EXTRA_PACKAGES.append("libnginx-mod-rtmp")
 
 
 class NotInstalled(VirtbenchError):

@@ -38,6 +38,7 @@ TOOLS: dict[str, Tool] = {
         Tool("httperf", "httperf", purpose="open-loop web rate sweeps"),
         Tool("wrk", "wrk", ("-v",), purpose="closed-loop web load"),
         Tool("nginx", "nginx-light", ("-v",), purpose="web server under test"),
+        Tool("ffmpeg", "ffmpeg", ("-version",), purpose="conference users (publish and play RTMP)"),
         Tool("cyclictest", "rt-tests", ("--help",), purpose="timer latency"),
         Tool("crun", "crun", purpose="OCI runtime (default)"),
         Tool("runc", "runc", purpose="OCI runtime"),

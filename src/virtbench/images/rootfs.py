@@ -43,6 +43,7 @@ PACKAGES: list[str] = [
     "iperf3",
     "sockperf",
     "nginx-light",
+    "libnginx-mod-rtmp",  # the conference suite's RTMP media server (workloads/conference.py)
     "rt-tests",
     "qemu-guest-agent",
     "iproute2",

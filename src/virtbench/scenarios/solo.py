@@ -10,8 +10,9 @@ from .registry import register
 
 # suites whose solo cells are read in detail like their co-located cells (seeds 000 and 003
 # are about web servers); other suites keep the lighter cpu_util-only sampling, so latency
-# benchmarks and the store's size are unchanged
-DETAILED_SUITES = frozenset({"web"})
+# benchmarks and the store's size are unchanged; the conference suite's resource curves
+# per user count (seed 002 Figs. 2-3) are these per-point summaries
+DETAILED_SUITES = frozenset({"web", "conference"})
 
 
 @register

@@ -23,6 +23,8 @@ SUITES: dict[str, str] = {
     "wasm": "SciMark's kernels in C, natively and as a WASI module under wasmtime",
     "application": "a multi-tier application: a DayTrader-like servlet on Tomcat with HSQLDB"
     " under JMeter, throughput and response times per interval (seed 004)",
+    "conference": "a conferencing media server (nginx-rtmp) as users join one at a time: CPU,"
+    " memory, network and viewer quality per user count (seed 002's macro benchmark)",
 }
 
 
