@@ -25,8 +25,9 @@ SEED004_SUITES = frozenset({"cpu", "multicore", "memory", "java", "disk", "netwo
 # slowdown of the workload inside it: shown beside the workload geomean "all", never in it.
 COST_SUITES = frozenset({"lifecycle"})
 # Suites whose figures enter no score at all: maxima of rare events are not throughputs, so a
-# geometric mean or seed 004 sum of them means nothing.
-UNSCORED_SUITES = frozenset({"latency"})
+# geometric mean or seed 004 sum of them means nothing; users served before saturation is
+# often only a lower bound (max_users came first), and its curves are the result.
+UNSCORED_SUITES = frozenset({"latency", "conference"})
 
 
 def scoring(suite: str) -> SuiteScoring:
