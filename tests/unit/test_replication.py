@@ -20,7 +20,7 @@ from virtbench.workloads.base import Sample
 RUN = "20260101-000000-feed"
 
 
-def _store(tmp_path, name, test_case, cells, accel="tcg", suite="web"):
+def _store(tmp_path, name, test_case, cells, accel="tcg", suite="web", hib=True):
     """cells: (platform, scenario, repetition, [(role, metric, value, labels)])."""
     st = Store.in_dir(tmp_path)
     st.create_run(
@@ -57,7 +57,7 @@ def _store(tmp_path, name, test_case, cells, accel="tcg", suite="web"):
             RUN,
             f"{RUN}/{i:04d}",
             "ok",
-            [Sample(m, v, "req/s", True, role=role, labels=lab) for role, m, v, lab in samples],
+            [Sample(m, v, "req/s", hib, role=role, labels=lab) for role, m, v, lab in samples],
             [],
             None,
             {"platform": plat},
@@ -214,7 +214,7 @@ def _latency(tmp_path, vm_solo_max, stall_label=None):
                 lab = {"rt_throttle_ambiguous_us": stall_label}
             value = stall_label if lab else v
             cells.append((p, "solo", rep, [("target", "max_us", value, lab)]))
-    return _store(tmp_path, "rt-latency", "tick", cells, accel="kvm", suite="latency")
+    return _store(tmp_path, "rt-latency", "tick", cells, accel="kvm", suite="latency", hib=False)
 
 
 def test_ratio_of_maxima_driven_by_one_stall_is_undecided_never_better(tmp_path):
@@ -250,3 +250,21 @@ def test_report_section_and_cli(tmp_path):
     assert doc["run_id"] == RUN and doc["findings"][0]["verdict"] == "reproduces"
     bad = CliRunner().invoke(cli, ["replicate", "12", "--run", RUN, "--results-dir", str(tmp_path)])
     assert isinstance(bad.exception, UnknownSeed)  # main() prints it as one line, exit 2
+
+
+def test_report_ratio_of_maxima_with_a_stall_is_undecided_not_better(tmp_path):
+    # the report's own comparison (analysis/normalize): the VM must not read "faster" than
+    # native because native's maximum was one stall
+    st = _latency(tmp_path, [72.0, 71.0, 73.0], stall_label=20000.0)
+    data = ReportData.load(st, RUN)
+    vm = next(g for g in data.groups if g.key.platform == "vm" and g.key.metric == "max_us")
+    c = data.comparisons[vm.key]
+    assert c.ratio > 1  # oriented: the VM's maximum is far below native's stall
+    assert c.decision == ratios.UNDECIDED and "one stall" in c.verdict.reason
+
+
+def test_report_ratio_of_maxima_without_stall_is_still_decided(tmp_path):
+    st = _latency(tmp_path, [700.0, 710.0, 690.0])
+    data = ReportData.load(st, RUN)
+    vm = next(g for g in data.groups if g.key.platform == "vm" and g.key.metric == "max_us")
+    assert data.comparisons[vm.key].decision == ratios.SLOWER

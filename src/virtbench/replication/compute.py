@@ -6,11 +6,10 @@ rounds) and is judged by `ratios.judge` with the run's floors: there is no secon
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..analysis import ratios
+from ..analysis import ratios, stalls
 from ..analysis.floors import floor_function
 from ..analysis.groups import Group
 from ..analysis.ratios import Ratio, Verdict
@@ -19,9 +18,6 @@ from .verdict import NOT_COMPARABLE, NOT_MEASURED, pct, replicate
 
 if TYPE_CHECKING:
     from ..report.data import ReportData
-
-# one round's maximum this many times the median of the side's other rounds: one stall
-STALL_FACTOR = 5.0
 
 
 @dataclass(frozen=True)
@@ -100,7 +96,7 @@ def _evaluate(data: ReportData, f: Finding, floors) -> Result:
     floor, source = floors(x[1].key)
     judged = ratios.judge(r, floor, source)
     if f.quantity == MAX_RATIO:
-        stall = _stall(data, x[1], f.x, platform) or _stall(data, b[1], f.base, platform)
+        stall = stalls.one_stall(x[1]) or stalls.one_stall(b[1])
         if stall:
             why = f"undecided, a maximum driven by one stall ({stall}): here {pct(r.value)}"
             return Result(f, data.run_id, NOT_MEASURED, why, platform, r, judged, cells)
@@ -209,38 +205,6 @@ def _eq(a: Any, b: Any) -> bool:
     if isinstance(a, int | float) and isinstance(b, int | float):
         return float(a) == float(b)
     return a is not None and str(a) == str(b)
-
-
-def _stall(data: ReportData, g: Group, side: Side, platform: str) -> str:
-    """Why this side's maximum is one stall, '' if it is not: the latency probe's stall at no
-    throttling boundary (label rt_throttle_ambiguous_us) reaching the maximum, or one round's
-    maximum STALL_FACTOR times the median of the others'."""
-    for row in data.samples:
-        k = g.key
-        if (row["platform"], row["scenario"], row["test_case"], row["role"], row["metric"]) != (
-            k.platform,
-            k.scenario,
-            k.test_case,
-            k.role,
-            k.metric,
-        ) or not row.get("valid", 1):
-            continue
-        amb = row["labels"].get("rt_throttle_ambiguous_us")
-        if amb and float(row["value"]) >= float(amb):
-            return (
-                f"{k.platform} · {k.scenario} repetition {row.get('repetition')}: a stall of "
-                f"{float(amb):g} µs at no throttling boundary is its maximum"
-            )
-    per = ratios.per_round(g.values, g.repetitions)
-    if len(per) >= 3:
-        top_round = max(per, key=lambda r: per[r])
-        rest = statistics.median(v for r, v in per.items() if r != top_round)
-        if rest > 0 and per[top_round] >= STALL_FACTOR * rest:
-            return (
-                f"{g.key.platform} · {g.key.scenario}: round {top_round}'s maximum "
-                f"{per[top_round]:g} is {per[top_round] / rest:.1f}x the other rounds' median"
-            )
-    return ""
 
 
 def _suite_score(data: ReportData, f: Finding, platform: str) -> Result:
