@@ -268,3 +268,84 @@ def test_report_ratio_of_maxima_without_stall_is_still_decided(tmp_path):
     data = ReportData.load(st, RUN)
     vm = next(g for g in data.groups if g.key.platform == "vm" and g.key.metric == "max_us")
     assert data.comparisons[vm.key].decision == ratios.SLOWER
+
+
+def _seed004(tmp_path, aufs_tests=("fio-seq-write", "fio-rand-read")):
+    cells = []
+    for rep in (1, 2, 3):
+        for tc in ("fio-seq-write", "fio-rand-read"):
+            base = {"fio-seq-write": 500.0, "fio-rand-read": 80.0}[tc] * (1 + 0.01 * rep)
+            cells.append(("metal.local", tc, rep, base))
+            if tc in aufs_tests:
+                cells.append(("metal.aufs", tc, rep, base * (0.70 + 0.005 * rep)))
+    st = Store.in_dir(tmp_path)
+    st.create_run(
+        RUN,
+        "seed004-quick",
+        "x.toml",
+        "",
+        1,
+        {},
+        {"baseline": "metal.local"},
+        "0.1.0",
+        description=describe(("fio-seq-write", "fio-rand-read")),
+    )
+    st.add_cells(
+        (f"{RUN}/{i:04d}", RUN, i, p, json.dumps({"name": p}), "disk", tc, "solo", rep, "{}")
+        for i, (p, tc, rep, _v) in enumerate(cells)
+    )
+    for i, (_p, tc, _rep, v) in enumerate(cells):
+        metric = describe((tc,)).primary_metrics()[tc]
+        st.finish_cell(RUN, f"{RUN}/{i:04d}", "ok", [Sample(metric, v, "MB/s", True)], [])
+    st.set_run_status(RUN, "finished")
+    return st
+
+
+def test_seed004_disk_score_is_the_suite_geomean_over_shared_tests(tmp_path):
+    r = _result(_seed004(tmp_path), "004", "table5-aufs-disk")
+    # by hand: each test case's ratio of means, then their geometric mean (equal weights)
+    ratios_by_tc = [
+        statistics.fmean([b * (1 + 0.01 * k) * (0.70 + 0.005 * k) for k in (1, 2, 3)])
+        / statistics.fmean([b * (1 + 0.01 * k) for k in (1, 2, 3)])
+        for b in (500.0, 80.0)
+    ]
+    assert r.ratio.value == pytest.approx(math.sqrt(ratios_by_tc[0] * ratios_by_tc[1]))
+    assert r.verdict == "reproduces", r.reason
+
+
+def test_seed004_score_over_unequal_test_sets_is_marked(tmp_path):
+    r = _result(_seed004(tmp_path, aufs_tests=("fio-seq-write",)), "004", "table5-aufs-disk")
+    assert "fio-rand-read left out" in r.reason
+
+
+def test_seed000_pair_against_a_pair_of_another_platform(tmp_path):
+    cells = []
+    for rep in (1, 2, 3):
+        lab = {"file_size_kb": 1}
+        cells.append(
+            (
+                "vm-virtio",
+                "heterogeneous:vm-e1000",
+                rep,
+                [
+                    ("target", "peak_throughput", 600.0 + rep, lab),
+                    ("neighbour-1", "peak_throughput", 650.0 - rep, lab),
+                ],
+            )
+        )
+        cells.append(
+            (
+                "vm-e1000",
+                "identical",
+                rep,
+                [
+                    ("target", "peak_throughput", 500.0 + 2 * rep, lab),
+                    ("neighbour-1", "peak_throughput", 510.0, lab),
+                ],
+            )
+        )
+    st = _store(tmp_path, "colocation-web", "httperf-sweep", cells)
+    r = _result(st, "000", "fig6-hvm-pvm-vs-hvm-hvm")
+    assert r.ratio.value == pytest.approx(1250.0 / (1010.0 + 4.0))
+    assert r.verdict == "reproduces", r.reason
+    assert "vm-e1000 · identical · target+neighbour-1" in r.cells
