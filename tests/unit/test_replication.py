@@ -349,3 +349,31 @@ def test_seed000_pair_against_a_pair_of_another_platform(tmp_path):
     assert r.ratio.value == pytest.approx(1250.0 / (1010.0 + 4.0))
     assert r.verdict == "reproduces", r.reason
     assert "vm-e1000 · identical · target+neighbour-1" in r.cells
+
+
+def test_a_pair_with_its_own_cpu_quota_says_so(tmp_path):
+    cells = []
+    for rep in range(3):
+        own = {"file_size_kb": 1, "cpu_budget": "own"}
+        cells.append(
+            (
+                "container",
+                "solo",
+                rep + 1,
+                [("target", "requests_per_s", SOLO[rep], {"file_size_kb": 1})],
+            )
+        )
+        cells.append(
+            (
+                "container",
+                "identical",
+                rep + 1,
+                [
+                    ("target", "requests_per_s", SOLO[rep] + rep, own),
+                    ("neighbour-1", "requests_per_s", SOLO[rep], own),
+                ],
+            )
+        )
+    st = _store(tmp_path, "consolidation-quick", "wrk-max", cells)
+    r = _result(st, "003", "fig15-identical-pair")
+    assert r.verdict == "does not" and "its own CPU quota (cpu_budget = own)" in r.reason

@@ -101,9 +101,22 @@ def _evaluate(data: ReportData, f: Finding, floors) -> Result:
             why = f"undecided, a maximum driven by one stall ({stall}): here {pct(r.value)}"
             return Result(f, data.run_id, NOT_MEASURED, why, platform, r, judged, cells)
     verdict, reason = replicate(f, r, judged)
-    if f.note and verdict != "reproduces":
-        reason += f"; {f.note}"
+    for extra in (_own_budget(x[1]), _own_budget(b[1]), f.note):
+        if extra and verdict != "reproduces":
+            reason += f"; {extra}"
     return Result(f, data.run_id, verdict, reason, platform, r, judged, cells)
+
+
+def _own_budget(g: Group) -> str:
+    """A co-location cell whose environments each had their own CPU quota: a pair got twice
+    the solo's CPU, where the paper's guests divided one machine (docs/colocation.md)."""
+    budget = g.labels.get("cpu_budget")
+    if g.key.scenario == "solo" or not (isinstance(budget, str) and budget.startswith("own")):
+        return ""
+    return (
+        f"{g.key.platform} · {g.key.scenario} ran with its own CPU quota (cpu_budget = "
+        f"{budget}), not sharing the solo's budget with its neighbours"
+    )
 
 
 def _with(r: Result, reason: str, platform: str | None = None) -> Result:
