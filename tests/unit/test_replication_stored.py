@@ -72,3 +72,20 @@ def test_seed003_reduced_run_by_hand(tmp_path):
         "fig24-dom0-weight": "not measured",  # no weights scenario in this run
         "fig21-many-guests-cpu": "not measured",
     }
+
+
+def test_seed003_network_bound_size_says_what_it_moved_here(tmp_path):
+    st, run = _open(tmp_path, "seed003-consolidation-reduced.db.gz")
+    f = next(f for f in load.load("003").findings if f.id == "table2-idle-70kb")
+    r = compute.evaluate(ReportData.load(st, run), (f,))[0]
+    rows = [json.loads(line) for line in export.to_jsonl(st, run).splitlines()]
+    solo = [
+        x["value"]
+        for x in rows
+        if x["scenario"] == "solo"
+        and x["role"] == "target"
+        and x["metric"] == "requests_per_s"
+        and x["labels"].get("file_size_kb") == 70
+    ]
+    gbit = statistics.fmean(solo) * 70 * 1024 * 8 / 1e9
+    assert f"= {gbit:.2f} Gbit/s, above it" in r.reason and "0.1 Gbit/s link" in r.reason

@@ -101,10 +101,28 @@ def _evaluate(data: ReportData, f: Finding, floors) -> Result:
             why = f"undecided, a maximum driven by one stall ({stall}): here {pct(r.value)}"
             return Result(f, data.run_id, NOT_MEASURED, why, platform, r, judged, cells)
     verdict, reason = replicate(f, r, judged)
-    for extra in (_own_budget(x[1]), _own_budget(b[1]), f.note):
+    link = _link(data, f, platform, test)
+    for extra in (_own_budget(x[1]), _own_budget(b[1]), link, f.note):
         if extra and verdict != "reproduces":
             reason += f"; {extra}"
     return Result(f, data.run_id, verdict, reason, platform, r, judged, cells)
+
+
+def _link(data: ReportData, f: Finding, platform: str, test: str) -> str:
+    """What the paper's network-bound size moved alone here, against the paper's link: a size
+    bound by a 1 Gbit/s NIC there may be CPU bound on a host bridge, which has no such limit."""
+    if f.link is None:
+        return ""
+    size, gbit = f.link
+    solo = _group(data, platform, test, "solo", "target", f.metric, {"file_size_kb": size})
+    if solo is None or solo.summary.mean is None:
+        return f"the paper's {size:g} KB was bound by its {gbit:g} Gbit/s link; not measured here"
+    moved = solo.summary.mean * size * 1024 * 8 / 1e9  # replies/s x KB -> Gbit/s
+    bound = "above" if moved > gbit else "within"
+    return (
+        f"the paper's {size:g} KB was bound by its {gbit:g} Gbit/s link; here {platform} alone "
+        f"served {solo.summary.mean:,.0f} req/s x {size:g} KB = {moved:.2f} Gbit/s, {bound} it"
+    )
 
 
 def _own_budget(g: Group) -> str:

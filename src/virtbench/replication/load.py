@@ -102,9 +102,10 @@ def _finding(row: Any, file: str, seed: str, i: int) -> Finding:
         requires=requires,
         note=r.str("note", ""),
         platforms=tuple(r.strs("platform")),
+        link=_link(r, file, where),
     )
     known = {"id", "figure", "what", "quantity", "expect", "paper", "paper_text", "band"}
-    known |= {"analogue", "requires", "note", "platform"}
+    known |= {"analogue", "requires", "note", "platform", "link"}
     if quantity == SUITE_SCORE:
         finding = Finding(**common, suite=r.str("suite"), x=_side(r, "x", file, where))
         r.done(known | {"suite", "x"})
@@ -121,6 +122,15 @@ def _finding(row: Any, file: str, seed: str, i: int) -> Finding:
         raise FindingsError(file, where + ".metric", "a max-ratio names its maximum's metric")
     r.done(known | {"test_case", "metric", "dims", "x", "base"})
     return finding
+
+
+def _link(r: _Reader, file: str, where: str) -> tuple[float, float] | None:
+    if "link" not in r.t:
+        return None
+    t = _Reader(r.table("link"), file, f"{where}.link.")
+    link = (t.float("size_kb"), t.float("gbit"))
+    t.done({"size_kb", "gbit"})
+    return link
 
 
 def _side(r: _Reader, key: str, file: str, where: str) -> Side:

@@ -55,6 +55,9 @@ class Finding:
     base: Side | None = None
     requires: tuple[str, ...] = ()
     note: str = ""  # a measured or stated mechanism difference, shown in the reason
+    # the paper's size that was network bound on its link: (file size KB, link Gbit/s); the
+    # reason then says what that size's solo moved here (is it still network bound?)
+    link: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
