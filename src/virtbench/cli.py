@@ -648,9 +648,21 @@ def replicate(seed, quick, run_ref, fmt, results_dir, store) -> None:
     from .report.data import ReportData
 
     findings = load.load(seed)
+    if run_ref and quick:
+        raise VirtbenchError(
+            "give --quick (run the seed's quick campaign) or --run RUN_ID, not both"
+        )
     if run_ref:
         opened = _open_to_read(store, results_dir)
         run_id = opened.resolve_run(run_ref)
+        name = opened.run(run_id).get("name")
+        if name not in findings.campaigns:
+            err_console.print(
+                Text(
+                    f"note: run {run_id} is of campaign {name!r}, not one of seed "
+                    f"{findings.seed}'s ({', '.join(findings.campaigns)})"
+                )
+            )
     else:
         from . import watchdog
         from .campaign import loader
@@ -660,6 +672,8 @@ def replicate(seed, quick, run_ref, fmt, results_dir, store) -> None:
         runner = Runner(results_dir, console, store=store)
         with watchdog.guard():
             run_id = runner.start(campaign, None, None)
+        if runner.interrupted_by is not None:  # Ctrl-C: cells kept, no verdict on a partial run
+            sys.exit(128 + runner.interrupted_by)
         opened = runner.store
     results = compute.evaluate(ReportData.load(opened, run_id), findings.findings)
     render = table.as_json if fmt == "json" else table.markdown
