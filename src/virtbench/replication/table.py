@@ -46,6 +46,16 @@ def markdown(seed: SeedFindings, results: list[Result], run_id: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def compact(seed: SeedFindings, results: list[Result], run_id: str) -> str:
+    """The report's terminal summary: figure, measured, verdict (reasons: `replicate`)."""
+    lines = [f"## replication of seed {seed.seed}: {counts(results)}", ""]
+    lines += [
+        f"- {r.finding.figure}, {r.finding.what}: {measured(r)}: {r.verdict}" for r in results
+    ]
+    lines += ["", f"reasons: virtbench replicate {seed.seed} --run {run_id}"]
+    return "\n".join(lines)
+
+
 def as_json(seed: SeedFindings, results: list[Result], run_id: str) -> str:
     doc = {
         "seed": seed.seed,

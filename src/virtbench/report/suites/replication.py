@@ -36,5 +36,5 @@ def replication(data: ReportData) -> Section | None:
         f"<th>reason</th></tr>{rows}</table>"
     )
     return Section(
-        f"Replication of seed {seed.seed}", body, table.markdown(seed, results, data.run_id)
+        f"Replication of seed {seed.seed}", body, table.compact(seed, results, data.run_id)
     )
