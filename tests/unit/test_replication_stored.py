@@ -89,3 +89,42 @@ def test_seed003_network_bound_size_says_what_it_moved_here(tmp_path):
     ]
     gbit = statistics.fmean(solo) * 70 * 1024 * 8 / 1e9
     assert f"= {gbit:.2f} Gbit/s, above it" in r.reason and "0.1 Gbit/s link" in r.reason
+
+
+def test_seed001_reduced_run_maxima_driven_by_stalls_decide_nothing(tmp_path):
+    st, run = _open(tmp_path, "seed001-rt-latency-reduced.db.gz")
+    rows = [json.loads(line) for line in export.to_jsonl(st, run).splitlines()]
+    results = {
+        r.finding.id: r
+        for r in compute.evaluate(ReportData.load(st, run), load.load("001").findings)
+    }
+
+    def maxima(scenario):
+        return {
+            r["repetition"]: r["value"]
+            for r in rows
+            if r["platform"] == "container"
+            and r["scenario"] == scenario
+            and r["role"] == "target"
+            and r["metric"] == "max_us"
+            and r["valid"]
+        }
+
+    # by hand: scenario 6's round 2 maximum against the median of its other rounds
+    s6 = maxima("antagonist:memory-load:free:3")
+    others = statistics.median(v for k, v in s6.items() if k != 2)
+    assert s6[2] >= 5 * others
+    r = results["s6-vs-s5-memory-bus"]
+    assert r.platform == "container" and r.ratio is not None
+    assert r.ratio.value == pytest.approx(
+        statistics.fmean(s6.values())
+        / statistics.fmean(maxima("antagonist:cpu-load:free:3").values())
+    )
+    assert r.verdict == "not measured" and "one stall" in r.reason and "round 2" in r.reason
+    # scenario 4's maximum is a stall the probe placed at no throttling boundary
+    s4 = results["s4-vs-s3-cache"]
+    assert s4.verdict == "not measured" and "at no throttling boundary" in s4.reason
+    # ESXi: the host facts say kvm, before any platform is looked for (no vm in this run)
+    esxi = results["esxi-last"]
+    assert esxi.verdict == "not comparable here" and "hypervisor is 'kvm'" in esxi.reason
+    assert results["xen-near-bare-metal"].verdict == "not measured"  # no vm in this run

@@ -64,6 +64,9 @@ def evaluate(data: ReportData, findings: tuple[Finding, ...]) -> list[Result]:
 
 def _evaluate(data: ReportData, f: Finding, floors) -> Result:
     missing = Result(f, data.run_id, NOT_MEASURED, "")
+    host = _other_host(data, f)  # a finding about another hypervisor: before any platform
+    if host:
+        return Result(f, data.run_id, NOT_COMPARABLE, host)
     platform = _first(f.platforms, data.platforms)
     if platform is None:
         why = f"no platform {' / '.join(f.platforms)} in this run ({', '.join(data.platforms)})"
@@ -156,7 +159,13 @@ def _not_comparable(data: ReportData, f: Finding, platform: str) -> str:
                     f"not comparable: TCG, no hardware-assisted guest ({used}; host kvm: "
                     f"{data.host.get('kvm', '?')}); the paper's guests ran hardware-assisted"
                 )
-        elif req.startswith(HYPERVISOR):
+    return ""
+
+
+def _other_host(data: ReportData, f: Finding) -> str:
+    """Why a finding about one hypervisor (ESXi, Hyper-V, Xen) does not apply to this host."""
+    for req in f.requires:
+        if req.startswith(HYPERVISOR):
             want = req[len(HYPERVISOR) :]
             have = str(data.host.get("hypervisor") or data.host.get("virtualization") or "none")
             if have.lower() != want.lower():
