@@ -3,6 +3,7 @@ by hand from the run's exported samples (the export contract), and the verdicts 
 
 import gzip
 import json
+import math
 import shutil
 import statistics
 from pathlib import Path
@@ -128,3 +129,29 @@ def test_seed001_reduced_run_maxima_driven_by_stalls_decide_nothing(tmp_path):
     esxi = results["esxi-last"]
     assert esxi.verdict == "not comparable here" and "hypervisor is 'kvm'" in esxi.reason
     assert results["xen-near-bare-metal"].verdict == "not measured"  # no vm in this run
+
+
+def test_seed004_disk_score_by_hand(tmp_path):
+    """The disk score: per measured point (fio-iozone's direct x phase x bs) the ratio of the
+    means of the primary metric, then their geometric mean, as analysis/scores weighs them."""
+    st, run = _open(tmp_path, "seed004-disk-reduced.db.gz")
+    rows = [json.loads(line) for line in export.to_jsonl(st, run).splitlines()]
+    results = {
+        r.finding.id: r
+        for r in compute.evaluate(ReportData.load(st, run), load.load("004").findings)
+    }
+    points: dict = {}
+    for r in rows:
+        if r["role"] == "target" and r["metric"] == "bandwidth_mib_s" and r["valid"]:
+            lab = r["labels"]
+            point = points.setdefault((lab["direct"], lab["phase"], lab["bs"]), {})
+            point.setdefault(r["platform"], []).append(r["value"])
+    for fid, platform in (("table5-aufs-disk", "metal.aufs"), ("table5-mnt-disk", "metal.mnt")):
+        logs = [
+            math.log(statistics.fmean(p[platform]) / statistics.fmean(p["metal.local"]))
+            for p in points.values()
+        ]
+        assert len(logs) == 12
+        assert results[fid].ratio.value == pytest.approx(math.exp(statistics.fmean(logs)))
+    assert results["table5-aufs-disk"].verdict == "does not"  # -0.1%: no copy-on-write cost
+    assert results["table5-mnt-disk"].verdict == "partly"
