@@ -872,6 +872,54 @@ def import_(files, results_dir, store) -> None:
         importer.import_file(f, dst, say)
 
 
+@cli.command()
+@click.argument("seed")
+@click.option("--quick", is_flag=True, help="run the seed's quick campaign (minutes, not hours)")
+@click.option("--run", "run_ref", metavar="RUN_ID", help="judge a stored run ('latest' too)")
+@click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True)
+@results_dir_option
+@store_option
+def replicate(seed, quick, run_ref, fmt, results_dir, store) -> None:
+    """The paper's findings of SEED (000..004) beside this host's measurement: for each, the
+    quantity with its 95% interval and run id, a verdict (reproduces / partly / does not /
+    not comparable here / not measured) and its reason (docs/replication.md). Without --run,
+    runs the seed's campaign (--quick: its short one) first."""
+    from .replication import compute, load, table
+    from .report.data import ReportData
+
+    findings = load.load(seed)
+    if run_ref and quick:
+        raise VirtbenchError(
+            "give --quick (run the seed's quick campaign) or --run RUN_ID, not both"
+        )
+    if run_ref:
+        opened = _open_to_read(store, results_dir)
+        run_id = opened.resolve_run(run_ref)
+        name = opened.run(run_id).get("name")
+        if name not in findings.campaigns:
+            err_console.print(
+                Text(
+                    f"note: run {run_id} is of campaign {name!r}, not one of seed "
+                    f"{findings.seed}'s ({', '.join(findings.campaigns)})"
+                )
+            )
+    else:
+        from . import watchdog
+        from .campaign import loader
+        from .runner.run import Runner
+
+        campaign = loader.load(findings.quick if quick else findings.full)
+        runner = Runner(results_dir, console, store=store)
+        with watchdog.guard():
+            run_id = runner.start(campaign, None, None)
+        if runner.interrupted_by is not None:  # Ctrl-C: cells kept, no verdict on a partial run
+            sys.exit(128 + runner.interrupted_by)
+        opened = runner.store
+    results = compute.evaluate(ReportData.load(opened, run_id), findings.findings)
+    render = table.as_json if fmt == "json" else table.markdown
+    sys.stdout.write(render(findings, results, run_id))
+
+
 def _compare_side(store, run_id: str, platform: str | None, threshold: float) -> dict:
     """What compare needs of one run: its groups, host facts, and its platforms' runtimes."""
     from .analysis import fingerprint, floors

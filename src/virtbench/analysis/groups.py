@@ -20,6 +20,7 @@ from typing import Any
 
 from ..store.description import DIMENSION, IGNORED, RunDescription
 from .colocation import BESIDE_LABEL, beside_targets
+from .stalls import AMBIGUOUS_LABEL, sample_stall
 from .stats import Summary, summarize
 
 # the reason of an invalid sample (the store's valid flag), never a result's identity
@@ -102,6 +103,8 @@ class Group:
     summary: Summary = field(default_factory=lambda: Summary(0))
     labels: dict[str, Any] = field(default_factory=dict)  # the same in all its samples
     declared: frozenset[str] = frozenset()  # the run's declared dimension labels of its test
+    # valid samples whose value is a stall the latency probe could not explain (analysis/stalls)
+    stalls: list[tuple[int, float]] = field(default_factory=list)  # (repetition, stall µs)
 
     @property
     def identity(self) -> tuple[tuple[str, Any], ...]:
@@ -275,6 +278,10 @@ def build(rows: list[dict[str, Any]], description: RunDescription) -> list[Group
         if row.get("valid", 1):
             g.values.append(float(row["value"]))
             g.repetitions.append(int(row["repetition"]))
+            if AMBIGUOUS_LABEL in labels:
+                stall = sample_stall(float(row["value"]), labels)
+                if stall is not None:
+                    g.stalls.append((int(row["repetition"]), stall))
         else:
             g.invalid.append(
                 InvalidSample(

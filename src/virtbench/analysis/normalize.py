@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from ..results import LOAD_PCT_LABEL, NET_PATH_LABEL, PATH_LABELS
-from . import ratios
+from . import ratios, stalls
 from .groups import Group, GroupKey
 from .ratios import Ratio, Verdict
 
@@ -94,7 +94,8 @@ def compare(
     r = estimate(x, base)
     if r is None:
         return None
-    return Comparison(x.key, base.key, r, x.higher_is_better, ratios.judge(r, *floor))
+    verdict = stalls.guard(ratios.judge(r, *floor), x, base)
+    return Comparison(x.key, base.key, r, x.higher_is_better, verdict)
 
 
 def family(key: GroupKey, primary: bool) -> tuple | None:
@@ -149,6 +150,9 @@ class Comparisons(Mapping[GroupKey, Comparison]):
             floor, source = self._floor_of(k)
             adjust = p if len(members) > 1 else None
             verdict = ratios.judge(e, floor, source, p_adjusted=adjust)
+            verdict = stalls.guard(
+                verdict, g, self._pairs[k][1]
+            )  # maxima: one stall decides nothing
             self._made[k] = Comparison(k, self._pairs[k][1].key, e, g.higher_is_better, verdict)
         return self._made[key]
 
