@@ -14,7 +14,7 @@ def seed_of(campaign: str) -> load.SeedFindings | None:
     return next((s for s in load.load_all() if campaign in s.campaigns), None)
 
 
-@register_section(12, "replication")
+@register_section(70, "replication")
 def replication(data: ReportData) -> Section | None:
     seed = seed_of(str(data.run.get("name") or ""))
     if seed is None:
