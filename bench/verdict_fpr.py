@@ -24,6 +24,7 @@ Options: --keep DIR keeps each run's results directory (DIR/seed-N) for the repo
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 import tempfile
@@ -112,12 +113,13 @@ def load(results: Path, keep_disturbed: bool) -> tuple[list[Group], dict, dict]:
             {**r, "valid": 1} if "disturbed" in (r.get("labels_json") or "") else r for r in rows
         ]
     groups = groups_mod.build(rows, store.description(run_id))
-    import json
-
     host = json.loads(run.get("host_json") or "{}")
-    disturbed = Counter(
-        c.platform for c in store.cells(run_id) if "disturbed" in (c.labels_json or "")
-    )
+    flagged = {
+        (r["platform"], r["cell_id"])
+        for r in store.sample_rows(run_id)
+        if '"disturbed"' in (r.get("labels_json") or "")
+    }
+    disturbed = Counter(platform for platform, _cell in flagged)
     store.close()
     return groups, host, {"run_id": run_id, "disturbed_cells": dict(disturbed)}
 

@@ -133,3 +133,22 @@ def test_weighted_without_shared_rounds_adds_half_widths():
     est, note = ratios.weighted([(0.5, a), (0.5, b)])
     half = 0.5 * math.log(1.1 / 0.9) / 2 + 0.5 * math.log(1.25 / 0.8) / 2
     assert est.high == pytest.approx(math.exp(half)) and "correlation" in note
+
+
+def test_a_score_no_test_case_supports_is_undecided():
+    """A memory score 'slower' over every round while each test case alone is undecided
+    (measured: bench/verdict_fpr.py seed 1, crun memory 0.941 [0.920-0.962], all of its six
+    test cases undecided, on a host with bursts): not called."""
+    swing = [0.1, -0.1, 0.12, -0.12, 0.01]  # each round: one case up, the other down
+    base = {"a": [1000.0] * 5, "b": [500.0] * 5}
+    cont = {
+        "a": [1000 * math.exp(-0.06 + x) for x in swing],
+        "b": [500 * math.exp(-0.06 - x + 0.005 * i) for i, x in enumerate(swing)],
+    }
+    gs = [group("native", tc, v, suite="memory") for tc, v in base.items()]
+    gs += [group("crun", tc, v, suite="memory") for tc, v in cont.items()]
+    comps = against_baseline(gs, "native")
+    assert {c.decision for k, c in comps.items() if k.platform == "crun"} == {UNDECIDED}
+    (score,) = geomeans(gs, comps, "native")
+    assert score.high < 0.98  # every round below 1: the interval alone would say slower
+    assert score.decision == UNDECIDED and "no test case" in score.verdict.reason

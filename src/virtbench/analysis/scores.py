@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..results import SOLO_PEAK_SCENARIO
 from ..store.description import SuiteScoring
@@ -273,6 +273,19 @@ def geomeans(
     return out
 
 
+def supported(verdict: Verdict, members: list[str]) -> Verdict:
+    """A score's faster/slower stands only where one of its test cases says the same on its
+    own: a consistent few-percent shift over every round of a busy host's run is what a
+    burst pattern looks like too, and a cost no single test shows is not one to report."""
+    if verdict.outcome not in (ratios.FASTER, ratios.SLOWER) or verdict.outcome in members:
+        return verdict
+    return replace(
+        verdict,
+        outcome=ratios.UNDECIDED,
+        reason=f"{verdict.reason}; but no test case of it is {verdict.outcome} on its own",
+    )
+
+
 def _geo(suite: str, platform: str, scenario: str, weighted, missing: list[str]) -> GeoMean:
     if not weighted:
         return GeoMean(
@@ -283,7 +296,10 @@ def _geo(suite: str, platform: str, scenario: str, weighted, missing: list[str])
     # the floor of a score: its test cases' floors, weighted as they are
     floor = sum(w * c.verdict.floor for w, c in weighted) / sum(w for w, _ in weighted)
     measured = any(c.verdict.floor_source for _, c in weighted)
-    verdict = ratios.judge(est, floor, "its test cases' A/A floors" if measured else "")
+    verdict = supported(
+        ratios.judge(est, floor, "its test cases' A/A floors" if measured else ""),
+        [c.verdict.outcome for _, c in weighted],
+    )
     ratio_values = [c.ratio for _, c in weighted]
     n_tc = len({c.key.test_case for _, c in weighted})
     return GeoMean(
