@@ -30,6 +30,7 @@ from pathlib import Path
 
 from ... import cachedir, ownedtmp, probes_build, tools
 from ...errors import VirtbenchError
+from .. import engine_config
 
 
 def direct_io_mechanism(storage: str, version: str | None) -> str:
@@ -212,3 +213,28 @@ def read_blocks() -> tuple[bool | None, str]:
     if out[-1] == "blocks":
         return True, "read(2) waits"
     return False, out[-1].replace("errno 11", "EAGAIN (errno 11) at once")
+
+
+_CONFIG_CACHE: dict[tuple[str, ...], dict[str, str]] = {}
+
+
+def effective_config(base: list[str]) -> dict[str, str]:
+    """The configuration runsc runs containers with, given the global flags virtbench passes
+    (`base`: binary, --root, --platform, --network...): runsc writes it to its debug log at
+    every start, defaults included, so a harmless `list` with a debug log says it. Cached
+    per argv (one runsc start, ~20 ms); {} when runsc cannot say."""
+    key = tuple(base)
+    if key in _CONFIG_CACHE:
+        return _CONFIG_CACHE[key]
+    with ownedtmp.tempdir("runsc-config") as d:
+        argv = [*base, "--debug", f"--debug-log={d}/", "list"]
+        try:
+            subprocess.run(argv, capture_output=True, timeout=30, check=False)
+        except (OSError, subprocess.SubprocessError):
+            return {}
+        logs = sorted(Path(d).glob("*"))
+        text = "".join(p.read_text(errors="replace") for p in logs if p.is_file())
+    found = engine_config.runsc_config(text)
+    if found:
+        _CONFIG_CACHE[key] = found
+    return found

@@ -119,6 +119,11 @@ class OciRuntime:
         """Facts about how this runtime runs the tools, stored with every cell."""
         return {}
 
+    def engine(self, cid: str | None) -> dict[str, str]:
+        """The engine's effective configuration for container `cid` (None: not running), as
+        the engine reports it (platforms/engine_config.py); {} where virtbench reads none."""
+        return {}
+
     def direct_io(self, storage: str) -> str:
         """How O_DIRECT on the container's data path (overlay or volume) reaches the host
         filesystem: a kernel overlay or bind mount passes the flag to the file below."""
@@ -163,6 +168,9 @@ class Runsc(OciRuntime):
 
     def labels(self):
         return {"read_shim": gvisor.SHIM_LABEL} if self.needs_read_shim else {}
+
+    def engine(self, cid):
+        return gvisor.effective_config(self.base())
 
     def direct_io(self, storage: str) -> str:
         return directio.cached(gvisor.direct_io_mechanism(storage, tools.version(self.binary)))

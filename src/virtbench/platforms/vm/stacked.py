@@ -454,6 +454,7 @@ class StackedContainer(Platform):
             **engine,
             "stacked_on": self.host.name,
             "host_platform_type": self.host.kind,
+            **({"host_engine": host_labels["engine"]} if "engine" in host_labels else {}),
             **{
                 f"host_{k}": host_labels[k]
                 for k in ("accel_used", "boot_s", "network_used")
