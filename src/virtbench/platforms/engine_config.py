@@ -17,48 +17,49 @@ from typing import Any
 LABEL = "engine"  # the platform label holding one engine's configuration
 ABSENT = "not in this release"
 
-# runsc's "Configuration:" block (runsc --debug): log key -> our key
+# runsc's configuration in its debug log: the summary between its "*****" lines ("Key:
+# value", several on a line joined by " / "; 2022 releases under a "Configuration:" line)
+# and, in newer releases, every setting as "Config.Name (--flag): value"
 RUNSC_KEYS = {
     "Platform": "platform",
     "FileAccess": "file_access",
     "FileAccessMounts": "file_access_mounts",
     "Directfs": "directfs",
+    "DirectFS": "directfs",
     "Overlay": "overlay2",
+    "Overlay2": "overlay2",
     "Network": "network",
 }
 _LOG_LINE = re.compile(r"^[IDWE]\d{4} [\d:.]+\s+\d+ \S+\] (.*)$")
+_CONFIG_LINE = re.compile(r"^Config\.(\w+)(?: \(--[\w-]+\))?: (.*)$")
 
 
 def runsc_config(debug_log: str) -> dict[str, str]:
-    """runsc's effective configuration from its debug log (the block it writes at start:
-    "Version ...", "Configuration:", then tab-indented "Key: value" lines)."""
-    out: dict[str, str] = {}
-    in_block = False
+    """runsc's effective configuration from the debug log one runsc start writes."""
+    summary: dict[str, str] = {}
+    full: dict[str, str] = {}
+    markers = 0
     for line in debug_log.splitlines():
         m = _LOG_LINE.match(line)
         if m is None:
             continue
-        text = m.group(1)
-        if text.startswith("Version "):
-            out["version"] = text[len("Version ") :].strip()
-        elif text.strip() == "Configuration:":
-            in_block = True
-        elif in_block and text.startswith("*****"):
-            break
-        elif in_block:
-            for part in _config_parts(text.strip()):
+        text = m.group(1).strip()
+        if text.startswith("*****"):
+            markers += 1
+        elif text.startswith("Version ") and "version" not in summary:
+            summary["version"] = text[len("Version ") :].split(",")[0].strip()
+        elif c := _CONFIG_LINE.match(text):
+            if c.group(1) in RUNSC_KEYS:
+                full[RUNSC_KEYS[c.group(1)]] = _runsc_value(c.group(1), c.group(2))
+        elif markers == 1:  # inside the start banner
+            for part in text.split(" / "):
                 key, _, value = part.partition(": ")
                 if key in RUNSC_KEYS and value:
-                    out.setdefault(RUNSC_KEYS[key], _runsc_value(key, value))
-    if in_block:  # a release without a setting's line does not have it
-        for key in ("directfs",):
-            out.setdefault(key, ABSENT)
+                    summary.setdefault(RUNSC_KEYS[key], _runsc_value(key, value))
+    out = summary | full
+    if markers and "directfs" not in out:  # a release without the setting does not have it
+        out["directfs"] = ABSENT
     return out
-
-
-def _config_parts(text: str) -> list[str]:
-    # newer releases print several settings on a line: "FileAccess: exclusive / Directfs: true"
-    return [p.strip() for p in text.split(" / ")]
 
 
 def _runsc_value(key: str, value: str) -> str:
