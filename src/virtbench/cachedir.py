@@ -21,6 +21,7 @@ KINDS = {
     "java": "VIRTBENCH_JAVA_DIR",
     "probes": "VIRTBENCH_PROBES_DIR",
     "wasm": "VIRTBENCH_WASM_DIR",
+    "wheelhouse": "VIRTBENCH_WHEELHOUSE_DIR",  # fleet/wheelhouse.py
 }
 STAGING = ("build", "fetch")  # the ownedtmp kinds staged inside a cache root
 

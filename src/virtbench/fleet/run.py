@@ -15,8 +15,9 @@ from pathlib import Path
 
 import yaml
 
+from ..errors import VirtbenchError
 from ..store import readonly
-from . import ansible, source
+from . import ansible, source, wheelhouse
 from .state import FAILED, LOST, OK, PENDING, RUNNING, Fleet, HostState
 
 SIGNAL_EXITS = (130, 143)  # the run was interrupted on the host: resume continues it
@@ -68,13 +69,22 @@ class FleetRunner:
             self._prepare(list(restart), restart)
         self._follow()
 
+    def _wheels(self) -> Path | None:
+        """The hosts' wheelhouse (they install with no package index from it), or None when
+        the controller cannot build one: hosts then install from their index, as before."""
+        try:
+            return wheelhouse.ensure(source.project_root() / "pyproject.toml", self.log)
+        except VirtbenchError as exc:
+            self.log(f"warning: shipping no wheelhouse, hosts need a package index: {exc}")
+            return None
+
     # --- phases -------------------------------------------------------------------------
     def _prepare(self, hosts: list[str], per_host: dict[str, dict]) -> None:
         self.work.mkdir(parents=True, exist_ok=True)
         tarball = self.work / "virtbench-src.tar.gz"
         extravars = self._common() | {
             "vb_source": str(tarball.resolve()),
-            "vb_source_id": source.build(tarball),
+            "vb_source_id": source.build(tarball, self._wheels()),
             "vb_async_timeout": self.settings.timeout,
         }
         if self.fleet.campaign_file:  # a campaign file travels in the first task's command

@@ -13,6 +13,7 @@ import tarfile
 from pathlib import Path
 
 from ..errors import VirtbenchError
+from . import wheelhouse
 
 NEEDED = ("install.sh", "pyproject.toml", "src/virtbench/__init__.py")
 SHIPPED = ("install.sh", "pyproject.toml", "README.md", "LICENSE", "src", "campaigns")
@@ -60,9 +61,10 @@ def _normal(info: tarfile.TarInfo) -> tarfile.TarInfo:
     return info
 
 
-def build(target: Path) -> str:
+def build(target: Path, wheels: Path | None = None) -> str:
     """Write the project tarball to `target` (a .tar.gz); return its sha256, which names
-    the project on the hosts (the install stamp)."""
+    the project on the hosts (the install stamp). `wheels`: a wheelhouse (wheelhouse.py)
+    shipped as wheelhouse/, from which install.sh installs without a package index."""
     root = project_root()
     with (
         target.open("wb") as raw,
@@ -71,4 +73,7 @@ def build(target: Path) -> str:
     ):
         for name in _files(root):
             tar.add(root / name, arcname=name, recursive=False, filter=_normal)
+        for path in wheelhouse.members(wheels) if wheels is not None else []:
+            arcname = f"{wheelhouse.DIR}/{path.name}"
+            tar.add(path, arcname=arcname, recursive=False, filter=_normal)
     return hashlib.sha256(target.read_bytes()).hexdigest()
