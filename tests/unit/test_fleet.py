@@ -320,7 +320,7 @@ def test_remote_status_copies_the_store_only_when_a_cell_finished(tmp_path, monk
     con.close()
 
 
-def test_tarball_ships_a_wheelhouse_for_hosts_without_an_index(tmp_path):
+def test_offline_hosts_get_a_wheelhouse_tarball_of_its_own(tmp_path):
     from virtbench.fleet import wheelhouse
 
     wheels = tmp_path / "wh"
@@ -329,16 +329,20 @@ def test_tarball_ships_a_wheelhouse_for_hosts_without_an_index(tmp_path):
     (wheels / "click-8.5.1-py3-none-any.whl").write_bytes(b"PK wheel 2")
     (wheels / wheelhouse.PYTHON_FILE).write_text(wheelhouse.python_tag() + "\n")
     (wheels / "link.whl").symlink_to(wheels / "click-8.5.1-py3-none-any.whl")
-    digest = source.build(tmp_path / "p.tar.gz", wheels)
-    with tarfile.open(tmp_path / "p.tar.gz") as tar:
+    digest = wheelhouse.pack(wheels, tmp_path / "w.tar.gz")
+    with tarfile.open(tmp_path / "w.tar.gz") as tar:
         names = tar.getnames()
         shipped = tar.extractfile("wheelhouse/click-8.5.1-py3-none-any.whl").read()
+    # unpacked beside install.sh: wheelhouse/ holds the build requirement and the Python tag
     assert "wheelhouse/setuptools-84.2.1-py3-none-any.whl" in names
-    assert "wheelhouse/PYTHON" in names and "install.sh" in names
+    assert "wheelhouse/PYTHON" in names
     assert "wheelhouse/link.whl" not in names  # a link in the cache is not followed
     assert shipped == b"PK wheel 2"
-    assert source.build(tmp_path / "again.tar.gz", wheels) == digest  # reproducible
-    assert source.build(tmp_path / "bare.tar.gz") != digest
+    assert wheelhouse.pack(wheels, tmp_path / "again.tar.gz") == digest  # reproducible
+    # the project tarball stays small: the wheels go only to hosts marked offline
+    source.build(tmp_path / "p.tar.gz")
+    with tarfile.open(tmp_path / "p.tar.gz") as tar:
+        assert not any(n.startswith("wheelhouse/") for n in tar.getnames())
 
 
 def test_wheelhouse_requirements_are_the_build_and_runtime_ones():
@@ -362,6 +366,7 @@ def test_wheelhouse_of_an_unreadable_pyproject_is_a_clear_error(tmp_path):
 def test_prepare_offers_the_offline_install():
     text = (Path(source.__file__).parent / "playbooks" / "prepare.yml").read_text()
     assert "virtbench_offline" in text and "--offline" in text and "--venv" in text
+    assert "ship the wheelhouse" in text and "ship the wheelhouse" in state.TASK_PHASE
     sh = (source.project_root() / "install.sh").read_text()
     assert "--no-index --find-links" in sh
 

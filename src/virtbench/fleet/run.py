@@ -70,13 +70,16 @@ class FleetRunner:
         self._follow()
 
     def _wheels(self) -> Path | None:
-        """The hosts' wheelhouse (they install with no package index from it), or None when
-        the controller cannot build one: hosts then install from their index, as before."""
+        """The offline hosts' wheelhouse as a tarball in the work directory, or None when the
+        controller cannot build one (an offline host's install then says it has none)."""
         try:
-            return wheelhouse.ensure(source.project_root() / "pyproject.toml", self.log)
+            wheels = wheelhouse.ensure(source.project_root() / "pyproject.toml", self.log)
         except VirtbenchError as exc:
-            self.log(f"warning: shipping no wheelhouse, hosts need a package index: {exc}")
+            self.log(f"warning: no wheelhouse, hosts with virtbench_offline cannot install: {exc}")
             return None
+        target = self.work / "virtbench-wheels.tar.gz"
+        wheelhouse.pack(wheels, target)
+        return target
 
     # --- phases -------------------------------------------------------------------------
     def _prepare(self, hosts: list[str], per_host: dict[str, dict]) -> None:
@@ -84,9 +87,12 @@ class FleetRunner:
         tarball = self.work / "virtbench-src.tar.gz"
         extravars = self._common() | {
             "vb_source": str(tarball.resolve()),
-            "vb_source_id": source.build(tarball, self._wheels()),
+            "vb_source_id": source.build(tarball),
             "vb_async_timeout": self.settings.timeout,
         }
+        wheels = self._wheels()
+        if wheels is not None:  # shipped to the hosts marked virtbench_offline only
+            extravars["vb_wheels"] = str(wheels.resolve())
         if self.fleet.campaign_file:  # a campaign file travels in the first task's command
             text = (self.fleet.dir / self.fleet.campaign_file).read_bytes()
             extravars["vb_campaign_b64"] = base64.b64encode(text).decode()
@@ -106,6 +112,7 @@ class FleetRunner:
         )
         self._timed("prepare_s", t0, outcomes)
         tarball.unlink(missing_ok=True)
+        (self.work / "virtbench-wheels.tar.gz").unlink(missing_ok=True)
         for host, out in outcomes.items():
             if out.unreachable:
                 self._set(
