@@ -73,8 +73,8 @@ def ensure(version: str, log=print) -> Path:
     if go is None:
         raise VirtbenchError(
             f'runsc = "{version}" needs the Go toolchain to build gVisor (Debian 12\'s golang'
-            " 1.19 is too old for current gVisor: install Go from go.dev/dl into /usr/local/go)"
-            ', or use runsc = "debian"'
+            " 1.19 is too old for current gVisor: install Go >= 1.21 from go.dev/dl into"
+            ' /usr/local/go), or use runsc = "debian"'
         )
     log(f"building gVisor runsc {version} from {MODULE} (minutes)")
     final = entry(version)
