@@ -3,6 +3,10 @@ from gVisor's Go module, cached, its version recorded; opt-in in `virtbench setu
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from virtbench import setup_host
@@ -92,3 +96,31 @@ def test_the_cleaner_finds_containers_of_every_build(tmp_path, monkeypatch, cach
     (cache / VERSION).mkdir(parents=True)
     (cache / VERSION / "runsc").write_text("")
     assert builds[1].list_ids() == ["vb-abc"]
+
+
+def test_the_build_is_static_so_runsc_can_re_exec_itself_in_its_chroot(cache, monkeypatch):
+    # a cgo build asks for /lib64/ld-linux-x86-64.so.2, absent in the gofer's and sentry's
+    # chroot: their re-exec through /proc/self/exe failed with ENOENT (issue 42)
+    seen = {}
+
+    def fake_go(argv, env, **kw):
+        seen.update(argv=argv, env=env)
+        Path(env["GOBIN"], "runsc").write_bytes(b"not an ELF")
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    monkeypatch.setattr(gvisor_build, "go_binary", lambda: "/usr/local/go/bin/go")
+    monkeypatch.setattr(gvisor_build.subprocess, "run", fake_go)
+    path = gvisor_build.ensure(VERSION, log=lambda m: None)
+    assert seen["env"]["CGO_ENABLED"] == "0"
+    assert seen["argv"][1:] == ["install", f"gvisor.dev/gvisor/runsc@{VERSION}"]
+    assert path == cache / VERSION / "runsc" and gvisor_build.built(VERSION) == path
+    assert (cache / VERSION / "VERSION").read_text().strip() == VERSION
+
+
+def test_elf_interpreter_of_dynamic_and_static_binaries(tmp_path):
+    assert gvisor_build.interpreter(Path(sys.executable).resolve()) is not None
+    static = tmp_path / "static"
+    header = bytearray(64)
+    header[:5] = b"\x7fELF\x02"
+    static.write_bytes(bytes(header))  # no program headers: no PT_INTERP
+    assert gvisor_build.interpreter(static) is None

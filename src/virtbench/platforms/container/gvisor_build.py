@@ -83,7 +83,11 @@ def ensure(version: str, log=print) -> Path:
         return (d / "runsc").is_file() and (d / "VERSION").is_file()
 
     with cachedir.building(final, complete) as tmp:
-        env = {**os.environ, "GOBIN": str(tmp)}  # the module's own build settings
+        # static, as gVisor's own releases: the gofer and the sentry re-exec runsc through
+        # /proc/self/exe inside their empty chroot, where a cgo build's ELF interpreter
+        # (/lib64/ld-linux-x86-64.so.2) is absent: execve fails with ENOENT ("error
+        # executing umounter: fork/exec /proc/self/exe: no such file or directory")
+        env = {**os.environ, "GOBIN": str(tmp), "CGO_ENABLED": "0"}
         argv = [go, "install", f"{MODULE}@{version}"]
         try:
             r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=3600)
@@ -93,8 +97,33 @@ def ensure(version: str, log=print) -> Path:
             raise VirtbenchError(
                 f"building runsc {version} with {go} failed: {(r.stderr or r.stdout)[-800:]}"
             )
+        if interpreter(tmp / "runsc") is not None:
+            raise VirtbenchError(
+                f"runsc {version} was linked dynamically (CGO_ENABLED=0 ignored by {go}?):"
+                " it cannot re-exec itself inside its sandbox's chroot"
+            )
         (tmp / "VERSION").write_text(version + "\n")
     return final / "runsc"
+
+
+def interpreter(path: Path) -> str | None:
+    """The ELF interpreter a binary asks for (PT_INTERP), None for a static one."""
+    with path.open("rb") as f:
+        head = f.read(64)
+        if head[:4] != b"\x7fELF" or head[4] != 2:  # 64-bit ELF only (amd64, arm64)
+            return None
+        phoff = int.from_bytes(head[32:40], "little")
+        phentsize = int.from_bytes(head[54:56], "little")
+        phnum = int.from_bytes(head[56:58], "little")
+        for i in range(phnum):
+            f.seek(phoff + i * phentsize)
+            ph = f.read(phentsize)
+            if int.from_bytes(ph[0:4], "little") == 3:  # PT_INTERP
+                offset = int.from_bytes(ph[8:16], "little")
+                size = int.from_bytes(ph[32:40], "little")
+                f.seek(offset)
+                return f.read(size).rstrip(b"\0").decode(errors="replace")
+    return None
 
 
 @setup_host.register("gvisor", opt_in=True)
