@@ -124,3 +124,20 @@ def test_elf_interpreter_of_dynamic_and_static_binaries(tmp_path):
     header[:5] = b"\x7fELF\x02"
     static.write_bytes(bytes(header))  # no program headers: no PT_INTERP
     assert gvisor_build.interpreter(static) is None
+
+
+def test_each_build_is_judged_by_its_own_o_direct_mechanism():
+    from virtbench.platforms import engine_config
+    from virtbench.platforms.container import gvisor
+
+    data = Path(__file__).parent.parent / "data" / "engines"
+    debian = engine_config.runsc_config((data / "runsc-20221219-debug.log").read_text())
+    current = engine_config.runsc_config((data / "runsc-go-20260905-debug.log").read_text())
+    old = gvisor.direct_io_mechanism("volume", "0.0~20221219.0", debian)
+    assert "gofer opened without O_DIRECT" in old
+    new_volume = gvisor.direct_io_mechanism("volume", f"go {VERSION}", current)
+    assert "directfs" in new_volume and "gofer" not in new_volume
+    new_overlay = gvisor.direct_io_mechanism("overlay", f"go {VERSION}", current)
+    assert "overlay2=root:self" in new_overlay and "sentry's memory" in new_overlay
+    # Debian's overlay2 reads "Root=false, ...": no root overlay, its gofer says why
+    assert "gofer" in gvisor.direct_io_mechanism("overlay", "0.0~20221219.0", debian)

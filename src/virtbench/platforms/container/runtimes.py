@@ -222,7 +222,11 @@ class Runsc(OciRuntime):
         return found | {"build": self.build} if found else {}
 
     def direct_io(self, storage: str) -> str:
-        return directio.cached(gvisor.direct_io_mechanism(storage, self.version))
+        try:  # this build's own mechanism (a build not made yet: the generic reason)
+            config = gvisor.effective_config(self.base())
+        except PlatformError:
+            config = {}
+        return directio.cached(gvisor.direct_io_mechanism(storage, self.version, config))
 
     def exec_argv(self, cid, argv, env, pid_file):
         if self.needs_read_shim and argv and Path(argv[0]).name in gvisor.SHIM_TOOLS:
