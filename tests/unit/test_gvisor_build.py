@@ -56,6 +56,9 @@ def test_a_built_release_runs_from_the_cache_with_its_own_state_root(cache):
     base = rt.base()
     assert base[0] == str(cache / VERSION / "runsc")
     assert base[2].endswith(f"runsc-{VERSION}")  # not Debian's state root
+    # the build's default platform (systrap), as its users run it; Debian's: ptrace
+    assert not any(a.startswith("--platform") for a in base)
+    assert "--platform=ptrace" in runtimes.get("runsc", "host").base()
     labels = rt.labels()
     assert labels["runsc_build"] == VERSION and labels["runtime_version"] == f"go {VERSION}"
     assert "runsc_build" not in runtimes.get("runsc", "host").labels()

@@ -149,7 +149,7 @@ class Runc(OciRuntime):
 
 
 class Runsc(OciRuntime):
-    """gVisor: a user-space kernel. Here only its ptrace platform works (no usable KVM).
+    """gVisor: a user-space kernel. No usable KVM here: ptrace (Debian's) or systrap.
     `build`: Debian's runsc or a release built from gVisor's Go module (gvisor_build.py)."""
 
     name = binary = "runsc"
@@ -186,8 +186,10 @@ class Runsc(OciRuntime):
 
     def base(self) -> list[str]:
         net = "host" if self.network == "host" else "sandbox"
-        root = str(self.root)
-        return [self.executable(), "--root", root, "--platform=ptrace", f"--network={net}"]
+        # Debian's release: ptrace (its default; KVM is unusable here). A current build runs
+        # its own default, what its users run (systrap since 2023); the engine label says
+        platform = ["--platform=ptrace"] if self.build == gvisor_build.DEBIAN else []
+        return [self.executable(), "--root", str(self.root), *platform, f"--network={net}"]
 
     @property
     def version(self) -> str | None:
