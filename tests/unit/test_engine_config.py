@@ -46,6 +46,9 @@ def test_runsc_go_build_config_from_its_debug_log():
         "network": "host",
     }
     assert engine_config.runsc_config("no log at all") == {}
+    # as virtbench runs a build: its own default platform
+    default = (DATA / "runsc-go-20260905-default-debug.log").read_text()
+    assert engine_config.runsc_config(default)["platform"] == "systrap"
 
 
 @pytest.mark.skipif(shutil.which("runsc") is None, reason="runsc not installed")
