@@ -131,6 +131,9 @@ def test_report_platform_table_shows_no_none_and_the_engine():
     )
     html = str(host_section(data).html)
     assert "None" not in html
+    from virtbench.report.sections import registered
+
+    assert [e.fn for e in registered() if e.name == "host"] == [host_section]
     assert "engine.platform=ptrace" in html and "runtime=runsc" in html
 
 

@@ -194,7 +194,6 @@ def _gib(n: int | None) -> str:
     return f"{n / 2**30:.1f} GiB" if n else "–"
 
 
-@register_section(85, "host")
 def _platform_options(labels: dict[str, Any]) -> str:
     """A platform's labels for the Platforms table: options left unset are not shown (no
     "None"), an engine's configuration (a dict: platforms/engine_config.py) as key.sub=v."""
@@ -209,6 +208,7 @@ def _platform_options(labels: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+@register_section(85, "host")
 def host_section(data: ReportData) -> Section:
     f = data.host
     cpus = f.get("cpus_allowed")
