@@ -391,3 +391,15 @@ def test_install_sh_offline_names_what_is_missing(tmp_path):
     )
     assert r.returncode == 1 and "for Python 2.7 sparc" in r.stderr
     assert not (tmp_path / "v").exists()  # refused before making anything
+
+
+def test_offline_hosts_from_the_inventory(tmp_path):
+    # INI host and group variables, read back through the real ansible-inventory
+    inv = tmp_path / "hosts.ini"
+    inv.write_text(
+        "[lab]\nl1 ansible_host=10.0.0.1\nl2 ansible_host=10.0.0.2 virtbench_offline=false\n"
+        "[lab:vars]\nvirtbench_offline=true\n[dc]\nd1 ansible_host=10.0.1.1\n"
+    )
+    assert inventory.offline(inv, ["l1", "l2", "d1"]) == ["l1"]
+    listing = {"_meta": {"hostvars": {"a": {"virtbench_offline": True}, "b": {}}}}
+    assert inventory.offline_hosts(listing, ["a", "b", "c"]) == ["a"]

@@ -17,7 +17,7 @@ import yaml
 
 from ..errors import VirtbenchError
 from ..store import readonly
-from . import ansible, source, wheelhouse
+from . import ansible, inventory, source, wheelhouse
 from .state import FAILED, LOST, OK, PENDING, RUNNING, Fleet, HostState
 
 SIGNAL_EXITS = (130, 143)  # the run was interrupted on the host: resume continues it
@@ -69,10 +69,13 @@ class FleetRunner:
             self._prepare(list(restart), restart)
         self._follow()
 
-    def _wheels(self) -> Path | None:
-        """The offline hosts' wheelhouse as a tarball in the work directory, or None when the
-        controller cannot build one (an offline host's install then says it has none)."""
+    def _wheels(self, hosts: list[str]) -> Path | None:
+        """The offline hosts' wheelhouse as a tarball in the work directory; None when none
+        of `hosts` is marked offline, or the controller cannot build one (an offline host's
+        install then says it has none)."""
         try:
+            if not inventory.offline(Path(self.fleet.inventory), hosts):
+                return None
             wheels = wheelhouse.ensure(source.project_root() / "pyproject.toml", self.log)
         except VirtbenchError as exc:
             self.log(f"warning: no wheelhouse, hosts with virtbench_offline cannot install: {exc}")
@@ -90,7 +93,7 @@ class FleetRunner:
             "vb_source_id": source.build(tarball),
             "vb_async_timeout": self.settings.timeout,
         }
-        wheels = self._wheels()
+        wheels = self._wheels(hosts)
         if wheels is not None:  # shipped to the hosts marked virtbench_offline only
             extravars["vb_wheels"] = str(wheels.resolve())
         if self.fleet.campaign_file:  # a campaign file travels in the first task's command
