@@ -18,9 +18,11 @@ from . import ownedtmp
 # every cache's kind and the variable that moves its root: `remove_stale` sweeps each root
 KINDS = {
     "appstack": "VIRTBENCH_APPSTACK_DIR",
+    "gvisor": "VIRTBENCH_GVISOR_DIR",  # runsc built from gVisor's Go module
     "java": "VIRTBENCH_JAVA_DIR",
     "probes": "VIRTBENCH_PROBES_DIR",
     "wasm": "VIRTBENCH_WASM_DIR",
+    "wheelhouse": "VIRTBENCH_WHEELHOUSE_DIR",  # fleet/wheelhouse.py
 }
 STAGING = ("build", "fetch")  # the ownedtmp kinds staged inside a cache root
 

@@ -819,6 +819,7 @@ def compare(
         used = {o.test_case for o in outcomes}
         runtimes = side_a["tools"] | side_b["tools"]
         gate = fingerprint.compare(side_a["host"], side_b["host"], used, runtimes)
+        gate.differences.extend(_engine_differences(side_a, side_b, plat_a, plat_b))
         if not gate.comparable:
             what = ", ".join(d.key for d in gate.mattering)
             if strict:
@@ -920,6 +921,20 @@ def replicate(seed, quick, run_ref, fmt, results_dir, store) -> None:
     sys.stdout.write(render(findings, results, run_id))
 
 
+def _engine_differences(side_a: dict, side_b: dict, plat_a, plat_b) -> list:
+    """Engine settings (runsc platform, docker storage driver...) that differ between the
+    compared platforms: they matter as much as a kernel does."""
+    from .analysis import fingerprint
+
+    ea, eb = side_a["engines"], side_b["engines"]
+    pairs = [(plat_a, plat_b)] if plat_a else [(p, p) for p in sorted(set(ea) & set(eb))]
+    out = []
+    for pa, pb in pairs:
+        where = pa if pa == pb else f"{pa}/{pb}"
+        out += fingerprint.engine_differences(ea.get(pa), eb.get(pb), where)
+    return out
+
+
 def _compare_side(store, run_id: str, platform: str | None, threshold: float) -> dict:
     """What compare needs of one run: its groups, host facts, and its platforms' runtimes."""
     from .analysis import fingerprint, floors
@@ -927,7 +942,8 @@ def _compare_side(store, run_id: str, platform: str | None, threshold: float) ->
     from .report.compare_page import Side
 
     run = store.run(run_id)
-    specs = {c.platform: json.loads(c.platform_json or "{}") for c in store.cells(run_id)}
+    cells = store.cells(run_id)
+    specs = {c.platform: json.loads(c.platform_json or "{}") for c in cells}
     if platform is not None and platform not in specs:
         raise VirtbenchError(
             f"no platform '{platform}' in run {run_id}; it has: {', '.join(specs) or 'none'}"
@@ -944,6 +960,7 @@ def _compare_side(store, run_id: str, platform: str | None, threshold: float) ->
         "floor_of": lambda g: floor_of(g.key),
         "host": host,
         "tools": set().union(*(fingerprint.platform_tools(s) for s in used)),
+        "engines": fingerprint.engines_of((c.platform, c.labels) for c in cells),
         "side": Side(run_id, run["name"], str(store.path), platform),
     }
 

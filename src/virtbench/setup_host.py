@@ -32,13 +32,17 @@ class NotInstalled(VirtbenchError):
 
 
 STEPS: list[tuple[str, Callable[[Callable[[str], None]], None]]] = []
+OPT_IN: set[str] = set()  # steps run only when named (`setup --step NAME`)
 
 
-def register(name: str):
-    """A build step run by `virtbench setup` after the packages are installed."""
+def register(name: str, opt_in: bool = False):
+    """A build step run by `virtbench setup` after the packages are installed; an opt-in
+    step (a long build few campaigns need) only with `--step NAME`."""
 
     def deco(fn: Callable[[Callable[[str], None]], None]):
         STEPS.append((name, fn))
+        if opt_in:
+            OPT_IN.add(name)
         return fn
 
     return deco
@@ -125,6 +129,6 @@ def run_steps(log: Callable[[str], None], only: set[str] | None = None) -> None:
     platforms.load_all()
     workloads.load_all()  # modules register their build steps on import
     for name, fn in STEPS:
-        if only is None or name in only:
+        if (only is None and name not in OPT_IN) or (only is not None and name in only):
             log(f"setup step: {name}")
             fn(log)

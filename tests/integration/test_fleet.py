@@ -203,3 +203,38 @@ def test_host_without_root_and_unreachable_host_are_named(tmp_path):
     assert "unreachable while preparing" in hosts["ghost"]["message"]
     assert "10.217.14.99" in hosts["ghost"]["message"]
     assert "fleet resume" in out.stdout
+
+
+def test_host_without_a_package_index_installs_from_the_shipped_wheelhouse(tmp_path):
+    # issue 42: a lab host with no route out. The simulated host's netns has no route
+    # beyond the fleet bridge; it installs into a venv of its own, from the wheelhouse the
+    # controller shipped (pip --no-index), and runs the campaign with it
+    results = tmp_path / "res"
+    venv = "/tmp/vb-fleet-h1/venv"
+    with fleet(tmp_path / "hosts", ["h1"]) as f:
+        (h1,) = f.hosts
+        probe = "import socket; socket.create_connection(('pypi.org', 443), 3)"
+        out = subprocess.run(
+            ["ip", "netns", "exec", h1.netns, "/usr/bin/python3", "-c", probe],
+            capture_output=True,
+            text=True,
+        )
+        assert out.returncode != 0, "the simulated host reaches the internet"
+        inv = f.inventory(
+            tmp_path / "inventory.ini",
+            extra=f"virtbench_install=changed\nvirtbench_offline=true\nvirtbench_venv={venv}",
+        )
+        out = vb("fleet", "run", str(campaign(tmp_path, 1)), "-i", str(inv), "--results-dir",
+                 str(results), *FAST)  # fmt: skip
+        installed = subprocess.run(
+            [f"{venv}/bin/python", "-c", "import virtbench, wasmtime, psycopg; print('ok')"],
+            capture_output=True,
+            text=True,
+            cwd="/",
+        )
+    assert out.returncode == 0, out.stdout + out.stderr
+    rec = record(results)
+    st = rec["hosts"]["h1"]
+    assert st["status"] == "ok", st
+    assert target_samples(results / "fleet" / rec["fleet_id"] / "h1.db") == 1
+    assert installed.stdout.strip() == "ok", installed.stderr

@@ -4,8 +4,10 @@ makes of each host's answer, the fleet record, the shipped tarball, the remote s
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
+import subprocess
 import sys
 import tarfile
 from pathlib import Path
@@ -316,3 +318,88 @@ def test_remote_status_copies_the_store_only_when_a_cell_finished(tmp_path, monk
     monkeypatch.setattr(remote, "run_holder", lambda results, run_id: None)
     assert remote.state(tmp_path, known_cells=2)["snapshot"]
     con.close()
+
+
+def test_offline_hosts_get_a_wheelhouse_tarball_of_its_own(tmp_path):
+    from virtbench.fleet import wheelhouse
+
+    wheels = tmp_path / "wh"
+    wheels.mkdir()
+    (wheels / "setuptools-84.2.1-py3-none-any.whl").write_bytes(b"PK wheel")
+    (wheels / "click-8.5.1-py3-none-any.whl").write_bytes(b"PK wheel 2")
+    (wheels / wheelhouse.PYTHON_FILE).write_text(wheelhouse.python_tag() + "\n")
+    (wheels / "link.whl").symlink_to(wheels / "click-8.5.1-py3-none-any.whl")
+    digest = wheelhouse.pack(wheels, tmp_path / "w.tar.gz")
+    with tarfile.open(tmp_path / "w.tar.gz") as tar:
+        names = tar.getnames()
+        shipped = tar.extractfile("wheelhouse/click-8.5.1-py3-none-any.whl").read()
+    # unpacked beside install.sh: wheelhouse/ holds the build requirement and the Python tag
+    assert "wheelhouse/setuptools-84.2.1-py3-none-any.whl" in names
+    assert "wheelhouse/PYTHON" in names
+    assert "wheelhouse/link.whl" not in names  # a link in the cache is not followed
+    assert shipped == b"PK wheel 2"
+    assert wheelhouse.pack(wheels, tmp_path / "again.tar.gz") == digest  # reproducible
+    # the project tarball stays small: the wheels go only to hosts marked offline
+    source.build(tmp_path / "p.tar.gz")
+    with tarfile.open(tmp_path / "p.tar.gz") as tar:
+        assert not any(n.startswith("wheelhouse/") for n in tar.getnames())
+
+
+def test_wheelhouse_requirements_are_the_build_and_runtime_ones():
+    from virtbench.fleet import wheelhouse
+
+    reqs = wheelhouse.requirements(source.project_root() / "pyproject.toml")
+    assert any(r.startswith("setuptools") for r in reqs)  # what a host's pip build needs
+    assert any(r.startswith("ansible-core") for r in reqs)
+    assert not any(r.startswith(("pytest", "ruff")) for r in reqs)  # no dev extras
+
+
+def test_wheelhouse_of_an_unreadable_pyproject_is_a_clear_error(tmp_path):
+    from virtbench.fleet import wheelhouse
+
+    bad = tmp_path / "pyproject.toml"
+    bad.write_text("[project\n")
+    with pytest.raises(VirtbenchError, match="pyproject.toml: cannot read"):
+        wheelhouse.requirements(bad)
+
+
+def test_prepare_offers_the_offline_install():
+    text = (Path(source.__file__).parent / "playbooks" / "prepare.yml").read_text()
+    assert "virtbench_offline" in text and "--offline" in text and "--venv" in text
+    assert "ship the wheelhouse" in text and "ship the wheelhouse" in state.TASK_PHASE
+    sh = (source.project_root() / "install.sh").read_text()
+    assert "--no-index --find-links" in sh
+
+
+def test_install_sh_offline_names_what_is_missing(tmp_path):
+    # a copy of the tree without a wheelhouse: --offline stops at once, naming it
+    shutil.copy(source.project_root() / "install.sh", tmp_path / "install.sh")
+    r = subprocess.run(
+        ["bash", str(tmp_path / "install.sh"), "--offline", "--venv", str(tmp_path / "v")],
+        capture_output=True,
+        text=True,
+    )
+    if os.geteuid() != 0:
+        pytest.skip("install.sh re-runs itself with sudo when not root")
+    assert r.returncode == 1 and "no wheelhouse" in r.stderr
+    (tmp_path / "wheelhouse").mkdir()
+    (tmp_path / "wheelhouse" / "PYTHON").write_text("2.7 sparc\n")
+    r = subprocess.run(
+        ["bash", str(tmp_path / "install.sh"), "--offline", "--venv", str(tmp_path / "v")],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 1 and "for Python 2.7 sparc" in r.stderr
+    assert not (tmp_path / "v").exists()  # refused before making anything
+
+
+def test_offline_hosts_from_the_inventory(tmp_path):
+    # INI host and group variables, read back through the real ansible-inventory
+    inv = tmp_path / "hosts.ini"
+    inv.write_text(
+        "[lab]\nl1 ansible_host=10.0.0.1\nl2 ansible_host=10.0.0.2 virtbench_offline=false\n"
+        "[lab:vars]\nvirtbench_offline=true\n[dc]\nd1 ansible_host=10.0.1.1\n"
+    )
+    assert inventory.offline(inv, ["l1", "l2", "d1"]) == ["l1"]
+    listing = {"_meta": {"hostvars": {"a": {"virtbench_offline": True}, "b": {}}}}
+    assert inventory.offline_hosts(listing, ["a", "b", "c"]) == ["a"]

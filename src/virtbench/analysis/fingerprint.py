@@ -130,3 +130,33 @@ def compare(
             a, b = va.get(tool, "absent"), vb.get(tool, "absent")
             diffs.append(Difference(f"tool {tool}", a, b, matters))
     return Gate(diffs, unknown)
+
+
+ENGINE = "engine"  # a cell's platform label: the engine's own configuration
+
+
+def engines_of(cells: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """platform -> the engine configuration its cells recorded (platform label `engine`,
+    platforms/engine_config.py), from (platform, cell labels) pairs; the first cell that
+    has one speaks for the platform (a run provisions each platform the same way)."""
+    out: dict[str, dict[str, Any]] = {}
+    for platform, labels in cells:
+        engine = (labels.get("platform") or {}).get(ENGINE)
+        if isinstance(engine, dict) and platform not in out:
+            out[platform] = engine
+    return out
+
+
+def engine_differences(
+    a: dict[str, Any] | None, b: dict[str, Any] | None, where: str
+) -> list[Difference]:
+    """How two engine configurations differ: each differing setting matters (gVisor's
+    platform or directfs, Docker's storage driver, QEMU's accelerator move figures by
+    themselves). A side that recorded none (a run stored before) says nothing."""
+    if not a or not b:
+        return []
+    return [
+        Difference(f"engine {where} {key}", a.get(key, "absent"), b.get(key, "absent"), True)
+        for key in sorted(set(a) | set(b))
+        if a.get(key) != b.get(key)
+    ]

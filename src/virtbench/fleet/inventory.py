@@ -72,6 +72,30 @@ def _hosts(listing: dict, path: Path) -> list[str]:
     return list(seen)
 
 
+OFFLINE_VAR = "virtbench_offline"  # the host installs from the shipped wheelhouse
+
+
+def offline_hosts(listing: dict, hosts: list[str]) -> list[str]:
+    """Which of `hosts` an `ansible-inventory --list` marks offline (group vars are merged
+    into _meta.hostvars there; INI gives strings, YAML booleans). Pure: unit-tested."""
+    hostvars = listing.get("_meta", {}).get("hostvars", {})
+    out = []
+    for h in hosts:
+        value = hostvars.get(h, {}).get(OFFLINE_VAR, False)
+        if value is True or str(value).strip().lower() in ("true", "yes", "on", "1"):
+            out.append(h)
+    return out
+
+
+def offline(path: Path, hosts: list[str]) -> list[str]:
+    """The hosts of inventory `path` marked `virtbench_offline` (one ansible-inventory)."""
+    argv = ["ansible-inventory", "-i", str(path), "--list"]
+    r = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, **ansible_env()})
+    if r.returncode != 0:
+        raise VirtbenchError(parse_error(path, r.stderr))
+    return offline_hosts(json.loads(r.stdout), hosts)
+
+
 def _list(path: Path, limit: str | None) -> list[str]:
     argv = ["ansible-inventory", "-i", str(path), "--list"]
     if limit:

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import yaml
 
+from ..errors import VirtbenchError
 from ..store import readonly
-from . import ansible, source
+from . import ansible, inventory, source, wheelhouse
 from .state import FAILED, LOST, OK, PENDING, RUNNING, Fleet, HostState
 
 SIGNAL_EXITS = (130, 143)  # the run was interrupted on the host: resume continues it
@@ -68,6 +69,21 @@ class FleetRunner:
             self._prepare(list(restart), restart)
         self._follow()
 
+    def _wheels(self, hosts: list[str]) -> Path | None:
+        """The offline hosts' wheelhouse as a tarball in the work directory; None when none
+        of `hosts` is marked offline, or the controller cannot build one (an offline host's
+        install then says it has none)."""
+        try:
+            if not inventory.offline(Path(self.fleet.inventory), hosts):
+                return None
+            wheels = wheelhouse.ensure(source.project_root() / "pyproject.toml", self.log)
+        except VirtbenchError as exc:
+            self.log(f"warning: no wheelhouse, hosts with virtbench_offline cannot install: {exc}")
+            return None
+        target = self.work / "virtbench-wheels.tar.gz"
+        wheelhouse.pack(wheels, target)
+        return target
+
     # --- phases -------------------------------------------------------------------------
     def _prepare(self, hosts: list[str], per_host: dict[str, dict]) -> None:
         self.work.mkdir(parents=True, exist_ok=True)
@@ -77,6 +93,9 @@ class FleetRunner:
             "vb_source_id": source.build(tarball),
             "vb_async_timeout": self.settings.timeout,
         }
+        wheels = self._wheels(hosts)
+        if wheels is not None:  # shipped to the hosts marked virtbench_offline only
+            extravars["vb_wheels"] = str(wheels.resolve())
         if self.fleet.campaign_file:  # a campaign file travels in the first task's command
             text = (self.fleet.dir / self.fleet.campaign_file).read_bytes()
             extravars["vb_campaign_b64"] = base64.b64encode(text).decode()
@@ -96,6 +115,7 @@ class FleetRunner:
         )
         self._timed("prepare_s", t0, outcomes)
         tarball.unlink(missing_ok=True)
+        (self.work / "virtbench-wheels.tar.gz").unlink(missing_ok=True)
         for host, out in outcomes.items():
             if out.unreachable:
                 self._set(

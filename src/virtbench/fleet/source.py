@@ -60,15 +60,20 @@ def _normal(info: tarfile.TarInfo) -> tarfile.TarInfo:
     return info
 
 
-def build(target: Path) -> str:
-    """Write the project tarball to `target` (a .tar.gz); return its sha256, which names
-    the project on the hosts (the install stamp)."""
-    root = project_root()
+def archive(target: Path, members: list[tuple[Path, str]]) -> str:
+    """Write a reproducible .tar.gz of (path, name in the archive) pairs; its sha256."""
     with (
         target.open("wb") as raw,
         gzip.GzipFile("", "wb", 6, raw, mtime=0) as gz,  # no time in the gzip header
         tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar,
     ):
-        for name in _files(root):
-            tar.add(root / name, arcname=name, recursive=False, filter=_normal)
+        for path, name in members:
+            tar.add(path, arcname=name, recursive=False, filter=_normal)
     return hashlib.sha256(target.read_bytes()).hexdigest()
+
+
+def build(target: Path) -> str:
+    """Write the project tarball to `target` (a .tar.gz); return its sha256, which names
+    the project on the hosts (the install stamp)."""
+    root = project_root()
+    return archive(target, [(root / name, name) for name in _files(root)])

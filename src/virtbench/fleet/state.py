@@ -22,6 +22,7 @@ TASK_PHASE = {
     "check the host": "check_s",
     "require root": "check_s",
     "ship the project": "transfer_s",
+    "ship the wheelhouse": "transfer_s",
     "restore the results fetched before (the host lost its own)": "transfer_s",
     "install": "install_s",
     "start the campaign": "start_s",

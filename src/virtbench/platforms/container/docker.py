@@ -26,6 +26,7 @@ from ...errors import PlatformError
 from ...filelock import file_lock
 from ...images import rootfs
 from ...serving.ports import PORT_HIGH, PORT_LOW, port_free_on_host
+from .. import engine_config
 from ..base import NAME_PREFIX
 from . import dockerd
 from .podman import PID_DIR, Podman, run_flags
@@ -88,6 +89,7 @@ class Docker(Podman):
         super().__init__(network)
         self.nat = nat or dockerd.PROXY
         self._daemon: dockerd.Daemon | None = None
+        self._engine: dict[str, str] | None = None  # docker info, read once
         self.image: str | None = None
         self.ports: dict[str, tuple[int, int]] = {}  # container -> (inner base, host base)
         self.offset = 20000
@@ -307,6 +309,19 @@ class Docker(Podman):
         if self.network == "nat" and d is not None:
             out["docker_nat"] = d.nat_mode
         return out
+
+    def engine(self, cid: str | None) -> dict[str, str]:
+        # docker info once per engine object: the daemon's settings do not change under us
+        if self._engine is None and self.daemon is not None:
+            r = self._docker("info", "--format", "{{json .}}", timeout=30)
+            try:
+                info = json.loads(r.stdout) if r.returncode == 0 else None
+            except ValueError:
+                info = None
+            if isinstance(info, dict):
+                proxy = self.daemon.userland_proxy
+                self._engine = engine_config.docker_config(info, proxy)
+        return self._engine or {}
 
 
 def daemon_version(engine: Docker) -> str | None:

@@ -29,24 +29,45 @@ from pathlib import Path
 
 from ... import cachedir, ownedtmp, probes_build, pychild, tools
 from ...errors import VirtbenchError
+from .. import engine_config
 
 
-def direct_io_mechanism(storage: str, version: str | None) -> str:
-    """Why O_DIRECT in a runsc container, as virtbench runs it (runsc defaults:
-    --file-access=exclusive for the root, shared for mounts), is not a device figure.
+def direct_io_mechanism(
+    storage: str, version: str | None, config: dict[str, str] | None = None
+) -> str:
+    """Why O_DIRECT in a runsc container, as virtbench runs it, is not a device figure, by
+    the build's own mechanism (`config`: its effective configuration, engine_config.py).
 
-    gVisor's gofer filesystem sends an O_DIRECT read past the sentry's page cache to the
-    "remote file", but that is the host file as the gofer opened it, without O_DIRECT: the
-    host page cache serves it. Without O_DIRECT the sentry's own cache does (exclusive
-    access). Debian's runsc 20221219 measured 4.4x the host's own O_DIRECT read here. No
-    flag of that release passes O_DIRECT to the host; newer gVisor's directfs (--directfs,
-    the default since 2023) opens host files in the sentry itself, which might, but that is
-    unverified here, so every runsc release is labelled cached until one is measured."""
+    Without directfs (Debian's 20221219): the gofer filesystem sends an O_DIRECT read past
+    the sentry's page cache to the "remote file", the host file as the gofer opened it,
+    without O_DIRECT: the host page cache serves it (4.4x the host's own O_DIRECT read here).
+    With directfs (current gVisor's default): the sentry opens the host file itself, but
+    still without O_DIRECT (fsimpl/gofer openHandle passes only read/write/trunc), so the
+    host page cache serves it too. With a root overlay (overlay2 root:..., current default
+    root:self) the overlay data path's files live in the sentry's own tmpfs (memory, backed
+    by a host file for "self"): O_DIRECT there never leaves the sandbox."""
+    cfg = config or {}
+    what = f"gVisor (runsc {version or 'version unknown'}, storage={storage})"
+    overlay = cfg.get("overlay2", "")
+    if storage == "overlay" and overlay.startswith(("root:", "all:")):
+        return (
+            f"{what} keeps the container's root, and so the overlay data path, in its root"
+            f" overlay (overlay2={overlay}): a tmpfs in the sentry's memory; O_DIRECT there"
+            ' never reaches a host file: use storage = "volume" or measure the device on'
+            " native"
+        )
+    if cfg.get("directfs") == "true":
+        return (
+            f"{what} opens host files in its sentry (directfs) without O_DIRECT: an O_DIRECT"
+            " read skips the sentry's cache and is served by the host page cache; no runsc"
+            " flag passes O_DIRECT to the host: measure the device on native or a runc/crun"
+            " volume"
+        )
     return (
-        f"gVisor (runsc {version or 'version unknown'}, storage={storage}) serves file I/O"
-        " from its sentry's page cache and, for O_DIRECT, from host files its gofer opened"
-        " without O_DIRECT (the host page cache); no runsc flag virtbench sets reaches the"
-        " device: measure the device on native or a runc/crun volume"
+        f"{what} serves file I/O from its sentry's page cache and, for O_DIRECT, from host"
+        " files its gofer opened without O_DIRECT (the host page cache); no runsc flag"
+        " virtbench sets reaches the device: measure the device on native or a runc/crun"
+        " volume"
     )
 
 
@@ -211,3 +232,28 @@ def read_blocks() -> tuple[bool | None, str]:
     if out[-1] == "blocks":
         return True, "read(2) waits"
     return False, out[-1].replace("errno 11", "EAGAIN (errno 11) at once")
+
+
+_CONFIG_CACHE: dict[tuple[str, ...], dict[str, str]] = {}
+
+
+def effective_config(base: list[str]) -> dict[str, str]:
+    """The configuration runsc runs containers with, given the global flags virtbench passes
+    (`base`: binary, --root, --platform, --network...): runsc writes it to its debug log at
+    every start, defaults included, so a harmless `list` with a debug log says it. Cached
+    per argv (one runsc start, ~20 ms); {} when runsc cannot say."""
+    key = tuple(base)
+    if key in _CONFIG_CACHE:
+        return _CONFIG_CACHE[key]
+    with ownedtmp.tempdir("runsc-config") as d:
+        argv = [*base, "--debug", f"--debug-log={d}/", "list"]
+        try:
+            subprocess.run(argv, capture_output=True, timeout=30, check=False)
+        except (OSError, subprocess.SubprocessError):
+            return {}
+        logs = sorted(Path(d).glob("*"))
+        text = "".join(p.read_text(errors="replace") for p in logs if p.is_file())
+    found = engine_config.runsc_config(text)
+    if found:
+        _CONFIG_CACHE[key] = found
+    return found

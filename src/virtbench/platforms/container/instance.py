@@ -38,6 +38,7 @@ class Config:
     rt_runtime_us: int | str | None = cgroups.RT_AUTO
     rt_period_us: int | None = None  # None: the host's rt period
     docker_nat: str | None = None  # runtime docker, network nat: userland-proxy | iptables
+    runsc: str = "debian"  # runtime runsc: which gVisor build (gvisor_build.py)
     publish_port_offset: int = 20000  # engines that publish at start: host = inner + offset
     # a shared CPU budget's group (cgroups/budget.py) to make the container's group in; its
     # own quota is then dropped (the budget is its quota) and it gets no RT bandwidth
@@ -48,7 +49,7 @@ class Instance:
     def __init__(self, name: str, config: Config, image: Path) -> None:
         self.name = name
         self.config = config
-        self.runtime = runtimes.get(config.runtime, config.network, config.docker_nat)
+        self.runtime = runtimes.get(config.runtime, config.network, config.docker_nat, config.runsc)
         self.storage = Storage(name, image, config.storage)
         self.cgroup: cgroups.Cgroup | None = None
         self.net: hostnet.Attachment | None = None

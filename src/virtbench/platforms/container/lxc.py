@@ -26,6 +26,7 @@ from typing import Any
 
 from ... import cgroups, hostnet, tools
 from ...errors import PlatformError
+from .. import engine_config
 from .podman import PID_DIR, pid_wrapped
 from .runtimes import STATE_ROOT, OciRuntime
 
@@ -263,6 +264,16 @@ class Lxc(OciRuntime):
 
     def labels(self) -> dict[str, Any]:
         return {"runtime_version": tools.version("lxc-start"), "apparmor": "unconfined"}
+
+    def engine(self, cid: str | None) -> dict[str, str]:
+        # the config LXC started the container from, as written in its lxcpath
+        if cid is None:
+            return {}
+        try:
+            text = (self.root / cid / "config").read_text()
+        except OSError:
+            return {}
+        return engine_config.lxc_config(text, tools.version("lxc-start"))
 
 
 def _config_env(path: Path) -> list[str]:

@@ -11,7 +11,7 @@ from typing import Any
 from ... import cgroups, parsing
 from ...parsing import ParseError
 from ..options import OptionError, OptionReader, PlatformOptions, Schema
-from . import runtimes, spec
+from . import gvisor_build, runtimes, spec
 from .instance import NETWORK_MODES
 from .storage import STORAGE_MODES
 
@@ -48,6 +48,12 @@ SCHEMA["docker_nat"] = (
     "(a dockerd setting; default userland-proxy, Docker's)",
 )
 DOCKER_NATS = ("userland-proxy", "iptables")
+SCHEMA["runsc"] = (
+    None,
+    None,
+    'runtime runsc: the gVisor build: "debian" (default, Debian\'s package), "pinned" or a'
+    " gvisor.dev/gvisor Go version, built from its Go module (platforms/container/gvisor_build)",
+)
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,7 @@ class ContainerOptions(PlatformOptions):
     rt_runtime_us: int | str  # µs, or cgroups.RT_AUTO
     rt_period_us: int | None  # None: the host's rt period
     docker_nat: str | None  # runtime docker, network nat: how -p is served
+    runsc: str  # runtime runsc: gvisor_build.DEBIAN or a Go module version
 
     schema = SCHEMA
 
@@ -74,7 +81,20 @@ class ContainerOptions(PlatformOptions):
             "rt_runtime_us": r.get("rt_runtime_us", rt_runtime_opt),
             "rt_period_us": r.get("rt_period_us", rt_period_opt),
             "docker_nat": _docker_nat(r),
+            "runsc": _runsc(r),
         }
+
+
+def _runsc(r: OptionReader) -> str:
+    value = r.values.get("runsc")
+    try:
+        build = gvisor_build.resolve(value)
+    except ValueError:
+        r.problem("runsc", "is not a gVisor build", gvisor_build.ALLOWED)
+        return gvisor_build.DEBIAN
+    if build != gvisor_build.DEBIAN and r.values["runtime"] != "runsc":
+        r.problem("runsc", "applies only to gVisor", 'runtime = "runsc"')
+    return build
 
 
 def _docker_nat(r: OptionReader) -> str | None:

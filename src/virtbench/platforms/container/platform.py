@@ -15,6 +15,7 @@ from typing import Any
 from ... import cgroups, cleanup, directio, hostfs, hostnet, tools
 from ...errors import NeedsRootError, PlatformError
 from ...images import rootfs
+from .. import engine_config
 from ..base import NAME_PREFIX, Accounting, ExecResult, Platform, Process
 from ..capabilities import StartupTiming
 from ..cpu_weight import weighted
@@ -69,6 +70,7 @@ class ContainerPlatform(Platform):
             o.runtime, o.storage, o.network, o.resources, o.rt_runtime_us, o.rt_period_us
         )
         self.config.docker_nat = o.docker_nat
+        self.config.runsc = o.runsc
         self.config.publish_port_offset = o.publish_port_offset
         self._offset = o.publish_port_offset
         self._inst: Instance | None = None
@@ -82,7 +84,7 @@ class ContainerPlatform(Platform):
         if os.geteuid() != 0:
             raise NeedsRootError("the container platform")
         c = self.config  # names the package if not installed (docker: starts the daemon)
-        runtimes.get(c.runtime, c.network, c.docker_nat).prepare()
+        runtimes.get(c.runtime, c.network, c.docker_nat, c.runsc).prepare()
         # builds the shared image on first use (minutes, with progress) and caches it
         return rootfs.rootfs_tree(lambda m: print(m, flush=True))
 
@@ -220,9 +222,16 @@ class ContainerPlatform(Platform):
     def host_data_dir(cls, spec) -> str | None:
         return str(STATE_DIR)  # the overlay's upper layer and the volume live there
 
+    def _runtime(self) -> runtimes.OciRuntime:
+        """The running instance's runtime, or one made like it (before provision)."""
+        if self._inst is not None:
+            return self._inst.runtime
+        c = self.config
+        return runtimes.get(c.runtime, c.network, c.docker_nat, c.runsc)
+
     def direct_io(self) -> str:
         c = self.config
-        runtime = self._inst.runtime if self._inst else runtimes.get(c.runtime, c.network)
+        runtime = self._runtime()
         by_runtime = runtime.direct_io(c.storage)
         if directio.why_cached(by_runtime):
             return by_runtime
@@ -273,8 +282,7 @@ class ContainerPlatform(Platform):
 
     def labels(self) -> dict[str, Any]:
         image = rootfs.existing()
-        c = self.config
-        runtime = self._inst.runtime if self._inst else runtimes.get(c.runtime, c.network)
+        runtime = self._runtime()
         return {
             **super().labels(),
             "runtime_version": tools.version(self.config.runtime),
@@ -282,7 +290,13 @@ class ContainerPlatform(Platform):
             "cgroup": cgroups_version(),
             **runtime.labels(),
             **self._rt_labels(),
+            **self._engine_label(runtime),
         }
+
+    def _engine_label(self, runtime) -> dict[str, Any]:
+        # what the engine ran with, read from it (runsc's config dump, docker info, LXC's file)
+        found = runtime.engine(self._inst.name if self._inst is not None else None)
+        return {engine_config.LABEL: found} if found else {}
 
     def _rt_labels(self) -> dict[str, Any]:
         # what the container's group was granted (the option may say "auto")
@@ -329,8 +343,8 @@ def _unlink(path: str) -> None:
 def clean() -> list[str]:
     """Containers of dead runs still known to a runtime (the other cleaners remove the rest)."""
     removed = []
-    for name in runtimes.RUNTIMES:
-        rt = runtimes.get(name)
+    for rt in runtimes.every():
+        name = rt.name
         for cid in rt.list_ids():
             if not cleanup.in_use(cid):
                 before = cleanup.processes_in_cgroup(cid)

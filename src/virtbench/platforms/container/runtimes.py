@@ -17,7 +17,7 @@ from typing import Any
 from ... import directio, hostinfo, hostnet, tools
 from ...errors import PlatformError
 from ..base import NAME_PREFIX
-from . import gvisor
+from . import gvisor, gvisor_build
 
 STATE_ROOT = Path("/run/virtbench/oci")
 RUNTIMES = ("crun", "runc", "runsc", "podman", "docker")
@@ -119,6 +119,11 @@ class OciRuntime:
         """Facts about how this runtime runs the tools, stored with every cell."""
         return {}
 
+    def engine(self, cid: str | None) -> dict[str, str]:
+        """The engine's effective configuration for container `cid` (None: not running), as
+        the engine reports it (platforms/engine_config.py); {} where virtbench reads none."""
+        return {}
+
     def direct_io(self, storage: str) -> str:
         """How O_DIRECT on the container's data path (overlay or volume) reaches the host
         filesystem: a kernel overlay or bind mount passes the flag to the file below."""
@@ -144,14 +149,54 @@ class Runc(OciRuntime):
 
 
 class Runsc(OciRuntime):
-    """gVisor: a user-space kernel. Here only its ptrace platform works (no usable KVM)."""
+    """gVisor: a user-space kernel. No usable KVM here: ptrace (Debian's) or systrap.
+    `build`: Debian's runsc or a release built from gVisor's Go module (gvisor_build.py)."""
 
     name = binary = "runsc"
     joins_netns = False  # HOST-NOTES: joining a pre-made netns fails on these hosts
 
+    def __init__(self, network: str = "host", build: str = gvisor_build.DEBIAN) -> None:
+        super().__init__(network)
+        self.build = build
+
+    @property
+    def root(self) -> Path:
+        # each build keeps its own state: one release does not read another's state files
+        if self.build == gvisor_build.DEBIAN:
+            return STATE_ROOT / self.name
+        return STATE_ROOT / f"{self.name}-{self.build}"
+
+    def executable(self) -> str:
+        if self.build == gvisor_build.DEBIAN:
+            return self.binary
+        path = gvisor_build.built(self.build)
+        if path is None:
+            raise PlatformError(
+                f'runsc = "{self.build}" is not built: `virtbench run` builds it at a'
+                " platform's start (or `virtbench setup --step gvisor` for the pinned one)"
+            )
+        return str(path)
+
+    def prepare(self) -> None:
+        if self.build == gvisor_build.DEBIAN:
+            super().prepare()
+            return
+        gvisor_build.ensure(self.build, log=lambda m: print(m, flush=True))
+        self.root.mkdir(parents=True, exist_ok=True)
+
     def base(self) -> list[str]:
         net = "host" if self.network == "host" else "sandbox"
-        return [self.binary, "--root", str(self.root), "--platform=ptrace", f"--network={net}"]
+        # Debian's release: ptrace (its default; KVM is unusable here). A current build runs
+        # its own default, what its users run (systrap since 2023); the engine label says
+        platform = ["--platform=ptrace"] if self.build == gvisor_build.DEBIAN else []
+        return [self.executable(), "--root", str(self.root), *platform, f"--network={net}"]
+
+    @property
+    def version(self) -> str | None:
+        """The release: the module version of a build (it reports none), else Debian's."""
+        if self.build != gvisor_build.DEBIAN:
+            return f"go {self.build}"
+        return tools.version(self.binary)
 
     @property
     def needs_read_shim(self) -> bool:
@@ -161,11 +206,29 @@ class Runsc(OciRuntime):
         if self.needs_read_shim:
             gvisor.install_shim(host_path)
 
+    def list_ids(self) -> list[str]:
+        if self.build == gvisor_build.DEBIAN:
+            return super().list_ids()
+        if not self.root.is_dir() or gvisor_build.built(self.build) is None:
+            return []
+        return sorted(p.name for p in self.root.iterdir() if p.name.startswith(NAME_PREFIX))
+
     def labels(self):
-        return {"read_shim": gvisor.SHIM_LABEL} if self.needs_read_shim else {}
+        out = {"read_shim": gvisor.SHIM_LABEL} if self.needs_read_shim else {}
+        if self.build != gvisor_build.DEBIAN:  # Debian's version is tools.version's
+            out |= {"runsc_build": self.build, "runtime_version": self.version}
+        return out
+
+    def engine(self, cid):
+        found = gvisor.effective_config(self.base())
+        return found | {"build": self.build} if found else {}
 
     def direct_io(self, storage: str) -> str:
-        return directio.cached(gvisor.direct_io_mechanism(storage, tools.version(self.binary)))
+        try:  # this build's own mechanism (a build not made yet: the generic reason)
+            config = gvisor.effective_config(self.base())
+        except PlatformError:
+            config = {}
+        return directio.cached(gvisor.direct_io_mechanism(storage, self.version, config))
 
     def exec_argv(self, cid, argv, env, pid_file):
         if self.needs_read_shim and argv and Path(argv[0]).name in gvisor.SHIM_TOOLS:
@@ -184,7 +247,9 @@ class Runsc(OciRuntime):
 _CLASSES: dict[str, type[OciRuntime]] = {"crun": Crun, "runc": Runc, "runsc": Runsc}
 
 
-def get(name: str, network: str = "host", nat: str | None = None) -> OciRuntime:
+def get(
+    name: str, network: str = "host", nat: str | None = None, runsc: str = gvisor_build.DEBIAN
+) -> OciRuntime:
     if name == "podman":  # an engine, not an OCI runtime: its own module
         from .podman import Podman
 
@@ -199,7 +264,22 @@ def get(name: str, network: str = "host", nat: str | None = None) -> OciRuntime:
         return Docker(network, nat)
     if name not in _CLASSES:
         raise PlatformError(f"unknown container runtime {name!r}; allowed: {', '.join(RUNTIMES)}")
+    if name == "runsc":
+        return Runsc(network, runsc)
     return _CLASSES[name](network)
+
+
+def every() -> list[OciRuntime]:
+    """Every runtime whose containers the cleaner looks for: one per name, and one per
+    gVisor build that has a state root here (each build keeps its own)."""
+    out = [get(name) for name in RUNTIMES]
+    prefix = "runsc-"
+    if STATE_ROOT.is_dir():
+        for d in sorted(STATE_ROOT.iterdir()):
+            build = d.name[len(prefix) :]
+            if d.name.startswith(prefix) and gvisor_build.PSEUDO_VERSION.match(build):
+                out.append(Runsc("host", build))
+    return out
 
 
 def ensure_hybrid_hugetlb(root: Path = Path("/sys/fs/cgroup")) -> bool:

@@ -17,6 +17,7 @@ from ...cgroups import Cgroup
 from ...errors import PlatformError
 from ...metrics.schedstat import other_threads
 from ...naming import NAME_PREFIX
+from .. import engine_config
 from ..base import Accounting, ExecResult, Platform, Process
 from ..capabilities import BootPhases, ThreadGroup
 from ..cpu_weight import weighted
@@ -28,6 +29,7 @@ from .guest import run as guest_run
 from .jsonsock import ChannelError
 from .machine import Machine
 from .network import GuestNet
+from .qmp import QmpError
 
 GUEST_WORKROOT = "/var/tmp"
 
@@ -113,6 +115,8 @@ class VmPlatform(Platform):
         }
         if self.net.fallback_reason:
             self.facts["network_fallback"] = self.net.fallback_reason
+        if engine := self._engine_config():
+            self.facts[engine_config.LABEL] = engine
         self._guest(["mkdir", "-p", self.workdir], "creating the guest work directory")
         if self.net.mode in ("bridge", "nat"):
             # the first TCP connect after boot can fail until ARP settles: resolve it now
@@ -313,6 +317,25 @@ class VmPlatform(Platform):
 
     def labels(self) -> dict[str, Any]:
         return {**super().labels(), **self.facts}
+
+    def _engine_config(self) -> dict[str, str]:
+        """QEMU as it runs: its command line (/proc) and, over QMP, whether KVM is on and
+        the machine type the `q35` alias resolved to."""
+        m = self.machine
+        if m is None or not m.pid:
+            return {}
+        try:
+            raw = Path(f"/proc/{m.pid}/cmdline").read_bytes()
+        except OSError:
+            return {}
+        cmdline = [a.decode(errors="replace") for a in raw.split(b"\0") if a]
+        kvm, mtype = None, None
+        if m.qmp is not None:
+            with contextlib.suppress(QmpError, ChannelError):
+                kvm = m.qmp.command("query-kvm")
+            with contextlib.suppress(QmpError, ChannelError):
+                mtype = m.qmp.command("qom-get", path="/machine", property="type")
+        return engine_config.qemu_config(cmdline, kvm, mtype if isinstance(mtype, str) else None)
 
     @classmethod
     def host_data_dir(cls, spec) -> str | None:

@@ -30,7 +30,7 @@ from ... import cgroups, cleanup, directio, hostnet
 from ...errors import PlatformError
 from ..base import Accounting, ExecResult, Platform, Process
 from ..capabilities import BackendThreads, ThreadGroup, VcpuThreads
-from ..container import runtimes
+from ..container import gvisor_build, runtimes
 from ..container import spec as oci
 from ..container.options import ContainerOptions
 from ..container.storage import DATA_PATH
@@ -94,6 +94,11 @@ class StackedContainer(Platform):
             self.docker = guestdocker.GuestDocker(host, self.opts.network, self.opts.docker_nat)  # type: ignore[arg-type]
             self.runtime: runtimes.OciRuntime = self.docker
         else:
+            if self.opts.runsc != gvisor_build.DEBIAN:  # the guest runs the image's runsc
+                raise PlatformError(
+                    f"platform '{spec.name}': runsc = {self.opts.runsc!r} inside '{host.name}':"
+                    ' a container in a VM runs the guest image\'s runsc; allowed: "debian"'
+                )
             self.runtime = runtimes.get(self.opts.runtime, "host")
         self.dir = f"{GUEST_ROOT}/{instance}"
         self._cgroup_leaf = instance  # docker: its container id (cgroupfs: parent/<id>)
@@ -454,6 +459,7 @@ class StackedContainer(Platform):
             **engine,
             "stacked_on": self.host.name,
             "host_platform_type": self.host.kind,
+            **({"host_engine": host_labels["engine"]} if "engine" in host_labels else {}),
             **{
                 f"host_{k}": host_labels[k]
                 for k in ("accel_used", "boot_s", "network_used")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from typing import Any
 
 from ... import netstack
 from .. import fmt
@@ -199,6 +200,20 @@ def _gib(n: int | None) -> str:
     return f"{n / 2**30:.1f} GiB" if n else "–"
 
 
+def _platform_options(labels: dict[str, Any]) -> str:
+    """A platform's labels for the Platforms table: options left unset are not shown (no
+    "None"), an engine's configuration (a dict: platforms/engine_config.py) as key.sub=v."""
+    parts = []
+    for k, v in sorted(labels.items()):
+        if k == "name" or v is None or v == "":
+            continue
+        if isinstance(v, dict):
+            parts += [f"{k}.{sk}={sv}" for sk, sv in sorted(v.items()) if sv not in (None, "")]
+        else:
+            parts.append(f"{k}={fmt.label_value(v)}")
+    return ", ".join(parts)
+
+
 @register_section(85, "host")
 def host_section(data: ReportData) -> Section:
     f = data.host
@@ -235,12 +250,7 @@ def host_section(data: ReportData) -> Section:
         lab = dict(plats.get(name, {}))
         ptype = lab.pop("platform_type", lab.pop("type", "–"))
         accel = lab.pop("accel_used", None) or lab.get("accel") or "–"
-        # options left unset are not shown (never as Python's None)
-        opts = ", ".join(
-            f"{k}={fmt.label_value(v)}"
-            for k, v in sorted(lab.items())
-            if k != "name" and v is not None
-        )
+        opts = _platform_options(lab)
         prow.append(
             [name + (" (baseline)" if name == data.baseline else ""), ptype, accel, opts or "–"]
         )
