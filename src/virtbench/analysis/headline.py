@@ -39,8 +39,14 @@ def _suite_part(g: GeoMean) -> tuple[str, str]:
 
 
 def _within(gs: list[GeoMean]) -> str:
+    """How close "same" is: the widest interval's reach, and the floor that judged it (an
+    A/A floor can be wide on a noisy host: "same" then means no more than that)."""
     widest = max(max(1.0 - (g.low or 1.0), (g.high or 1.0) - 1.0) for g in gs)
-    return f"within ±{widest * 100.0:.1f}%"
+    floor = max(g.verdict.floor for g in gs if g.verdict is not None)
+    measured = any(g.verdict is not None and g.verdict.floor_source for g in gs)
+    return f"95% CI within ±{widest * 100.0:.1f}%, floor ±{floor * 100.0:.1f}%" + (
+        " from A/A" if measured else ""
+    )
 
 
 def headlines(
