@@ -6,6 +6,7 @@ pass `Raw` for markup you built yourself. The page has inline CSS and no externa
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape as _html_escape
@@ -36,9 +37,17 @@ def h(value: object) -> str:
     return value if isinstance(value, Raw) else escape(str(value))
 
 
+# a cell holding only a number (a sign, thousands separators, a unit-less % or × ratio):
+# right-aligned wherever a table comes from, so digits line up (a version such as 1.2.3 is
+# not a number)
+NUMBER = re.compile(r"[-+\u2212×]?\d[\d,]*(\.\d+)?\s?%?")
+
+
 def _cell(tag: str, c: CellLike) -> str:
     if not isinstance(c, Td):
-        c = Td("" if c is None else c if isinstance(c, str) else str(c))
+        text = "" if c is None else c if isinstance(c, str) else str(c)
+        number = tag == "td" and not isinstance(c, Raw) and NUMBER.fullmatch(text.strip())
+        c = Td(text, "num" if number else "")
     attrs = (f' class="{c.cls}"' if c.cls else "") + (
         f' title="{escape(c.title)}"' if c.title else ""
     )
@@ -50,6 +59,14 @@ def table(headers: Sequence[CellLike], rows: Sequence[Sequence[CellLike]], cls: 
     body = "".join("<tr>" + "".join(_cell("td", x) for x in r) + "</tr>" for r in rows)
     c = f' class="{cls}"' if cls else ""
     return Raw(f"<table{c}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+
+
+def together(*parts: str) -> Raw:
+    """Text that may wrap only between `parts`, each kept on one line: a test name
+    (`sysbench-memory-sweep`, which a browser would break at its hyphens) before its
+    dimensions, a value ± its CI before its unit. Narrow windows then wrap a cell instead of
+    widening the table past the page."""
+    return Raw(" ".join(f'<span class="nw">{h(p)}</span>' for p in parts if p))
 
 
 def scroll(inner: str) -> Raw:
@@ -84,29 +101,34 @@ def md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1d1d1f;margin:0;
  background:#fafafa}
-main{max-width:1320px;margin:0 auto;padding:12px 24px 48px}
-h1{font-size:22px;margin:16px 0 4px}h2{font-size:18px;margin:28px 0 8px;
+main{max-width:1400px;margin:0 auto;padding:12px 24px 48px}
+h1{font-size:22px;margin:16px 0 4px;overflow-wrap:anywhere}h2{font-size:18px;margin:28px 0 8px;
  border-bottom:2px solid #0072B2;padding-bottom:3px}h3{font-size:15px;margin:18px 0 6px}
 nav{background:#fff;border:1px solid #ddd;padding:6px 12px;margin:8px 0;font-size:13px}
-nav a{margin-right:12px;color:#0057a0;text-decoration:none}
+nav a{margin-right:12px;color:#0057a0;text-decoration:none;white-space:nowrap}
+p,li,.note,pre.err{overflow-wrap:anywhere}
 table{border-collapse:collapse;margin:6px 0 12px;background:#fff;font-size:13px}
 th,td{border:1px solid #d8d8d8;padding:3px 6px;text-align:left;vertical-align:top}
-thead th{background:#eef3f8;position:sticky;top:0}
-td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+thead th{background:#eef3f8;position:sticky;top:0;font-weight:600}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+td.num.wrap{white-space:normal}.nw{white-space:nowrap}
+td.why{min-width:16em}
 table.kv th{background:#f4f4f4;font-weight:600;white-space:nowrap}
+table.kv td{overflow-wrap:anywhere}
 td.name{white-space:nowrap}small{color:#555}
 td.noisy{background:#fff4ce}td.bad,tr.bad td{background:#fde2e1}td.good{color:#05660f}
 td.worse{color:#a40000}td.base{color:#666}
 .badge{display:inline-block;border-radius:3px;padding:0 5px;margin-left:4px;font-size:11px;
- font-weight:600}
+ font-weight:600;white-space:nowrap}
 .badge.warn{background:#ffe08a;color:#5a4300}.badge.bad{background:#d93025;color:#fff}
 .badge.ok{background:#cdebd3;color:#0b4d1a}.badge.good{background:#cdebd3;color:#0b4d1a}.badge.same{background:#e8e8e8;color:#333}.badge.info{background:#e3ebf5;color:#24466b}
 pre.err{white-space:pre-wrap;background:#fff5f5;border:1px solid #f2c6c6;padding:6px;
  margin:2px 0;font-size:12px;max-height:14em;overflow:auto}
 .note{color:#555;font-size:12.5px}.charts{display:flex;flex-wrap:wrap;gap:8px}
-svg.chart{background:#fff;border:1px solid #ddd}.scroll{overflow-x:auto;max-width:100%}
+svg.chart{background:#fff;border:1px solid #ddd;max-width:100%;height:auto}
+.scroll{overflow-x:auto;max-width:100%}
 details{margin:6px 0}summary{cursor:pointer;color:#0057a0}
-.section-error{border:1px solid #d93025;background:#fde2e1;padding:6px}
+.section-error{border:1px solid #d93025;background:#fde2e1;padding:6px;overflow-x:auto}
 """
 
 
