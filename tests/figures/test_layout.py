@@ -64,4 +64,3 @@ def test_page_reads_at_width(tmp_path: Path, kind: str, width: int) -> None:
     if kind == "compare":
         # the whole verdict table fits a 1,024 px window: verdicts and their reasons in view
         assert not report.scrolled, report.text()
-
