@@ -41,13 +41,19 @@ def h(value: object) -> str:
 # right-aligned wherever a table comes from, so digits line up (a version such as 1.2.3 is
 # not a number)
 NUMBER = re.compile(r"[-+\u2212×]?\d[\d,]*(\.\d+)?\s?%?")
+# text this long gets a column of readable width (CSS td.long) rather than the few
+# characters a line an auto-sized table leaves it beside wide numeric columns: the table
+# then scrolls in its box instead
+LONG_TEXT = 24
 
 
 def _cell(tag: str, c: CellLike) -> str:
     if not isinstance(c, Td):
         text = "" if c is None else c if isinstance(c, str) else str(c)
-        number = tag == "td" and not isinstance(c, Raw) and NUMBER.fullmatch(text.strip())
-        c = Td(text, "num" if number else "")
+        plain = tag == "td" and not isinstance(c, Raw)
+        number = plain and NUMBER.fullmatch(text.strip())
+        long = plain and not number and len(text) >= LONG_TEXT and " " in text
+        c = Td(text, "num" if number else "long" if long else "")
     attrs = (f' class="{c.cls}"' if c.cls else "") + (
         f' title="{escape(c.title)}"' if c.title else ""
     )
@@ -112,7 +118,7 @@ th,td{border:1px solid #d8d8d8;padding:3px 6px;text-align:left;vertical-align:to
 thead th{background:#eef3f8;position:sticky;top:0;font-weight:600}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 td.num.wrap{white-space:normal}.nw{white-space:nowrap}
-td.why{min-width:16em}
+td.why{min-width:16em}td.long{min-width:12em}
 table.kv th{background:#f4f4f4;font-weight:600;white-space:nowrap}
 table.kv td{overflow-wrap:anywhere}
 td.name{white-space:nowrap}small{color:#555}
