@@ -40,17 +40,20 @@ def h(value: object) -> str:
 # a cell holding only a number (a sign, thousands separators, a unit-less % or × ratio):
 # right-aligned wherever a table comes from, so digits line up (a version such as 1.2.3 is
 # not a number)
-NUMBER = re.compile(r"[-+\u2212×]?\d[\d,]*(\.\d+)?\s?%?")
+_N = r"[-+\u2212×]?\d[\d,]*(\.\d+)?"
+# ... or a figure as the tables print one: "3,701 ± 12.5 req/s (n=3, 1 invalid)"
+NUMBER = re.compile(rf"{_N}( ± {_N})?(\s?%| [^\s\d(]{{1,12}})?( \(n=\d+[^()]*\))?")
 # text this long gets a column of readable width (CSS td.long) rather than the few
 # characters a line an auto-sized table leaves it beside wide numeric columns: the table
 # then scrolls in its box instead
 LONG_TEXT = 24
 
 
-def _cell(tag: str, c: CellLike) -> str:
+def _cell(tag: str, c: CellLike, auto: bool = True) -> str:
+    """`auto`: class a plain cell by its text (number, long text)."""
     if not isinstance(c, Td):
         text = "" if c is None else c if isinstance(c, str) else str(c)
-        plain = tag == "td" and not isinstance(c, Raw)
+        plain = auto and tag == "td" and not isinstance(c, Raw)
         number = plain and NUMBER.fullmatch(text.strip())
         long = plain and not number and len(text) >= LONG_TEXT and " " in text
         c = Td(text, "num" if number else "long" if long else "")
@@ -81,7 +84,8 @@ def scroll(inner: str) -> Raw:
 
 
 def kv_table(pairs: Sequence[tuple[str, CellLike]]) -> Raw:
-    body = "".join(f"<tr><th>{h(k)}</th>{_cell('td', v)}</tr>" for k, v in pairs)
+    # one value a row, read as a sentence: left-aligned whatever it holds
+    body = "".join(f"<tr><th>{h(k)}</th>{_cell('td', v, auto=False)}</tr>" for k, v in pairs)
     return Raw(f'<table class="kv"><tbody>{body}</tbody></table>')
 
 
