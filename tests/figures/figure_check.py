@@ -20,7 +20,8 @@ And the page's layout at the window width (`check_html(..., width=)`; `assert_la
   or runs past the edge of an ancestor that hides what overflows, without a scroll box;
 - squeezed-cell: a cell of 24 characters or more laid out at fewer than 8 characters a line
   (a column squeezed to a sliver by its neighbours);
-- number-left: a cell holding only a number, not right-aligned.
+- number-left: a cell holding only a number, not right-aligned (a cell of class `text`, such
+  as a version 3.33, is text).
 
 Boxes that scroll sideways at that width are listed (`FigureReport.scrolled`), not faults.
 
@@ -192,7 +193,8 @@ CHECK_JS = (
                      detail: text.length + ' characters on ' + tops.length + ' lines, ' +
                              c.clientWidth + 'px wide'});
     }
-    if (c.tagName === 'TD' && /^[-+\u2212\u00d7]?\d[\d,.]*\s*%?$/.test(text) &&
+    if (c.tagName === 'TD' && !c.classList.contains('text') &&
+        /^[-+\u2212\u00d7]?\d[\d,]*(\.\d+)?\s?%?$/.test(text) &&
         st.textAlign !== 'right' && st.textAlign !== 'end')
       layout.push({kind: 'number-left', what: what(c), detail: 'text-align ' + st.textAlign});
   });

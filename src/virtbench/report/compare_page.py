@@ -248,7 +248,8 @@ def html(doc: CompareDoc) -> str:
             )
         body += Raw(f'<section id="host"><h2>Comparability</h2>{gate_html}</section>')
     body += Raw(
-        f'<section id="results"><h2>Results</h2>{scroll(results_table(doc.outcomes))}</section>'
+        f'<section id="results"><h2>Results</h2>{common_line(doc.outcomes)}'
+        f"{scroll(results_table(doc.outcomes))}</section>"
     )
     subtitle = "faster / slower: B against A in the metric's own direction"
     return page(_title(doc), nav, body, subtitle)
@@ -267,33 +268,48 @@ RESULT_HEADERS = [
 ]
 
 
+def _where(o: Outcome) -> str:
+    return f"{_platforms(o)} · {o.scenario}"
+
+
+def common_line(outcomes: list[Outcome]) -> Raw:
+    """The platforms and scenario, said once above the table when every row shares them."""
+    where = {_where(o) for o in outcomes}
+    if len(where) != 1:
+        return Raw("")
+    return Raw(f'<p class="note">Every row: {h(where.pop())}.</p>')
+
+
 def results_table(outcomes: list[Outcome]) -> Raw:
     """One row per test case compared, narrow enough for a 1,024 px window: the metric's
     unit goes with its means (wrapping below them), the verdict's reason sits beside its
-    badge in a column that keeps a readable width."""
+    badge in a column that keeps a readable width (CSS td.why), and the platforms and
+    scenario get a column only when rows differ in them (else `common_line` says them)."""
+    varied = len({_where(o) for o in outcomes}) > 1
     rows = [
         [
             test_cell(o.test_case, o.dims),
             Td(f"{o.metric} {'↑' if o.higher_is_better else '↓'}", "name", _direction(o)),
-            together(*_platform_parts(o), f"· {o.scenario}"),
+            *([together(*_platform_parts(o), f"· {o.scenario}")] if varied else []),
             Td(f"{o.a.n}/{o.b.n}", "num"),
             mean_cell(o.a.mean, o.a.ci_half, o.unit),
             mean_cell(o.b.mean, o.b.ci_half, o.unit),
-            Td(_ratio_html(o), "num"),
+            Td(_ratio_html(o), "num wrap"),
             Td(_p_text(o), "num"),
             Td(Raw(badge(o.verdict, BADGE_CLASS[o.verdict]) + " " + h(o.reason)), "why"),
         ]
         for o in outcomes
     ]
-    return table(RESULT_HEADERS, rows)
+    headers = [x for x in RESULT_HEADERS if varied or x != "platform · scenario"]
+    return table(headers, rows)
 
 
 def _ratio_html(o: Outcome) -> Raw:
     """The ratio, its interval on a second line (as the run report shows a ratio)."""
     if o.ratio is None or not o.ratio_ci:
         return Raw(h(fmt.ratio(o.ratio)))
-    ci = f"[{fmt.ratio(o.ratio_ci[0])}, {fmt.ratio(o.ratio_ci[1])}]"
-    return Raw(f"{h(fmt.ratio(o.ratio))}<br><small>{h(ci)}</small>")
+    ci = together(f"[{fmt.ratio(o.ratio_ci[0])},", f"{fmt.ratio(o.ratio_ci[1])}]")
+    return Raw(f"{h(fmt.ratio(o.ratio))}<br><small>{ci}</small>")
 
 
 def write_html(doc: CompareDoc, path: Path) -> None:

@@ -42,7 +42,8 @@ def h(value: object) -> str:
 # not a number)
 _N = r"[-+\u2212×]?\d[\d,]*(\.\d+)?"
 # ... or a figure as the tables print one: "3,701 ± 12.5 req/s (n=3, 1 invalid)"
-NUMBER = re.compile(rf"{_N}( ± {_N})?(\s?%| [^\s\d(]{{1,12}})?( \(n=\d+[^()]*\))?")
+_COUNT = r" \(n=\d+[^()]*\)"  # "(n=3, 1 invalid)"
+NUMBER = re.compile(rf"{_N}( ± {_N})?(\s?%| [^\s\d(]{{1,12}})?({_COUNT})?|–{_COUNT}")
 # text this long gets a column of readable width (CSS td.long) rather than the few
 # characters a line an auto-sized table leaves it beside wide numeric columns: the table
 # then scrolls in its box instead
@@ -50,12 +51,13 @@ LONG_TEXT = 24
 
 
 def _cell(tag: str, c: CellLike, auto: bool = True) -> str:
-    """`auto`: class a plain cell by its text (number, long text)."""
+    """`auto`: class a plain cell by its text (number, long text) and a long header (so
+    that it keeps a width it reads at)."""
     if not isinstance(c, Td):
         text = "" if c is None else c if isinstance(c, str) else str(c)
-        plain = auto and tag == "td" and not isinstance(c, Raw)
-        number = plain and NUMBER.fullmatch(text.strip())
-        long = plain and not number and len(text) >= LONG_TEXT and " " in text
+        plain = auto and not isinstance(c, Raw)
+        number = plain and tag == "td" and NUMBER.fullmatch(text.strip())
+        long = plain and not number and len(text) >= LONG_TEXT - 4 * (tag == "th") and " " in text
         c = Td(text, "num" if number else "long" if long else "")
     attrs = (f' class="{c.cls}"' if c.cls else "") + (
         f' title="{escape(c.title)}"' if c.title else ""
@@ -118,11 +120,11 @@ nav{background:#fff;border:1px solid #ddd;padding:6px 12px;margin:8px 0;font-siz
 nav a{margin-right:12px;color:#0057a0;text-decoration:none;white-space:nowrap}
 p,li,.note,pre.err{overflow-wrap:anywhere}
 table{border-collapse:collapse;margin:6px 0 12px;background:#fff;font-size:13px}
-th,td{border:1px solid #d8d8d8;padding:3px 6px;text-align:left;vertical-align:top}
+th,td{border:1px solid #d8d8d8;padding:3px 5px;text-align:left;vertical-align:top}
 thead th{background:#eef3f8;position:sticky;top:0;font-weight:600}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 td.num.wrap{white-space:normal}.nw{white-space:nowrap}
-td.why{min-width:16em}td.long{min-width:12em}
+td.why{min-width:14em}td.long{min-width:12em}th.long{min-width:7em}
 table.kv th{background:#f4f4f4;font-weight:600;white-space:nowrap}
 table.kv td{overflow-wrap:anywhere}
 td.name{white-space:nowrap}small{color:#555}

@@ -97,14 +97,16 @@ def ratio_cells(data: ReportData, g: Group) -> list[Td]:
         "the baseline"
     )
     oh_text = Raw(h(fmt.signed_pct(c.overhead_pct)))
+    # an interval may wrap after its first bound in a narrow window (as a value may
+    # before its badge): the table then fits 1,024 px
     if c.ratio_low is not None:
-        lo_hi = f"[{fmt.ratio(c.ratio_low)} – {fmt.ratio(c.ratio_high)}]"
-        ratio = Raw(ratio + f"<br><small>{h(lo_hi)}</small>")
+        lo_hi = together(f"[{fmt.ratio(c.ratio_low)} –", f"{fmt.ratio(c.ratio_high)}]")
+        ratio = Raw(ratio + f"<br><small>{lo_hi}</small>")
     oh = c.overhead_range
     if oh:
-        span = f"[{fmt.signed_pct(oh[0])} … {fmt.signed_pct(oh[1])}]"
-        oh_text = Raw(oh_text + f"<br><small>{h(span)}</small>")
-    return [Td(ratio, f"num {cls}", how), Td(oh_text, f"num {cls}")]
+        span = together(f"[{fmt.signed_pct(oh[0])} …", f"{fmt.signed_pct(oh[1])}]")
+        oh_text = Raw(oh_text + f"<br><small>{span}</small>")
+    return [Td(ratio, f"num wrap {cls}", how), Td(oh_text, f"num wrap {cls}")]
 
 
 VERDICT_CLASS = {FASTER: "good", SLOWER: "worse"}
@@ -149,7 +151,10 @@ def group_row(data: ReportData, g: Group, digests: bool = True) -> list:
         mean_cell(s.mean, s.ci_half, g.unit),
         Td(fmt.num(s.median), "num"),
         cv_td,
-        Td("–" if s.minimum is None else f"{fmt.num(s.minimum)} – {fmt.num(s.maximum)}", "num"),
+        Td(
+            "–" if s.minimum is None else together(f"{fmt.num(s.minimum)} –", fmt.num(s.maximum)),
+            "num wrap",
+        ),
         *ratio_cells(data, g),
     ]
 

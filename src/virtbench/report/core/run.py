@@ -274,11 +274,11 @@ def host_section(data: ReportData) -> Section:
         table(["platform", "type", "accel used", "options"], prow)
     )
     if versions:
-        # four tool/version pairs per row keep the long list short; a version is text (as
-        # Td: never right-aligned as a number)
+        # four tool/version pairs per row keep the long list short; a version is text
+        # (class text: never right-aligned as a number, even 3.33)
         pairs = sorted(versions.items())
         rows = [
-            [x for k, v in pairs[i : i + 4] for x in (Td(k, "name"), Td(v or "–"))]
+            [x for k, v in pairs[i : i + 4] for x in (Td(k, "name"), Td(v or "–", "text"))]
             for i in range(0, len(pairs), 4)
         ]
         which = (
