@@ -84,7 +84,7 @@ def test_overlapping_labels_fail():
 
 
 def test_layout_faults_are_found_and_scroll_boxes_are_not_faults():
-    wide = "".join(f"<td>column-{i}-with-a-long-unbreakable-name</td>" for i in range(6))
+    wide = "".join(f"<td>column_{i}_with_a_long_unbreakable_name</td>" for i in range(6))
     page = _page(
         # fits: a number right-aligned, text left
         '<table><tr><td>sysbench</td><td style="text-align:right">1,234.5</td></tr></table>',

@@ -13,7 +13,7 @@ from ..analysis.groups import Group
 from ..errors import VirtbenchError
 from . import fmt
 from .core.results import BADGE_CLASS, mean_cell, test_cell
-from .html import Raw, Td, badge, h, kv_table, md_table, page, scroll, table, together
+from .html import Raw, Td, badge, breakable, h, kv_table, md_table, page, scroll, table, together
 
 METHOD = {
     "ratio": "geometric mean(B) / geometric mean(A)",
@@ -289,7 +289,11 @@ def results_table(outcomes: list[Outcome]) -> Raw:
     rows = [
         [
             test_cell(o.test_case, o.dims),
-            Td(f"{o.metric} {'↑' if o.higher_is_better else '↓'}", "name", _direction(o)),
+            Td(
+                Raw(breakable(o.metric) + ("\u00a0↑" if o.higher_is_better else "\u00a0↓")),
+                "metric",
+                _direction(o),
+            ),
             *([together(*_platform_parts(o), f"· {o.scenario}")] if varied else []),
             Td(f"{o.a.n}/{o.b.n}", "num"),
             mean_cell(o.a.mean, o.a.ci_half, o.unit),

@@ -80,6 +80,12 @@ def together(*parts: str) -> Raw:
     return Raw(" ".join(f'<span class="nw">{h(p)}</span>' for p in parts if p))
 
 
+def breakable(text: str) -> Raw:
+    """An identifier that may wrap after its underscores (bandwidth_mib_s), which browsers
+    never break at: a narrow window wraps it instead of widening its table."""
+    return Raw(escape(text).replace("_", "_<wbr>"))
+
+
 def scroll(inner: str) -> Raw:
     """Wide tables scroll sideways instead of overflowing the page."""
     return Raw(f'<div class="scroll">{inner}</div>')
@@ -116,7 +122,8 @@ body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1d1d1f;
 main{max-width:1400px;margin:0 auto;padding:12px 24px 48px}
 h1{font-size:22px;margin:16px 0 4px;overflow-wrap:anywhere}h2{font-size:18px;margin:28px 0 8px;
  border-bottom:2px solid #0072B2;padding-bottom:3px}h3{font-size:15px;margin:18px 0 6px}
-nav{background:#fff;border:1px solid #ddd;padding:6px 12px;margin:8px 0;font-size:13px}
+nav{background:#fff;border:1px solid #ddd;padding:6px 12px;margin:8px 0;font-size:13px;
+ display:flex;flex-wrap:wrap}
 nav a{margin-right:12px;color:#0057a0;text-decoration:none;white-space:nowrap}
 p,li,.note,pre.err{overflow-wrap:anywhere}
 table{border-collapse:collapse;margin:6px 0 12px;background:#fff;font-size:13px}

@@ -11,7 +11,7 @@ from ...analysis.ratios import FASTER, SAME, SLOWER, UNDECIDED, Verdict
 from ...analysis.stats import HIGH_CV
 from .. import fmt
 from ..data import ReportData
-from ..html import Raw, Td, badge, details, h, md_table, scroll, table, together
+from ..html import Raw, Td, badge, breakable, details, h, md_table, scroll, table, together
 from ..sections import Section, register_section
 from ..svg import Bar, bar_chart
 from .invalid import causes
@@ -143,7 +143,9 @@ def group_row(data: ReportData, g: Group, digests: bool = True) -> list:
     return [
         test_cell(g.key.test_case, g.key.dims, digests),
         Td(
-            f"{g.key.metric} {'↑' if g.higher_is_better else '↓'}", "name", f"{g.unit}, {direction}"
+            Raw(breakable(g.key.metric) + ("\u00a0↑" if g.higher_is_better else "\u00a0↓")),
+            "metric",
+            f"{g.unit}, {direction}",
         ),
         g.key.scenario,
         g.key.platform if g.key.role == "target" else f"{g.key.platform} · {g.key.role}",
