@@ -15,14 +15,11 @@ def _classes(markup: str) -> list[str]:
 def test_numbers_right_aligned_text_left():
     rows = [["solo", "3,701 req/s (n=1)", "+24.5%", "×0.86", "1,168 ± 22.49 events/s", "0.1.0"]]
     assert _classes(table(["a"] * 6, rows)) == ["", "num", "num", "num", "num", ""]
+    # a class given by the section and markup are kept; a kv table's value reads as text
+    assert _classes(table(["a", "b"], [[Td("12", "base"), Raw("<b>12</b>")]])) == ["base", ""]
+    assert _classes(kv_table([("repetitions", "3")])) == [""]
 
 
 def test_long_text_keeps_a_readable_column():
     reason = "none reached: its sweep's top step was served in full"
     assert _classes(table(["why"], [[reason]])) == ["long"]
-
-
-def test_given_classes_and_markup_are_kept_and_kv_values_read_as_text():
-    rows = [[Td("12", "base"), Raw("<b>12</b>")]]
-    assert _classes(table(["a", "b"], rows)) == ["base", ""]
-    assert _classes(kv_table([("repetitions", "3")])) == [""]
