@@ -6,7 +6,7 @@ import pytest
 
 from virtbench.report import svg
 
-from .figure_check import assert_figures_ok, available, check_html
+from .figure_check import assert_figures_ok, assert_layout_ok, available, check_html
 
 pytestmark = [
     pytest.mark.figures,
@@ -81,3 +81,33 @@ def test_overlapping_labels_fail():
     clash = clash.replace("</svg>", '<text x="302" y="151">overlapping label</text></svg>')
     report = check_html(_page(clash))
     assert [p.kind for p in report.problems] == ["text-overlap"]
+
+
+def test_layout_faults_are_found_and_scroll_boxes_are_not_faults():
+    wide = "".join(f"<td>column_{i}_with_a_long_unbreakable_name</td>" for i in range(6))
+    page = _page(
+        # fits: a number right-aligned, text left
+        '<table><tr><td>sysbench</td><td style="text-align:right">1,234.5</td></tr></table>',
+        # too wide for 1,024 px: scrolls inside its own box, which is fine
+        f'<div id="boxed" style="overflow-x:auto"><table><tr>{wide}</tr></table></div>',
+        # too wide, no box: the page scrolls sideways
+        f'<table id="loose"><tr>{wide}</tr></table>',
+        # a cell whose text runs out of its fixed-width column
+        '<table style="table-layout:fixed;width:120px"><tr>'
+        '<td style="white-space:nowrap">a value far wider than its column</td></tr></table>',
+        # a reason squeezed beside wide cells: a few characters per line
+        '<table style="width:300px"><tr><td style="white-space:nowrap">'
+        + "x" * 40
+        + "</td><td>the interval reaches past the floor on both sides</td></tr></table>",
+        # a number left-aligned
+        "<table><tr><td>42.0 %</td></tr></table>",
+    )
+    report = check_html(page, width=1024)
+    kinds = sorted({p.kind for p in report.layout})
+    assert kinds == ["clipped-cell", "number-left", "squeezed-cell", "wider-than-viewport"]
+    loose = [p for p in report.layout if p.kind == "wider-than-viewport" and "loose" in p.figure]
+    assert loose and not any("boxed" in p.figure for p in report.layout), report.text()
+    assert any("42.0 %" in p.figure for p in report.layout if p.kind == "number-left")
+    assert [b for b in report.scrolled if "boxed" in b["what"]], report.scrolled
+    with pytest.raises(AssertionError, match="wider-than-viewport"):
+        assert_layout_ok(report)

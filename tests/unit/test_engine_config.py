@@ -127,7 +127,7 @@ def test_report_platform_table_shows_no_none_and_the_engine():
         "engine": {"platform": "ptrace", "directfs": "not in this release"},
     }
     data = SimpleNamespace(
-        host={}, platforms=["gv"], baseline=None, platform_labels=lambda: {"gv": labels}
+        host={}, platforms=["gv"], baseline=None, cells=[], platform_labels=lambda: {"gv": labels}
     )
     html = str(host_section(data).html)
     assert "None" not in html

@@ -141,7 +141,11 @@ def test_the_report_host_table_shows_the_tcp_stack_and_what_bbr_does():
 
     def shown(net):
         data = SimpleNamespace(
-            host=HOST | {"net_stack": net}, platforms=[], baseline=None, platform_labels=dict
+            host=HOST | {"net_stack": net},
+            platforms=[],
+            baseline=None,
+            platform_labels=dict,
+            cells=[],
         )
         return str(host_section(data).html)
 

@@ -32,7 +32,8 @@ def render(store: Store, run_id: str) -> tuple[str, str]:
     nav = [(s.anchor, s.title) for s in parts]
     title = f"virtbench · {data.run['name']} · {run_id}"
     subtitle = (
-        "mean ± 95% confidence interval (Student t) over valid repetitions; "
+        "mean ± 95% CI half-width (Student t) over valid repetitions, unless a table says"
+        " ± sd; "
         "ratio > 1 = better than the baseline; overhead % > 0 = worse; "
         "high CV (> 10%) and invalid samples are flagged."
     )

@@ -13,8 +13,8 @@ from ..analysis.fingerprint import Gate
 from ..analysis.groups import Group
 from ..errors import VirtbenchError
 from . import fmt
-from .core.results import BADGE_CLASS
-from .html import Raw, Td, badge, h, kv_table, md_table, page, scroll, table
+from .core.results import BADGE_CLASS, mean_cell, test_cell
+from .html import Raw, Td, badge, breakable, h, kv_table, md_table, page, scroll, table, together
 
 METHOD = {
     "ratio": "geometric mean(B) / geometric mean(A)",
@@ -135,6 +135,13 @@ def _platforms(o: Outcome) -> str:
     return o.platform_a if o.platform_a == o.platform_b else f"{o.platform_a} → {o.platform_b}"
 
 
+def _platform_parts(o: Outcome) -> tuple[str, ...]:
+    """`_platforms` in the pieces a narrow cell may wrap between."""
+    if o.platform_a == o.platform_b:
+        return (o.platform_a,)
+    return (f"{o.platform_a} →", o.platform_b)
+
+
 def _ratio_text(o: Outcome) -> str:
     if o.ratio is None:
         return "–"
@@ -241,27 +248,73 @@ def html(doc: CompareDoc) -> str:
                 "<ul>" + "".join(f"<li>{h(u)}</li>" for u in doc.gate.unknown) + "</ul>"
             )
         body += Raw(f'<section id="host"><h2>Comparability</h2>{gate_html}</section>')
-    rows = [
-        [
-            Td(_test(o), "name"),
-            _direction(o),
-            o.scenario,
-            _platforms(o),
-            Td(f"{o.a.n}/{o.b.n}", "num"),
-            Td(fmt.mean_ci(o.a.mean, o.a.ci_half, o.unit), "num"),
-            Td(fmt.mean_ci(o.b.mean, o.b.ci_half, o.unit), "num"),
-            Td(_ratio_text(o), "num"),
-            Td(_p_text(o), "num"),
-            Raw(badge(o.verdict, BADGE_CLASS[o.verdict], o.reason)),
-            o.reason,
-        ]
-        for o in doc.outcomes
-    ]
-    headers = ["test case", "metric", "scenario", "platform", "n A/B", "A mean ± 95% CI"]
-    headers += ["B mean ± 95% CI", "B/A [95% CI]", "p (Holm)", "verdict", "why"]
-    body += Raw(f'<section id="results"><h2>Results</h2>{scroll(table(headers, rows))}</section>')
+    body += Raw(
+        f'<section id="results"><h2>Results</h2>{common_line(doc.outcomes)}'
+        f"{scroll(results_table(doc.outcomes))}</section>"
+    )
     subtitle = "faster / slower: B against A in the metric's own direction"
     return page(_title(doc), nav, body, subtitle)
+
+
+RESULT_HEADERS = [
+    "test case",
+    Raw('metric <small title="↑ higher is better, ↓ lower is better">↑↓</small>'),
+    "platform · scenario",
+    "n A/B",
+    "A: mean ± 95% CI half-width",
+    "B: mean ± 95% CI half-width",
+    "B/A [95% CI]",
+    "p (Holm)",
+    "verdict: why",
+]
+
+
+def _where(o: Outcome) -> str:
+    return f"{_platforms(o)} · {o.scenario}"
+
+
+def common_line(outcomes: list[Outcome]) -> Raw:
+    """The platforms and scenario, said once above the table when every row shares them."""
+    where = {_where(o) for o in outcomes}
+    if len(where) != 1:
+        return Raw("")
+    return Raw(f'<p class="note">Every row: {h(where.pop())}.</p>')
+
+
+def results_table(outcomes: list[Outcome]) -> Raw:
+    """One row per test case compared, narrow enough for a 1,024 px window: the metric's
+    unit goes with its means (wrapping below them), the verdict's reason sits beside its
+    badge in a column that keeps a readable width (CSS td.why), and the platforms and
+    scenario get a column only when rows differ in them (else `common_line` says them)."""
+    varied = len({_where(o) for o in outcomes}) > 1
+    rows = [
+        [
+            test_cell(o.test_case, o.dims),
+            Td(
+                Raw(breakable(o.metric) + ("\u00a0↑" if o.higher_is_better else "\u00a0↓")),
+                "metric",
+                _direction(o),
+            ),
+            *([together(*_platform_parts(o), f"· {o.scenario}")] if varied else []),
+            Td(f"{o.a.n}/{o.b.n}", "num"),
+            mean_cell(o.a.mean, o.a.ci_half, o.unit),
+            mean_cell(o.b.mean, o.b.ci_half, o.unit),
+            Td(_ratio_html(o), "num wrap"),
+            Td(_p_text(o), "num"),
+            Td(Raw(badge(o.verdict, BADGE_CLASS[o.verdict]) + " " + h(o.reason)), "why"),
+        ]
+        for o in outcomes
+    ]
+    headers = [x for x in RESULT_HEADERS if varied or x != "platform · scenario"]
+    return table(headers, rows)
+
+
+def _ratio_html(o: Outcome) -> Raw:
+    """The ratio, its interval on a second line (as the run report shows a ratio)."""
+    if o.ratio is None or not o.ratio_ci:
+        return Raw(h(fmt.ratio(o.ratio)))
+    ci = together(f"[{fmt.ratio(o.ratio_ci[0])},", f"{fmt.ratio(o.ratio_ci[1])}]")
+    return Raw(f"{h(fmt.ratio(o.ratio))}<br><small>{ci}</small>")
 
 
 def write_html(doc: CompareDoc, path: Path) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from ...analysis.groups import Group
 from .. import fmt
 from ..data import ReportData
-from ..html import Raw, Td, h, table
+from ..html import Raw, Td, h, scroll, table
 from ..sections import Section, register_section
 
 # a free-standing number (fd-unavail=918, 7.7%), not one inside a name (neighbour-1, e1000,
@@ -180,19 +180,21 @@ def invalid_samples(data: ReportData) -> Section | None:
         " Every sample with its reason: <code>virtbench results</code> (label"
         " <code>invalid</code>).</p>"
     )
-    body = note + table(
-        [
-            "platform",
-            "test case",
-            "scenario",
-            "reason",
-            "samples",
-            "metrics (samples)",
-            "roles (samples)",
-            "rep",
-            "where (dimension labels)",
-        ],
-        rows,
+    body = note + scroll(
+        table(
+            [
+                "platform",
+                "test case",
+                "scenario",
+                "reason",
+                "samples",
+                "metrics (samples)",
+                "roles (samples)",
+                "rep",
+                "where (dimension labels)",
+            ],
+            rows,
+        )
     )
     # the terminal summary is unchanged (golden v1 summaries are byte-identical)
     md = f"{total} invalid samples, all metrics (reasons in the HTML report)"

@@ -11,7 +11,7 @@ from ...analysis.ratios import FASTER, SAME, SLOWER, UNDECIDED, Verdict
 from ...analysis.stats import HIGH_CV
 from .. import fmt
 from ..data import ReportData
-from ..html import Raw, Td, badge, details, h, md_table, scroll, table
+from ..html import Raw, Td, badge, breakable, details, h, md_table, scroll, table, together
 from ..sections import Section, register_section
 from ..svg import Bar, bar_chart
 from .invalid import causes
@@ -25,18 +25,32 @@ HEADERS = [
     "scenario",
     "platform",
     "n",
-    "mean ± 95% CI",  # the CI of the mean, Student t over the valid repetitions
+    "mean ± 95% CI half-width",  # the CI of the mean, Student t over the valid repetitions
     "median",
     "CV",
     "min – max",
-    # lower-is-better: baseline / value; the verdict: analysis/ratios.py
-    "ratio to baseline, > 1 = better [95% CI], verdict",
+    # lower-is-better: baseline / value, so > 1 = better in every row (the page's legend);
+    # the verdict: analysis/ratios.py
+    "ratio to baseline [95% CI], verdict",
     "overhead % [95% CI]",
 ]
 
 
 def describe_test(g: Group, digests: bool = True) -> str:
     return fmt.test(g.key.test_case, g.key.dims, digests)
+
+
+def test_cell(test_case: str, dims: tuple[tuple[str, object], ...], digests: bool = True) -> Td:
+    """A test case name on one line, its dimensions wrapping below it in a narrow window."""
+    shown = fmt.dims(dims, digests)
+    return Td(together(test_case, f"[{shown}]" if shown else ""), "test")
+
+
+def mean_cell(mean: float | None, half: float | None, unit: str) -> Td:
+    """mean ± CI half-width on one line, its unit wrapping below it in a narrow window."""
+    if mean is None:
+        return Td("–", "num")
+    return Td(together(fmt.mean_ci(mean, half), unit), "num wrap")
 
 
 def digests_needed(gs: list[Group]) -> bool:
@@ -83,14 +97,16 @@ def ratio_cells(data: ReportData, g: Group) -> list[Td]:
         "the baseline"
     )
     oh_text = Raw(h(fmt.signed_pct(c.overhead_pct)))
+    # an interval may wrap after its first bound in a narrow window (as a value may
+    # before its badge): the table then fits 1,024 px
     if c.ratio_low is not None:
-        lo_hi = f"[{fmt.ratio(c.ratio_low)} – {fmt.ratio(c.ratio_high)}]"
-        ratio = Raw(ratio + f"<br><small>{h(lo_hi)}</small>")
+        lo_hi = together(f"[{fmt.ratio(c.ratio_low)} –", f"{fmt.ratio(c.ratio_high)}]")
+        ratio = Raw(ratio + f"<br><small>{lo_hi}</small>")
     oh = c.overhead_range
     if oh:
-        span = f"[{fmt.signed_pct(oh[0])} … {fmt.signed_pct(oh[1])}]"
-        oh_text = Raw(oh_text + f"<br><small>{h(span)}</small>")
-    return [Td(ratio, f"num {cls}", how), Td(oh_text, f"num {cls}")]
+        span = together(f"[{fmt.signed_pct(oh[0])} …", f"{fmt.signed_pct(oh[1])}]")
+        oh_text = Raw(oh_text + f"<br><small>{span}</small>")
+    return [Td(ratio, f"num wrap {cls}", how), Td(oh_text, f"num wrap {cls}")]
 
 
 VERDICT_CLASS = {FASTER: "good", SLOWER: "worse"}
@@ -125,17 +141,22 @@ def group_row(data: ReportData, g: Group, digests: bool = True) -> list:
     )
     direction = "higher is better" if g.higher_is_better else "lower is better"
     return [
-        Td(describe_test(g, digests), "name"),
+        test_cell(g.key.test_case, g.key.dims, digests),
         Td(
-            f"{g.key.metric} {'↑' if g.higher_is_better else '↓'}", "name", f"{g.unit}, {direction}"
+            Raw(breakable(g.key.metric) + ("\u00a0↑" if g.higher_is_better else "\u00a0↓")),
+            "metric",
+            f"{g.unit}, {direction}",
         ),
         g.key.scenario,
         g.key.platform if g.key.role == "target" else f"{g.key.platform} · {g.key.role}",
         n_cell(g),
-        Td(fmt.mean_ci(s.mean, s.ci_half, g.unit), "num"),
+        mean_cell(s.mean, s.ci_half, g.unit),
         Td(fmt.num(s.median), "num"),
         cv_td,
-        Td("–" if s.minimum is None else f"{fmt.num(s.minimum)} – {fmt.num(s.maximum)}", "num"),
+        Td(
+            "–" if s.minimum is None else together(f"{fmt.num(s.minimum)} –", fmt.num(s.maximum)),
+            "num wrap",
+        ),
         *ratio_cells(data, g),
     ]
 

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 from typing import Any
 
 from ... import netstack
+from ...analysis import fingerprint
 from .. import fmt
 from ..data import ReportData
-from ..html import Raw, Td, badge, details, h, kv_table, table
+from ..html import Raw, Td, badge, details, h, kv_table, scroll, table
 from ..sections import Section, register_section
 
 STATUS_KIND = {"ok": "ok", "failed": "bad", "timeout": "bad", "pending": "warn", "running": "warn"}
@@ -214,13 +216,35 @@ def _platform_options(labels: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def tools_shown(data: ReportData) -> tuple[dict[str, str], bool]:
+    """The tool versions the report lists: those of the tools the run's test cases and
+    platforms ran (host facts `tools_used`, the platforms' runtimes), and whether it is
+    every tool found instead (a run stored before `tools_used` was recorded)."""
+    versions = data.host.get(fingerprint.TOOL_VERSIONS) or {}
+    used = fingerprint.tools_of(data.host, {c.test_case for c in data.cells})
+    if used is None:
+        return dict(versions), True
+    for spec in {c.platform_json or "{}" for c in data.cells}:
+        used |= fingerprint.platform_tools(json.loads(spec))
+    return {t: v for t, v in versions.items() if t in used}, False
+
+
 @register_section(85, "host")
 def host_section(data: ReportData) -> Section:
     f = data.host
     cpus = f.get("cpus_allowed")
     facts = [
         ("CPU", f.get("cpu_model", "–")),
-        ("cores", f"{f.get('cores', '–')}" + (f" (allowed: {cpus})" if cpus else "")),
+        (
+            "cores",
+            f"{f.get('cores', '–')}"
+            # CPU numbers as ranges (0–1), never a Python list
+            + (
+                f" (allowed: {fmt.int_ranges(cpus) if isinstance(cpus, list) else cpus})"
+                if cpus
+                else ""
+            ),
+        ),
         ("memory", _gib(f.get("memory_bytes"))),
         ("kernel / OS", f"{f.get('kernel', '–')} / {f.get('os', '–')}"),
         ("this host runs on", f.get("virtualization", "–")),
@@ -254,20 +278,32 @@ def host_section(data: ReportData) -> Section:
         prow.append(
             [name + (" (baseline)" if name == data.baseline else ""), ptype, accel, opts or "–"]
         )
-    versions = f.get("tool_versions") or {}
+    versions, all_tools = tools_shown(data)
     body = kv_table(facts)
-    body += Raw("<h3>Platforms</h3>") + table(["platform", "type", "accel used", "options"], prow)
+    body += Raw("<h3>Platforms</h3>") + scroll(
+        table(["platform", "type", "accel used", "options"], prow)
+    )
     if versions:
-        # four tool/version pairs per row keep the long list short
+        # four tool/version pairs per row keep the long list short; a version is text
+        # (class text: never right-aligned as a number, even 3.33)
         pairs = sorted(versions.items())
         rows = [
-            [x for k, v in pairs[i : i + 4] for x in (Td(k, "name"), v or "–")]
+            [x for k, v in pairs[i : i + 4] for x in (Td(k, "name"), Td(v or "–", "text"))]
             for i in range(0, len(pairs), 4)
         ]
-        body += Raw("<h3>Tool versions</h3>") + table(["tool", "version"] * 4, rows)
+        which = (
+            "every tool found on the host (this run did not record which tools it used)"
+            if all_tools
+            else "the tools this run's test cases and platforms ran"
+        )
+        body += Raw(f'<h3>Tool versions</h3><p class="note">{h(which)}</p>') + scroll(
+            table(["tool", "version"] * min(4, len(pairs)), rows)
+        )
     md = (
         f"host: {f.get('cpu_model', '?')}, {f.get('cores', '?')} cores, "
         f"{_gib(f.get('memory_bytes'))}, kernel {f.get('kernel', '?')}, "
         f"cgroup {f.get('cgroup', '?')}, kvm {f.get('kvm', '?')}, on {f.get('virtualization', '?')}"
     )
+    # folded under its one-line summary: the host is context, the results come first
+    body = details(md.removeprefix("host: ") + "; platforms, tool versions", body)
     return Section("Host", body, md)
