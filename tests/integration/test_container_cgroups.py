@@ -5,8 +5,9 @@ import time
 
 import pytest
 
-from virtbench import cgroups
+from virtbench import cgroups, cleanup
 from virtbench.cgroups import Cgroup
+from virtbench.cgroups.group import claim_name
 
 pytestmark = pytest.mark.integration
 
@@ -32,9 +33,16 @@ def test_cgroup_lifecycle_real():
 
 
 def test_cleaner_removes_leftover():
+    """A leftover is a group whose claim names a process that is gone (a SIGKILLed run):
+    cleanup removes it (and ends what runs in it); a live owner's group is left alone."""
     cg = Cgroup.create("vb-itest-leak")
     proc = subprocess.Popen(["sleep", "60"])
     cg.add_pid(proc.pid)
+    assert not any("vb-itest-leak" in r for r in cgroups.clean())  # its owner (we) is alive
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    name = cleanup.OWNERS_DIR / claim_name("vb-itest-leak")
+    name.write_text(f"{gone.pid} 0\n")  # as a SIGKILLed run's claim: its process is gone
     removed = cgroups.clean()
     proc.wait(timeout=5)
     assert any("vb-itest-leak" in r for r in removed)

@@ -22,6 +22,7 @@ from _burst import Burst  # noqa: E402
 TINY = """
 [campaign]
 name = "tiny-disturb"
+disturbed = "exclude"
 repetitions = 1
 warmup = 0
 cell_timeout = 60
