@@ -180,6 +180,7 @@ class Instance:
             # the runtime's delete removes the group, whose rt bandwidth would linger
             lambda: self.cgroup.drop_rt() if self.cgroup else None,
             lambda: self.runtime.delete(self.name),
+            self.runtime.release_root,  # the runtime's own mounts, after its last container
             lambda: self.cgroup.destroy() if self.cgroup else None,
             lambda: hostnet.unpublish(self.name),
             lambda: hostnet.detach(self.name),

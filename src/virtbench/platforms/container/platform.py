@@ -351,4 +351,5 @@ def clean() -> list[str]:
                 rt.delete(cid)
                 removed.extend(cleanup.ended(before, f"container {cid}"))
                 removed.append(f"{name} container {cid}")
+        removed += [f"{name} mount {mnt}" for mnt in rt.release_root()]
     return removed

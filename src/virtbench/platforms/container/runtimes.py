@@ -17,7 +17,7 @@ from typing import Any
 from ... import directio, hostinfo, hostnet, tools
 from ...errors import PlatformError
 from ..base import NAME_PREFIX
-from . import gvisor, gvisor_build
+from . import gvisor, gvisor_build, storage
 
 STATE_ROOT = Path("/run/virtbench/oci")
 RUNTIMES = ("crun", "runc", "runsc", "podman", "docker")
@@ -89,6 +89,17 @@ class OciRuntime:
         """Kill and delete the container; no error if it is already gone."""
         subprocess.run([*self.base(), "kill", cid, "KILL"], capture_output=True, timeout=30)
         subprocess.run([*self.base(), "delete", "--force", cid], capture_output=True, timeout=30)
+
+    def release_root(self) -> list[str]:
+        """Once no container of this runtime is left, unmount what the runtime itself mounted
+        in virtbench's root for it (current runsc bind-mounts a null-netns there and keeps it
+        after its last container): the mount points removed."""
+        if self.list_ids():
+            return []
+        mounts = storage.mounts_under(self.root)
+        for mnt in mounts:
+            storage.umount(mnt)
+        return mounts
 
     def plug(self, cid: str) -> tuple[str | None, hostnet.Attachment | None]:
         """The container's network besides the host's: (netns path for config.json, its
