@@ -24,6 +24,7 @@ Options: --keep DIR keeps each run's results directory (DIR/seed-N) for the repo
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import sys
@@ -103,6 +104,7 @@ def old_score(entries: list[tuple[float, tuple]]) -> tuple[float, float, float]:
 
 
 # --- judging one run ---------------------------------------------------------------------
+@functools.cache  # each run is judged three ways from two readings of its store
 def load(results: Path, keep_disturbed: bool) -> tuple[list[Group], dict, dict]:
     store = Store.open_existing(results)
     run_id = store.resolve_run("latest")

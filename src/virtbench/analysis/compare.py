@@ -21,7 +21,7 @@ from typing import Any
 from ..results import SOLO_PEAK_SCENARIO
 from . import ratios
 from .groups import Group
-from .normalize import path_mismatch, path_of, without_paths
+from .normalize import path_mismatch, path_of, raw_estimate, without_paths
 from .ratios import FASTER, SAME, SLOWER, UNDECIDED, VERDICTS, Ratio
 from .stats import Summary, summarize
 
@@ -89,14 +89,6 @@ class Outcome:
         return "no ratio" if self.estimate is None else self.estimate.method
 
 
-def _estimate(a: Group, b: Group, paired: bool) -> Ratio | None:
-    return ratios.ratio(
-        ratios.per_round(b.values, b.repetitions),
-        ratios.per_round(a.values, a.repetitions),
-        paired,
-    )
-
-
 def judge_all(
     pairs: list[tuple[Group, Group]],
     settings: Settings = Settings(),
@@ -104,7 +96,7 @@ def judge_all(
     floor_of: FloorOf | None = None,
 ) -> list[Outcome]:
     """Every pair's verdict, Holm-corrected over the pairs that have a ratio."""
-    ests = [_estimate(a, b, paired) for a, b in pairs]
+    ests = [raw_estimate(b, a, paired) for a, b in pairs]  # B / A
     adjusted = ratios.holm(None if e is None else e.p for e in ests)
     out = []
     for (a, b), e, p_holm in zip(pairs, ests, adjusted, strict=True):

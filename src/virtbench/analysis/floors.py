@@ -9,6 +9,7 @@ showed here. A run's own A/A twin decides its floors; else the host's last calib
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 from ..naming import aa_twin as twin_name
 from . import ratios
 from .groups import Group, GroupKey
+from .normalize import raw_estimate
 
 HOST_FACT = "aa_floors"  # host facts key: {"run_id", "measured", "floors": [...]}
 MIN_FLOOR = 0.005  # an A/A interval can be narrow by chance: never call a change under 0.5%
@@ -39,11 +41,7 @@ def from_aa(groups: Iterable[Group], baseline: str) -> dict[TestId, float]:
         base = by_key.get(key.on(baseline))
         if base is None:
             continue
-        r = ratios.ratio(
-            ratios.per_round(g.values, g.repetitions),
-            ratios.per_round(base.values, base.repetitions),
-            paired=True,
-        )
+        r = raw_estimate(g, base)
         if r is None or r.low is None or r.high is None:
             continue
         out[test_id(key)] = max(MIN_FLOOR, 1.0 - r.low, r.high - 1.0)
@@ -88,14 +86,20 @@ def floor_function(
     default: float = ratios.DEFAULT_FLOOR,
 ) -> Callable[[GroupKey], tuple[float, str]]:
     """GroupKey -> (floor, source): the run's A/A twin, else the host's calibration, else
-    the default. The twin itself is judged against the default floor (not its own)."""
-    own = from_aa(groups, baseline) if baseline else {}
-    calibrated, source = from_host_fact(host.get(HOST_FACT))
+    the default. The twin itself is judged against the default floor (not its own). The
+    floors are worked out when first asked for: most of a run's groups get no verdict, and
+    `compare` needs only side A's."""
     twin = twin_name(baseline) if baseline else None
+
+    @functools.cache
+    def known() -> tuple[dict[TestId, float], dict[TestId, float], str]:
+        own = from_aa(groups, baseline) if baseline else {}
+        return own, *from_host_fact(host.get(HOST_FACT))
 
     def floor_of(key: GroupKey) -> tuple[float, str]:
         if key.platform == twin:
             return default, ""
+        own, calibrated, source = known()
         tid = test_id(key)
         if tid in own:
             return own[tid], "A/A in this run"

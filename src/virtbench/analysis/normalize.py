@@ -72,6 +72,15 @@ def overhead_from_ratio(ratio: float, higher_is_better: bool) -> float:
     return (1.0 / ratio - 1.0) * 100.0  # ratio = b/x, so x/b = 1/ratio
 
 
+def raw_estimate(x: Group, base: Group, paired: bool = True) -> Ratio | None:
+    """x's values over base's, from their rounds (not oriented); None without a ratio."""
+    return ratios.ratio(
+        ratios.per_round(x.values, x.repetitions),
+        ratios.per_round(base.values, base.repetitions),
+        paired,
+    )
+
+
 def estimate(x: Group, base: Group, paired: bool = True) -> Ratio | None:
     """x against base, oriented (> 1 = better); None without a ratio. `paired`: both groups
     come from one run, whose repetition numbers are its rounds."""
@@ -79,11 +88,7 @@ def estimate(x: Group, base: Group, paired: bool = True) -> Ratio | None:
         # the baseline against itself is exactly 1, not a noisy estimate of 1
         n = x.summary.n
         return Ratio(1.0, 1.0, 1.0, 1.0, n, True, 0.0, None, {}, n, n)
-    r = ratios.ratio(
-        ratios.per_round(x.values, x.repetitions),
-        ratios.per_round(base.values, base.repetitions),
-        paired,
-    )
+    r = raw_estimate(x, base, paired)
     return None if r is None else r.oriented(x.higher_is_better)
 
 

@@ -74,13 +74,6 @@ class Ratio:
             return f"paired over {self.n} rounds"
         return f"unpaired, {self.n_x} vs {self.n_b} values (Welch)"
 
-    @property
-    def half_pct(self) -> float | None:
-        """The interval's larger half-width, in % of the ratio."""
-        if self.low is None or self.high is None:
-            return None
-        return max(self.high / self.value - 1.0, 1.0 - self.low / self.value) * 100.0
-
 
 def per_round(values: Sequence[float], repetitions: Sequence[int]) -> dict[int, float]:
     """round -> the mean of its values (a cell may give one test several samples)."""
@@ -149,9 +142,7 @@ def weighted(
     value = math.exp(logv)
     n_x = min(r.n_x for _, r in entries)
     n_b = min(r.n_b for _, r in entries)
-    shared: set[int] | None = None
-    for _, r in entries:
-        shared = set(r.rounds) if shared is None else shared & set(r.rounds)
+    shared = set.intersection(*(set(r.rounds) for _, r in entries))
     if all(r.paired for _, r in entries) and shared and len(shared) >= MIN_ROUNDS:
         series = [sum(w * r.rounds[k] for w, r in entries) for k in sorted(shared)]
         se = statistics.stdev(series) / math.sqrt(len(series))

@@ -39,18 +39,18 @@ class StreamSpec:
     codec: str = "flv"
 
 
+# every client: no banner, no stdin, errors only; a progress block every STATS_PERIOD_S
+QUIET = ["ffmpeg", "-hide_banner", "-nostdin", "-nostats", "-loglevel", "error"]
+PROGRESS = ["-progress", "pipe:1", "-stats_period", str(STATS_PERIOD_S)]
+
+
 def publish_argv(url: str, spec: StreamSpec, max_s: float) -> list[str]:
     """A webcam: testsrc2 paced at its frame rate (-re), one keyframe a second (a viewer
     that joins starts within a second), at most `max_s` seconds (a safety net: a client
     outlives nothing of virtbench's)."""
     rate = f"{spec.bitrate_kbps}k"
     return [
-        "ffmpeg",
-        "-hide_banner",
-        "-nostdin",
-        "-nostats",
-        "-loglevel",
-        "error",
+        *QUIET,
         "-re",
         "-f",
         "lavfi",
@@ -72,10 +72,7 @@ def publish_argv(url: str, spec: StreamSpec, max_s: float) -> list[str]:
         f"{max_s:.0f}",
         "-f",
         "flv",
-        "-progress",
-        "pipe:1",
-        "-stats_period",
-        str(STATS_PERIOD_S),
+        *PROGRESS,
         url,
     ]
 
@@ -84,12 +81,7 @@ def play_argv(url: str, max_s: float) -> list[str]:
     """A viewer: reads the stream and throws the packets away (-c copy -f null): it costs
     the client almost nothing, so the client CPU carries many viewers."""
     return [
-        "ffmpeg",
-        "-hide_banner",
-        "-nostdin",
-        "-nostats",
-        "-loglevel",
-        "error",
+        *QUIET,
         "-rw_timeout",
         "10000000",  # µs: a server that stops sending ends the viewer with an error
         # the stream's codec is known from its first packets: without this ffmpeg would probe
@@ -108,10 +100,7 @@ def play_argv(url: str, max_s: float) -> list[str]:
         f"{max_s:.0f}",
         "-f",
         "null",
-        "-progress",
-        "pipe:1",
-        "-stats_period",
-        str(STATS_PERIOD_S),
+        *PROGRESS,
         "-",
     ]
 

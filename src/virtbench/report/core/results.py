@@ -122,10 +122,6 @@ def decision_badge(c: Comparison) -> str:
     return verdict_badge(c.verdict)
 
 
-def md_verdict(v: Verdict) -> str:
-    return v.outcome
-
-
 def md_ratio(c: Comparison) -> str:
     """The ratio as the terminal summary prints it, with its verdict."""
     return f"(×{c.ratio:.3f}, {c.decision})"
