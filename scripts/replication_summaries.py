@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""docs/replication/seedNNN.md: each seed's replication table from its stored run (issue 38).
+
+    cd REPO && PYTHONPATH=src /opt/virtbench/venv/bin/python scripts/replication_summaries.py
+    ... --check   # exit 1 and name the pages that differ from what they would be now
+
+For every seed it takes the stored run `tests/data/replication/seedNNN-*.db.gz` (a small
+real run, gzipped SQLite), unpacks it into a private temporary directory and runs the real
+command, `virtbench replicate NNN --run RUN_ID --store FILE`, in a child Python (the code
+beside this script, never the cwd's). The page is that command's output under a header
+saying which run it judged, when it was measured and how long it took (from the store), and
+how long the seed's own campaigns take (their headers' `# Run time:` line). A seed with no
+stored run gets a page saying so. Nothing is measured: the stored runs are read only.
+`tests/unit/test_replication_summaries.py` runs `--check`, so a change to the findings, the
+verdict rules or the stored runs shows up as a stale page until this script is re-run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SRC = REPO / "src"
+if str(SRC) not in sys.path:  # run from a checkout: this tree's virtbench, not another
+    sys.path.insert(0, str(SRC))
+
+from virtbench import ownedtmp, pychild, safefs  # noqa: E402
+from virtbench.replication import load  # noqa: E402
+from virtbench.replication.model import SeedFindings  # noqa: E402
+
+STORED = REPO / "tests" / "data" / "replication"
+PAGES = REPO / "docs" / "replication"
+RUN_TIME = "# Run time:"  # the campaign header line that states its measured run time
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """One stored run's facts, read from its store."""
+
+    path: Path  # the .db.gz under tests/data/replication
+    run_id: str
+    campaign: str
+    status: str
+    started: float  # epoch seconds
+    finished: float | None
+    cells: int
+
+
+def stored_run(seed: str) -> Path | None:
+    """The seed's stored run file (at most one per seed: a second is ambiguous)."""
+    found = sorted(STORED.glob(f"seed{seed}-*.db.gz"))
+    if len(found) > 1:
+        sys.exit(f"{STORED}: more than one stored run for seed {seed}: {found}")
+    return found[0] if found else None
+
+
+def unpack(gz: Path, into: Path) -> Path:
+    db = into / gz.name.removesuffix(".gz")
+    with gzip.open(gz) as src, db.open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return db
+
+
+def read_run(gz: Path, db: Path) -> StoredRun:
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        runs = con.execute(
+            "SELECT run_id, name, status, started_at, finished_at FROM runs"
+        ).fetchall()
+        if len(runs) != 1:
+            sys.exit(f"{gz}: holds {len(runs)} runs; a stored replication run is one run")
+        (cells,) = con.execute("SELECT count(*) FROM cells").fetchone()
+    finally:
+        con.close()
+    run_id, name, status, started, finished = runs[0]
+    return StoredRun(gz, run_id, name, status, started, finished, cells)
+
+
+def replicate(seed: str, run_id: str, db: Path) -> str:
+    """`virtbench replicate SEED --run RUN_ID --store DB`'s Markdown, as a user gets it."""
+    argv = pychild.module_argv(
+        "virtbench.cli", "replicate", seed, "--run", run_id, "--store", str(db)
+    )
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    if done.returncode != 0:
+        sys.exit(f"virtbench replicate {seed} failed ({done.returncode}): {done.stderr.strip()}")
+    return done.stdout
+
+
+def campaign_run_time(name: str) -> str:
+    """The campaign header's run-time line, without its '# '."""
+    text = resources.files("virtbench").joinpath("campaigns", f"{name}.toml").read_text()
+    for line in text.splitlines():
+        if line.startswith(RUN_TIME):
+            return line.removeprefix("# ").strip()
+    return "Run time: not stated in its header"
+
+
+def utc(t: float) -> str:
+    return time.strftime("%d %b %Y %H:%M UTC", time.gmtime(t))
+
+
+def duration(seconds: float) -> str:
+    m, s = divmod(round(seconds), 60)
+    return f"{m} min {s:02d} s ({round(seconds)} s)" if m else f"{s} s"
+
+
+def campaigns_line(seed: SeedFindings) -> list[str]:
+    if seed.quick == seed.full:
+        return [f"- the seed's campaign `{seed.full}`: {campaign_run_time(seed.full)}"]
+    return [
+        f"- the seed's quick campaign `{seed.quick}`: {campaign_run_time(seed.quick)}",
+        f"- the seed's full campaign `{seed.full}`: {campaign_run_time(seed.full)}",
+    ]
+
+
+def page(seed: SeedFindings, tmp: Path) -> str:
+    head = [
+        f"# Replication of seed {seed.seed} on a stored run",
+        "",
+        "Generated by `scripts/replication_summaries.py` from the stored runs in",
+        "`tests/data/replication/`; do not edit (`tests/unit/test_replication_summaries.py` fails",
+        "when it differs). docs/replication.md says how each quantity and verdict is computed.",
+        "",
+    ]
+    gz = stored_run(seed.seed)
+    if gz is None:
+        body = [
+            f"No stored run of seed {seed.seed}'s campaigns is in `tests/data/replication/`, so",
+            f"there is no table here. `virtbench replicate {seed.seed} --quick` measures one.",
+            "",
+            *campaigns_line(seed),
+        ]
+        return "\n".join(head + body) + "\n"
+    run = read_run(gz, unpack(gz, tmp))
+    took = duration(run.finished - run.started) if run.finished is not None else "not finished"
+    body = [
+        f"- run: {run.run_id}, campaign `{run.campaign}` ({run.cells} cells, {run.status}),"
+        f" stored as `tests/data/replication/{gz.name}` (how it was run: its README)",
+        f"- measured: {utc(run.started)}; the run took {took}, start to finish",
+        *campaigns_line(seed),
+        f"- command: `virtbench replicate {seed.seed} --run {run.run_id} --store FILE`"
+        f" (FILE: the stored run, unpacked)",
+        "",
+        replicate(seed.seed, run.run_id, tmp / gz.name.removesuffix(".gz")).rstrip("\n"),
+    ]
+    return "\n".join(head + body) + "\n"
+
+
+def pages() -> dict[Path, str]:
+    with ownedtmp.tempdir("replication-docs") as tmp:  # `cleanup` removes it after a kill
+        return {PAGES / f"seed{s.seed}.md": page(s, Path(tmp)) for s in load.load_all()}
+
+
+def shown(p: Path) -> str:
+    return str(p.relative_to(REPO)) if p.is_relative_to(REPO) else str(p)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--check", action="store_true", help="write nothing; exit 1 if a page differs")
+    args = ap.parse_args()
+    new = pages()
+    stale = [p for p, text in new.items() if not p.is_file() or p.read_text() != text]
+    if args.check:
+        for p in stale:
+            print(f"{shown(p)} differs from what {Path(__file__).name} writes now")
+        return 1 if stale else 0
+    safefs.make_dirs(PAGES)
+    for p in stale:
+        safefs.write_file(p, new[p])  # never through a link planted at the page's name
+        print(f"wrote {shown(p)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
