@@ -153,7 +153,8 @@ def _release_ips_locked(owner: str) -> None:
     for ip, who in _leases().items():
         if who == owner:
             # forget the old owner's MAC: the next owner of this address has another one, and
-            # a stale REACHABLE neighbour entry blackholes its traffic for 30-55 s; the same
+            # a stale REACHABLE neighbour entry blackholes its traffic for tens of seconds
+            # (docs/code-measurements.md); the same
             # holds inside our namespaces on the bridge (a client netns outlives targets)
             _ip("neigh", "flush", "to", ip, check=False)
             for ns in _own_netns():
@@ -222,7 +223,8 @@ def attach_commands(
 ) -> tuple[list[str], list[str]]:
     """(host-side, inside-netns) `ip -batch` lines that plug `netns` into the bridge. The
     peer is created inside the namespace under its final name: moving a device between
-    namespaces waits for an RCU grace period (~25 ms here), creating it there does not."""
+    namespaces waits for an RCU grace period (docs/code-measurements.md), creating it there
+    does not."""
     host = [
         f"link add {host_if} type veth peer name {ifname} netns {netns}",
         f"link set {host_if} master {bridge}",

@@ -70,7 +70,7 @@ def plan(root: Path = Path("/"), housekeeping: int = 0) -> list[Change]:
         old = _read(root, p)
         out.append(Change("thp", p, _selected(old) if old is not None else None, "never"))
     # cubic, a Debian guest's default: a host on BBR paces every container's connection and
-    # a bridged container then pays ~4x the CPU per large reply that a VM guest does not
+    # a bridged container then pays several times the CPU per large reply that a VM guest does not
     # (docs/network.md). New network namespaces take the host's value when made.
     cc = "/proc/sys/" + netstack.proc_path(netstack.CONGESTION_CONTROL)
     if (now := _read(root, cc)) is not None:

@@ -119,7 +119,8 @@ class Group:
     def _meet(self, labels: dict[str, Any]) -> None:
         """Keep the labels this sample shares with the group's earlier ones. The first
         sample's dict itself is kept until one differs (read-only, like the rows' labels):
-        a copy per group was 1 KB for each of 10^5 groups of a co-location run."""
+        a copy per group cost a co-location run's report much memory
+        (docs/code-measurements.md)."""
         if not self.values and not self.invalid:
             self.labels = labels
             return

@@ -36,7 +36,8 @@ from ..store.description import RunDescription
 from .groups import dimension_keys
 
 # fallback rule: beyond native's largest figure by more than this: a factor, not a
-# tolerance, because a cache is several times faster than the device it hides (3-5x seen)
+# tolerance, because a cache is several times faster than the device it hides (seen:
+# docs/code-measurements.md)
 LIMIT_FACTOR = 1.25
 IO_PATTERN = "io_pattern"  # workloads/disk.py: "<fio rw> <bs>", the ceiling's pattern
 NATIVE = "native"

@@ -5,8 +5,8 @@ remain inside a round, and this module removes them:
 
 - position: the platform measured first in a round meets another host state (caches, page
   cache, frequency, the previous platform's leftovers) than the one measured second. A fixed
-  order turns that into a platform difference (fio O_DIRECT write read 1.52x with one side
-  always first, 1.02x with it second). Interleaved rounds therefore permute the platforms
+  order turns that into a platform difference (measured: docs/code-measurements.md).
+  Interleaved rounds therefore permute the platforms
   from round to round, by the run's seed (randomized multiple interleaved trials, Abedi and
   Brecht 2017), balanced: within each block of n rounds (n platforms) every platform takes
   every position exactly once, so a short run is as balanced as a long one.

@@ -5,7 +5,7 @@ SPREAD_FACTOR x (max - min) / median of its passes). The passes' spread widens i
 ceiling measured while something else used the disk (a spread of 40% gives +80%) does not
 turn honest figures invalid; MIN_MARGIN covers what a short pass cannot show (a device's
 own burst credit, a queue depth that suits it better). A cache is several times faster than
-a device (gVisor's O_DIRECT read measured 4.4x here), so the margin never hides one.
+a device (docs/code-measurements.md), so the margin never hides one.
 """
 
 from __future__ import annotations

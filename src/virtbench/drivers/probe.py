@@ -180,16 +180,16 @@ class Throttling:
 
 
 # A throttled event ends at the period boundary, give or take the period timer's lateness
-# (up to ~3 ms measured in this guest, whose own host takes the CPU away at times).
+# (a few ms in a guest whose own host takes the CPU away at times: docs/latency.md).
 PHASE_SLACK_NS = 4e6
 MIN_ANCHOR_NS = 1e6  # below this, a delay is too short to be told from other delays
 ANCHOR_SHARE = 0.5  # an anchor is a delay of at least this share of the budget's stall
 ANCHOR_MAX = 2.0  # and at most this many stalls (a window merged with a competitor's quantum)
 DRIFT = 0.01  # per period: windows of the fair server recur at slightly over the period
 STALL_ALLOWANCE = 1.05  # a stall measured up to 5% over period - runtime is still the stall
-# A stall of throttling size: this share of the budget's stall (period - runtime). Measured
-# natively (kernel 6.18, 950000/1000000): RT throttling windows 46.8-51.4 ms, the fair
-# server's 52-54 ms (its 50 ms plus the probe's loop and the timer's lateness).
+# A stall of throttling size: this share of the budget's stall (period - runtime); the fair
+# server's windows run a little over it (its 50 ms plus the probe's loop and the timer's
+# lateness; the windows measured: docs/latency.md).
 SIZE_BAND = (0.85, 1.10)
 UNANCHORED_MIN_NS = 20e6  # shorter stalls cannot be told from other delays by their size
 QUANTUM_SHARE = 0.03  # gaps within 3% of a competitor's recurring gap are its quantum
@@ -217,7 +217,7 @@ def _is_quantum(d: float, q: float | None) -> bool:
 
 # The main family must show a window in this share of the run's periods (a budget of a short
 # period would otherwise match a long-period mechanism's windows); not every period shows
-# one when the fair server's windows take their place (5 s runs: 2 of 5 periods seen).
+# one when the fair server's windows take their place (docs/latency.md).
 MIN_DENSITY = 1 / 3
 
 
@@ -412,8 +412,8 @@ def _complementary(
 ) -> None:
     """Windows of a second budget of the same period: a container's group and the host's
     root both count a busy task's run time, each on its own period timer, so the task loses
-    one stall per period in two windows (measured: 38.2 ms at the group's phase + 11.8 ms at
-    the root's). Shorter events that complete a throttled window of the same period to the
+    one stall per period in two windows, one at each timer's phase (docs/latency.md). Shorter
+    events that complete a throttled window of the same period to the
     stall, in two or more periods whose ends lie whole periods apart, are excluded whole."""
     cap = b.stall_ns * STALL_ALLOWANCE
     done = [(events[i][0] + events[i][1], events[i][1]) for i in out.remaining_ns]

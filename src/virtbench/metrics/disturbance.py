@@ -42,11 +42,10 @@ ROOT = Path("/")
 PSI_RESOURCES = ("cpu", "memory", "io")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PF_KTHREAD = 0x00200000  # /proc/PID/stat flags: a kernel thread
-# Thresholds (docs/disturbance.md, bench/disturbance_thresholds.py, 29 Nov 2026, 2-core VM):
-# the method reads 0-2% on a quiet host; bench/_burst.py's on/off bursts read 17-62% per
-# default-campaign cell (median 41%); one spinning core is 50%.
-OUTSIDE_CPU_PCT = 10.0  # 5x the quiet floor, under the weakest burst cell (17%) with margin
-STEAL_PCT = 5.0  # 2.5x the most steal a cell read here (2.0%); bursts in our VM steal nothing
+# Thresholds: between what a quiet host and a tenant's bursts read, with margin on both
+# sides (the readings: docs/disturbance.md, bench/disturbance_thresholds.py)
+OUTSIDE_CPU_PCT = 10.0  # well over the quiet floor, under the weakest burst cell
+STEAL_PCT = 5.0  # over the most steal a quiet cell read; bursts in our VM steal nothing
 # below this many seconds a cell's counters (10 ms ticks) are too coarse to judge by
 MIN_SECONDS = 1.0
 TOP_PROCESSES = 3  # outside processes named in "by"

@@ -1,10 +1,10 @@
 """Sample rows' labels parsed once, equal values shared: read them, never change them.
 
-A co-location run stores ~10^6 samples whose labels repeat: a sweep step's dozen metrics
-carry the same text (~2 KB of JSON: the environment's parameters with its lockstep
-schedule, its solo peaks and their cells), and every sample of an environment in a cell the
-same nested values. Parsed one dict per row, they were most of a report's memory (~9 KB a
-step sample; a full colocation-web run's report peaked at 6 GB: bench/README.md).
+A co-location run stores many samples whose labels repeat: a sweep step's dozen metrics
+carry the same text (the environment's parameters with its lockstep schedule, its solo peaks
+and their cells), and every sample of an environment in a cell the same nested values.
+Parsed one dict per row, they were most of a report's memory (docs/code-measurements.md,
+bench/README.md).
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ from .ports import is_loopback
 # How long a server may take to become reachable. Long on purpose: when a bridge address is
 # handed to a new environment while the host still holds a REACHABLE neighbour entry with the
 # previous owner's MAC, nothing gets through until that entry expires and is re-resolved
-# (base_reachable_time 15-45 s, then 5 s DELAY and 3 probes: up to ~55 s, seen here).
+# (base_reachable_time 15-45 s, then 5 s DELAY and 3 probes: about a minute at worst;
+# docs/code-measurements.md).
 READY_TIMEOUT_S = 60.0
 
 

@@ -68,8 +68,8 @@ class DayTraderJMeter(Workload):
     )
     params = {
         "users": Param(8, "JMeter threads, each a user requesting with no think time", 1, 4096),
-        # 20 s: both JVMs still JIT-compile hundreds of methods 12-18 s into a run on 2 cores,
-        # and the first interval after a 10 s dry run was ~10 % below the later ones
+        # 20 s: both JVMs still JIT-compile for longer than a 10 s dry run, whose first
+        # interval read below the later ones (docs/application.md)
         "dry_run": Param(
             20, "seconds of load before the measured period (JIT warm-up; paper: 180)", 0, 7200
         ),

@@ -6,7 +6,7 @@ iperf3 reads its control connection with read(2) (`Nread`) right after asking th
 something (parameters, results), so whichever end is quicker loses the race and the test
 dies: "unable to receive parameters from client: Resource temporarily unavailable" or
 "unable to receive results: Bad file descriptor" on the server, "unable to send control
-message: Broken pipe" on the client (1-2 runs in 3 here).
+message: Broken pipe" on the client (often: docs/code-measurements.md).
 recvfrom(2) with MSG_NOSIGNAL (a send flag Linux ignores on receive) fails with EINVAL, and
 without it, on a TCP socket with a buffer for the source address, the sentry itself panics
 (index out of range in UnmarshalSockAddr) and the whole sandbox dies: sockperf's server does
@@ -40,7 +40,8 @@ def direct_io_mechanism(
 
     Without directfs (Debian's 20221219): the gofer filesystem sends an O_DIRECT read past
     the sentry's page cache to the "remote file", the host file as the gofer opened it,
-    without O_DIRECT: the host page cache serves it (4.4x the host's own O_DIRECT read here).
+    without O_DIRECT: the host page cache serves it (faster than the host's own O_DIRECT
+    read: docs/gvisor.md).
     With directfs (current gVisor's default): the sentry opens the host file itself, but
     still without O_DIRECT (fsimpl/gofer openHandle passes only read/write/trunc), so the
     host page cache serves it too. With a root overlay (overlay2 root:..., current default
@@ -241,7 +242,7 @@ def effective_config(base: list[str]) -> dict[str, str]:
     """The configuration runsc runs containers with, given the global flags virtbench passes
     (`base`: binary, --root, --platform, --network...): runsc writes it to its debug log at
     every start, defaults included, so a harmless `list` with a debug log says it. Cached
-    per argv (one runsc start, ~20 ms); {} when runsc cannot say."""
+    per argv (one runsc start each); {} when runsc cannot say."""
     key = tuple(base)
     if key in _CONFIG_CACHE:
         return _CONFIG_CACHE[key]

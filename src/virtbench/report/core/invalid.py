@@ -2,8 +2,8 @@
 test case, scenario and reason.
 
 A co-location campaign flags thousands of samples for one cause (every step of every
-environment's client out of sockets): one row each buried the report (7,300 rows, 5 MB for
-29 of 158 cells). A row is one cause where it struck: its count, the metrics, roles,
+environment's client out of sockets): one row each buried the report (measured:
+docs/code-measurements.md). A row is one cause where it struck: its count, the metrics, roles,
 repetitions and dimension values it hit, and its reason with the numbers that vary given as
 their range. Each sample stays in `virtbench results` (its `invalid` reason).
 """

@@ -68,7 +68,7 @@ def n_cell(g: Group) -> Td | Raw:
     text = str(g.summary.n)
     if g.n_invalid:
         # one reason per cause, its varying numbers as a range: every distinct reason of a
-        # co-location step was 0.9 MB of titles in a partial run's report
+        # co-location step swelled the report's titles (docs/code-measurements.md)
         reasons = "; ".join(sorted(c.reason() for c in causes([g])))
         return Td(Raw(text + badge(f"+{g.n_invalid} invalid", "bad", reasons)), "num bad")
     if g.summary.n < 2:
@@ -82,8 +82,8 @@ def ratio_cells(data: ReportData, g: Group) -> list[Td]:
         return [Td("baseline", "num base"), Td("", "num base")]
     if c is None:
         if why := data.incomparable.get(g.key):  # measured over another network path
-            # the reason once, on the badge: repeated on the cell too it was 0.4 MB of a
-            # co-location report (every vm row of every step); path_note lists it in full
+            # the reason once, on the badge: repeated on the cell too it swelled a co-location
+            # report (every vm row of every step); path_note lists it in full
             return [Td(Raw(badge("not comparable", "warn", why)), "num"), Td("–", "num")]
         return [Td("–", "num"), Td("–", "num")]
     # colour only differences the verdict calls (interval beyond the noise floor)
@@ -282,7 +282,8 @@ def beside_note(gs: list[Group]) -> Raw:
 
 # per-step measurements of a sweep (reply, connect and transfer times, errors, send rate...
 # of every environment at every step) listed beyond this many rows in one suite are left to
-# the export: a full colocation-web run has ~80,000 (40 MB of HTML); a plain web sweep lists
+# the export: a full colocation-web run has tens of thousands (docs/code-measurements.md); a
+# plain web sweep lists
 MAX_PER_STEP_ROWS = 2000
 
 
@@ -307,7 +308,7 @@ def suite_sections(data: ReportData) -> list[Section]:
         others = [g for g in data.select(suite=suite, role=None) if g.key not in chosen]
         # a sweep's per-step 1 s summaries of every environment (thousands of rows in a
         # co-location run) are drawn per step in the co-location section; listed, they
-        # buried the table (7 MB of HTML for an 18-cell run)
+        # buried the table (docs/code-measurements.md)
         per_step = [g for g in others if _per_step_summary(g)]
         others = [g for g in others if not _per_step_summary(g)]
         stepped = [g for g in others if _per_step(g)]

@@ -291,8 +291,9 @@ def _startup_chart(
         ys = [v / offered[t] for t, v in pts]
         base, how = 1.0, fixed.text() if fixed else "the offered rate at each step"
     elif mixed:
-        # a 1.0 line from the first size made a 70 KB part read 4.8x while it sent
-        # 20-34 % of its solo 70 KB bytes: drawn raw, in its unit, and the sizes said
+        # a 1.0 line from the first size made a 70 KB part read several times "normal"
+        # while it sent a fraction of its solo bytes (docs/code-measurements.md): drawn raw,
+        # in its unit, and the sizes said
         base, how = None, ""
         ys = [v for _t, v in pts]
     else:
@@ -363,8 +364,8 @@ def startup_base(
     """The 1.0 line of a start-up chart: the target's mean throughput before the first
     newcomer started (seed 003 Fig. 14 divides by the rate it was serving), else after the
     last one was ready, else over the run. Ramp-up zeros are left out. A median over a run
-    whose throughput sat near zero half the time made 4x spikes; a mean over the undisturbed
-    part does not."""
+    whose throughput sat near zero half the time made spikes (docs/code-measurements.md); a
+    mean over the undisturbed part does not."""
     starts = [
         s["labels"].get("started_at_s", s["labels"].get("ready_at_s", 0.0) - s["value"])
         for s in news
