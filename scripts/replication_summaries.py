@@ -97,12 +97,12 @@ def replicate(seed: str, run_id: str, db: Path) -> str:
 
 
 def campaign_run_time(name: str) -> str:
-    """The campaign header's run-time line, without its '# '."""
+    """What the campaign header's run-time line says (docs/campaigns.md has its source)."""
     text = resources.files("virtbench").joinpath("campaigns", f"{name}.toml").read_text()
     for line in text.splitlines():
         if line.startswith(RUN_TIME):
-            return line.removeprefix("# ").strip()
-    return "Run time: not stated in its header"
+            return "run time " + line.removeprefix(RUN_TIME).strip()
+    return "run time not stated in its header"
 
 
 def utc(t: float) -> str:
@@ -144,8 +144,9 @@ def page(seed: SeedFindings, tmp: Path) -> str:
     run = read_run(gz, unpack(gz, tmp))
     took = duration(run.finished - run.started) if run.finished is not None else "not finished"
     body = [
-        f"- run: {run.run_id}, campaign `{run.campaign}` ({run.cells} cells, {run.status}),"
-        f" stored as `tests/data/replication/{gz.name}` (how it was run: its README)",
+        f"- run: {run.run_id}, campaign `{run.campaign}` as the run names it ({run.cells} cells,"
+        f" {run.status}), stored as `tests/data/replication/{gz.name}` (how it was cut and"
+        " run: tests/data/replication/README.md)",
         f"- measured: {utc(run.started)}; the run took {took}, start to finish",
         *campaigns_line(seed),
         f"- command: `virtbench replicate {seed.seed} --run {run.run_id} --store FILE`"
