@@ -22,7 +22,7 @@ def test_checked_in_pages_are_what_the_command_prints_now():
 
 def test_a_page_names_its_run_and_how_long_it_took():
     text = (rs.PAGES / "seed003.md").read_text()
-    assert "run: 20261129-074649-894e, campaign `consolidation-quick` as the run names it (12" in text
+    assert "run: 20261129-074649-894e, campaign `consolidation-quick` as the run names" in text
     assert "the run took 2 min 08 s (128 s), start to finish" in text  # the store's times
     assert "virtbench replicate 003 --run 20261129-074649-894e" in text
     assert "| Table 2 | 70 kB maximum throughput" in text  # the command's own table
