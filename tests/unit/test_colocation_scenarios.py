@@ -7,6 +7,7 @@ import time
 import pytest
 
 from tests.unit.fakes import FakePlatform
+from virtbench.cpubudget import BudgetFacts
 from virtbench.errors import VirtbenchError
 from virtbench.platforms.base import PlatformSpec
 from virtbench.scenarios import colocation_engine as engine
@@ -180,8 +181,8 @@ class FakeBudget:
         self.inside: list[str] = ["vb-target"]
         self.periods = 0
 
-    def label(self):
-        return "shared:50000/100000"
+    def facts(self):
+        return BudgetFacts("shared", 50000, 100000)
 
     def members(self):
         return list(self.inside)
@@ -203,7 +204,7 @@ def _budget_env(log, budget, note=None):
         yield FakePlatform(spec.name, log)
 
     env.new_platform = new_platform
-    env.budget, env.budget_note = budget, note
+    env.budget, env.budget_facts = budget, BudgetFacts(note) if note else None
     return env, calls
 
 

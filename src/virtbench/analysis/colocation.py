@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import cpubudget
 from ..results import LOWER_BOUND_LABEL, PATH_LABELS, PEAK_LIMIT_LABEL, SOLO_PEAK_SCENARIO
 from ..saturation import MAX_STEPS, SERVED_IN_FULL
 from .stats import summarize
@@ -442,14 +443,14 @@ def _budget(row: dict[str, Any], platforms: Platforms) -> str | None:
     quota = _cpu_quota(row, platforms)
     if quota is None:
         return None
-    n = len(labels_of(row).get("cpu_budget_members") or [])  # only a shared budget has them
+    n = len(labels_of(row).get(cpubudget.MEMBERS_KEY) or [])  # only a shared budget has them
     return _cpus(quota) + (f" shared by {n}" if n > 1 else "")
 
 
 def _ran_out(row: dict[str, Any]) -> float | None:
     """The share of CFS periods the row's budget ran out in (`cpu_budget_throttled`, "N/M
     periods": a scene's, or a solo cell's whole); None: not said."""
-    said = str(labels_of(row).get("cpu_budget_throttled") or "")
+    said = str(labels_of(row).get(cpubudget.THROTTLED_KEY) or "")
     try:
         throttled, periods = (int(x) for x in said.split()[0].split("/"))
     except (ValueError, IndexError):
@@ -478,15 +479,14 @@ def _cpus(quota: tuple[int, int]) -> str:
 
 def _cpu_quota(row: dict[str, Any], platforms: Platforms | None = None) -> Quota:
     """The CFS quota the row's server ran under: the cell's shared budget from the sample's
-    `cpu_budget` label ("shared:Q/P"), else its cell's platform's own quota (the target's: a
+    `cpu_budget` labels (cpubudget.py), else its cell's platform's own quota (the target's: a
     neighbour's own is not in its row); a weights cell's "lifted" budget is none. `platforms`:
     `_platform`'s memo."""
-    said = str(labels_of(row).get("cpu_budget") or "")
-    if said.startswith("lifted:"):
+    said = cpubudget.from_labels(labels_of(row))
+    if said is not None and said.mode == cpubudget.LIFTED:
         return None
-    if said.startswith("shared:"):
-        quota, _, period = said.removeprefix("shared:").partition("/")
-        return _quota(quota, period)
+    if said is not None and said.shared:
+        return _quota(said.quota_us, said.period_us)
     plat = _platform(row, platforms if platforms is not None else {})
     if plat is None:
         return None
@@ -498,7 +498,8 @@ def _env_quota(row: dict[str, Any], platforms: Platforms) -> Quota:
     inside the target's, a neighbour of another platform too); None: none, each environment
     under its own platform's quota as in its solo cell (cpu_budget "own", "none"; a weights
     cell's lifted quota is compared with its solo as it always was)."""
-    shared = str(labels_of(row).get("cpu_budget") or "").startswith("shared:")
+    said = cpubudget.from_labels(labels_of(row))
+    shared = said is not None and said.shared
     return _cpu_quota(row, platforms) if shared else None
 
 
@@ -592,7 +593,7 @@ def _server_idle(
     if (
         quota is None
         or peak_step is None
-        or len(labels_of(row).get("cpu_budget_members") or []) > 1
+        or len(labels_of(row).get(cpubudget.MEMBERS_KEY) or []) > 1
     ):
         return None
     used = max(

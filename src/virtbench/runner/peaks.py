@@ -90,7 +90,8 @@ class StoredPeaks(SoloPeaks):
         if (budget := throttled.budget) is not None:  # measured alone in the shared budget
             ran_out = throttled.labels()
             for s in out.samples:
-                s.labels.setdefault("cpu_budget", budget.label())
+                for key, value in budget.facts().labels().items():
+                    s.labels.setdefault(key, value)
                 s.labels.update(ran_out)
         for s in out.samples:  # two peaks of one platform under two limits are two results
             s.labels[PEAK_LIMIT_LABEL] = limit or "none"

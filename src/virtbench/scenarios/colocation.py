@@ -329,7 +329,7 @@ class Weights(_Colocation):
         if conns := self._backlog(env):
             out["backlog_connections"] = (
                 f"{env.ctx.params['connections']} -> {conns} per client: the shared budget "
-                f"{env.budget.label()} runs the pair in bursts; both servers need requests "
+                f"{env.budget.facts().text()} runs the pair in bursts; both servers need requests "
                 "waiting for the whole burst for the weights to divide it"
             )
         return out

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..cgroups import CpuBudget, ThrottleCount
-from ..cgroups.budget import NONE as NO_BUDGET
+from ..cpubudget import MEMBERS_KEY, NONE, BudgetFacts
 from ..drivers.sweep import Lockstep
 from ..errors import VirtbenchError, WorkloadError
 from ..metrics.sampler import Sampler, Span, Window, summary_samples
@@ -370,13 +370,13 @@ def _neighbour_plans(
 
 
 def _budget_labels(env: ScenarioEnv) -> dict[str, Any]:
-    """`cpu_budget` of the cell: the shared budget ("shared:Q/P"), "own" (each environment
-    its own quota) or "none" (the target has no host-side quota), with its members. A
-    weights cell keeps the shared budget: the pair's weights split it (docs/colocation.md)."""
+    """The cell's CPU budget (cpubudget.py): the shared budget with its members, "own" (each
+    environment its own quota) or "none" (the target has no host-side quota). A weights cell
+    keeps the shared budget: the pair's weights split it (docs/colocation.md)."""
     budget = env.budget
     if budget is None:
-        return {"cpu_budget": env.budget_note or NO_BUDGET}
-    return {"cpu_budget": budget.label(), "cpu_budget_members": budget.members()}
+        return (env.budget_facts or BudgetFacts(NONE)).labels()
+    return budget.facts().labels() | {MEMBERS_KEY: budget.members()}
 
 
 def _started(group: Neighbours, role: str) -> Platform | None:

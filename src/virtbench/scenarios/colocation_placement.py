@@ -18,10 +18,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .. import parsing
 from ..cgroups.budget import CpuBudget
 from ..errors import VirtbenchError
-from ..parsing import ParseError
+from ..platforms import registry as platform_registry
 from ..platforms.base import PlatformSpec
 from .placement import host_cpus
 
@@ -58,28 +57,21 @@ class SharedCpu:
 
 
 def allowed_cpus(spec: PlatformSpec, cpus: list[int]) -> tuple[list[int], str | None]:
-    """Host CPUs an environment of `spec` may be pinned to, and the option that limits them.
-
-    A container's `cpuset` limits it (taskset inside cannot leave it); a VM's `vcpu_pin` is
-    overridden by the cell's CPUs; a container inside a VM runs where its VM's vCPUs run (its
-    own cpuset names guest CPUs)."""
+    """Host CPUs an environment of `spec` may be pinned to, and the option that limits them,
+    as its platform type says (`Platform.pinnable_cpus`: a container's `cpuset`; a VM's
+    `vcpu_pin` is overridden by the cell's CPUs). A platform inside a VM runs where its VM's
+    vCPUs run (its own cpuset names guest CPUs)."""
     if spec.host is not None:
         return allowed_cpus(spec.host, cpus)
-    value = spec.options.get("cpuset") if spec.type == "container" else None
-    if value is None:
-        return list(cpus), None
-    try:
-        own = parsing.cpu_list(value)
-    except ParseError:  # the loader refuses a bad cpuset; never widen on one here
-        own = []
-    return [c for c in cpus if c in own], f"cpuset = {value!r}"
+    return platform_registry.get(spec.type).pinnable_cpus(spec, cpus)
 
 
 def guest_quota(spec: PlatformSpec) -> str | None:
-    """A CFS quota the host cannot lift for the cell: a container's inside its VM guest."""
-    if spec.host is not None and spec.options.get("cpu_quota_us") is not None:
-        return f"cpu_quota_us = {spec.options['cpu_quota_us']} inside its VM '{spec.host.name}'"
-    return None
+    """A CFS quota the host cannot lift for the cell: one inside its VM guest."""
+    quota = platform_registry.get(spec.type).guest_cpu_quota(spec)
+    if quota is None or spec.host is None:
+        return None
+    return f"cpu_quota_us = {quota} inside its VM '{spec.host.name}'"
 
 
 def shared_cpu(
