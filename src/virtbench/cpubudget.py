@@ -58,7 +58,14 @@ class BudgetFacts:
 
     def labels(self) -> dict[str, Any]:
         """The label keys a sample (or a platform's facts) states it with."""
-        return {MODE_KEY: self.text()}
+        out: dict[str, Any] = {MODE_KEY: self.mode}
+        if self.quota_us is not None:
+            out[QUOTA_KEY] = self.quota_us
+        if self.period_us is not None:
+            out[PERIOD_KEY] = self.period_us
+        if self.note is not None:
+            out[NOTE_KEY] = self.note
+        return out
 
 
 def from_labels(labels: dict[str, Any]) -> BudgetFacts | None:

@@ -215,7 +215,8 @@ def test_every_neighbour_joins_the_targets_budget_and_samples_say_so(scenario):
     samples = registry.parse(scenario).run(env)
     assert calls and all(b is budget for _role, b in calls)  # each provisioned inside it
     ops = [s for s in samples if s.metric == "ops"]
-    assert ops and all(s.labels["cpu_budget"] == "shared:50000/100000" for s in samples)
+    shared = {"cpu_budget": "shared", "cpu_budget_quota_us": 50000, "cpu_budget_period_us": 100000}
+    assert ops and all(shared.items() <= s.labels.items() for s in samples)
     assert ops[0].labels["cpu_budget_members"] == budget.members()  # target + neighbours
     assert len(budget.members()) == 1 + len(calls)
     assert ops[0].labels["cpu_budget_throttled"] == "5/10 periods"  # during the scene only
@@ -238,7 +239,8 @@ def test_a_weights_cell_keeps_the_shared_budget_its_weights_divide(monkeypatch):
     env, calls = _budget_env([], budget)
     samples = registry.parse("weights:1:4:1:cpu=0").run(env)
     assert calls and all(b is budget for _role, b in calls)
-    assert {s.labels["cpu_budget"] for s in samples} == {"shared:50000/100000"}
+    said = {(s.labels["cpu_budget"], s.labels["cpu_budget_quota_us"]) for s in samples}
+    assert said == {("shared", 50000)}
 
 
 def test_engine_stores_each_summary_per_point_the_target_served():
