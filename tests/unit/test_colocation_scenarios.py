@@ -441,8 +441,8 @@ def test_the_targets_solo_peak_is_measured_before_any_neighbour_is_up(scenario):
     log: list[str] = []
 
     class LoggedPeaks(SoloPeaks):
-        def measure(self, platform, workload, params, ctx, *more, **kw):
-            log.append(f"peak {platform.name}")
+        def measure(self, attempt):
+            log.append(f"peak {attempt.platform.name}")
             return Peak(1000.0)
 
     env = _env(log)
@@ -612,9 +612,9 @@ def test_a_fixed_rate_storm_offers_each_size_its_share_of_that_sizes_solo_peak()
     log: list[str] = []
 
     class LoggedPeaks(SoloPeaks):
-        def measure(self, platform, workload, params, ctx, *more, **kw):
-            log.append(f"peak {platform.name} {params['size_kb']}")
-            return super().measure(platform, workload, params, ctx, *more, **kw)
+        def measure(self, attempt):
+            log.append(f"peak {attempt.platform.name} {attempt.params['size_kb']}")
+            return super().measure(attempt)
 
     env = sizes_env(log, workload=RateSizesWorkload())
     env.solo_peaks = LoggedPeaks()
