@@ -304,7 +304,11 @@ def test_wrk_max_pairs_run_each_size_in_lockstep_without_a_rate_schedule():
         lockstep = engine._lockstep(SimpleNamespace(workload=workload), busy)
         assert lockstep is not None and lockstep.names == ["target", "neighbour-1"]
     assert engine._lockstep(SimpleNamespace(workload=WrkMax()), busy[:1]) is None  # alone
-    assert WrkMax.schedule_param is None  # its pairs get no schedule of rates (no solo peak)
+    from virtbench.workloads.capabilities import RateSchedule, StepsTogether
+
+    assert isinstance(WrkMax(), StepsTogether) and isinstance(HttperfSweep(), StepsTogether)
+    # its pairs get no schedule of rates (no solo peak)
+    assert not isinstance(WrkMax, RateSchedule) and isinstance(HttperfSweep, RateSchedule)
 
 
 def test_storm_overlap_is_labelled_per_point_the_target_served():

@@ -177,6 +177,8 @@ def test_fixed_rate_step_holds_what_its_calls_per_connection_open(monkeypatch):
 class _Remote:
     """A client host (ctx.remote): its processes are sessions of one SSH connection."""
 
+    parties = 1  # environments running their clients there at once (CellClient.shared_by)
+
 
 def test_fixed_rate_step_on_a_client_host_keeps_to_its_ssh_sessions():
     from virtbench.serving import remote
@@ -189,9 +191,9 @@ def test_fixed_rate_step_on_a_client_host_keeps_to_its_ssh_sessions():
     c = w.fixed_clients(st, 4000.0, 30.0)
     assert c.processes == 8 and c.timeout == 2.0  # at most 8, whatever the CPUs
     # a co-located environment's clients run there at the same time: they share the 8
-    st.ctx.client_parties = 2
+    st.ctx.remote.parties = 2
     assert w.fixed_clients(st, 4000.0, 30.0).processes == 4
-    st.ctx.client_parties = 12  # more environments than sessions: one each, at the least
+    st.ctx.remote.parties = 12  # more environments than sessions: one each, at the least
     assert w.fixed_clients(st, 4000.0, 30.0).processes == 1
 
 
@@ -202,15 +204,18 @@ def test_co_located_environments_know_how_many_run_clients_beside_them():
     from types import SimpleNamespace
 
     from virtbench.scenarios import colocation_engine as engine
+    from virtbench.serving.remote import CellClient
 
     seen = []
 
     class _W:
         def run(self, platform, ctx):
-            seen.append(ctx.client_parties)
+            seen.append(ctx.remote.parties)
+            ctx.remote.facts.setdefault("seen_by", []).append(ctx.remote.parties)
             return []
 
-    env = SimpleNamespace(ctx=RunContext(params={}), workload=_W())
+    cell_client = CellClient(None)  # type: ignore[arg-type]
+    env = SimpleNamespace(ctx=RunContext(params={}, remote=cell_client), workload=_W())
     gate = threading.Barrier(1)  # parties: the cell's busy environments
     for n in (1, 3):
         gate = threading.Barrier(n)
@@ -224,7 +229,8 @@ def test_co_located_environments_know_how_many_run_clients_beside_them():
         for th in threads:
             th.join()
     assert seen == [1, 3, 3, 3]
-    assert RunContext(params={}).client_parties == 1  # alone
+    assert cell_client.parties == 1  # the cell's own view: alone
+    assert cell_client.facts["seen_by"] == [1, 3, 3, 3]  # one record of the cell's client
 
 
 def test_forced_clients_stand_and_running_out_of_sockets_stays_invalid(monkeypatch):
@@ -259,6 +265,7 @@ def test_client_host_without_client_cpus_counts_its_cpus_once_known():
 
     class Remote:
         facts = {"cpus": list(range(8))}
+        parties = 1
 
     ctx = RunContext(params={}, remote=Remote())
     assert client_cpu_count(ctx) == 8

@@ -202,7 +202,7 @@ class Different(_Colocation):
         if size_param is None:
             raise VirtbenchError(
                 f"scenario '{self.text()}' needs a workload with a file size parameter "
-                f"(Workload.size_param); test case {w.name} has: "
+                f"(ServedSizes.size_param); test case {w.name} has: "
                 f"{', '.join(sorted(w.params)) or 'none'}"
             )
         # one run of SIZE_KB beside each of the target's sizes, so both run (and step) for as

@@ -27,6 +27,7 @@ from ..metrics.sampler import Sampler, Span, Window, summary_samples
 from ..platforms.base import Platform, PlatformSpec
 from ..results import LATER_SCENE_FAILED_LABEL, LOAD_PCT_LABEL
 from ..workloads.base import RunContext, Sample
+from ..workloads.capabilities import StepsTogether
 from . import weights as weights_mod
 from .base import ScenarioEnv
 from .colocation_placement import SharedCpu
@@ -106,8 +107,7 @@ def _params(env: ScenarioEnv, e: _Env, lockstep: bool) -> dict[str, Any]:
 def _lockstep(env: ScenarioEnv, busy: list[_Env]) -> Lockstep | None:
     """Busy environments of a workload that has steps (a sweep's rates, or one run per file
     size) go through them together."""
-    w = type(env.workload)
-    if len(busy) < 2 or (schedule_param(w) is None and not w.points_together):
+    if len(busy) < 2 or not isinstance(env.workload, StepsTogether):
         return None
     roles = [e.plan.role for e in busy]
     return Lockstep(roles, MIN_COVERAGE, COVERAGE_SLACK_S, LOCKSTEP_TIMEOUT_S)
@@ -133,15 +133,17 @@ def _run_workload(
     placement: SharedCpu | None = None,
 ) -> None:
     ctx = _ctx_for(env, params, e.plan.role, e.marks, placement, e.points)
-    # the gate's parties: every busy environment, whose clients all run at once
-    ctx = replace(ctx, client_parties=gate.parties)
-    if lockstep is not None:
-        ctx = replace(ctx, lockstep=lockstep.party(e.plan.role))
+    if ctx.remote is not None:  # every busy environment runs its clients there at once
+        ctx = replace(ctx, remote=ctx.remote.shared_by(gate.parties))
+    workload = type(env.workload)()
     with contextlib.suppress(threading.BrokenBarrierError):
         gate.wait(timeout=60)
     t0 = time.monotonic()
     try:
-        e.samples = type(env.workload)().run(e.platform, ctx)
+        if lockstep is not None and isinstance(workload, StepsTogether):
+            e.samples = workload.run_together(e.platform, ctx, lockstep.party(e.plan.role))
+        else:
+            e.samples = workload.run(e.platform, ctx)
     except (WorkloadError, VirtbenchError) as exc:
         e.error, e.cause = str(exc), exc
         e.samples = list(getattr(exc, "samples", []))  # what it measured before: kept, flagged

@@ -12,8 +12,9 @@ value is the peak, when to measure again. `SoloPeaks` keeps them for as long as 
 runner keeps one per run, and its subclass only stores each `Attempt` as a cell of its own;
 runner/peaks.py). The peak is the best valid
 sample of the test case's primary metric; a run that never saturated (a sweep that ran out of
-steps with its top step served in full: `Workload.unsaturated`) has none, so it is measured
-once more at once, its top rate at least twice the first one's (`Workload.top_rate_param`).
+steps with its top step served in full: `SoloPeakRetry.unsaturated`) has none, so it is measured
+once more at once, its top rate at least twice the first one's (`SoloPeakRetry.top_rate_param`,
+workloads/capabilities.py).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ..platforms.base import Platform
 from ..platforms.cpu_weight import own_quota
 from ..results import LOWER_BOUND_LABEL, Sample
 from ..workloads.base import RunContext, Workload
+from ..workloads.capabilities import SoloPeakRetry
 
 PeakKey = tuple[str, str, str, str]  # (platform, test case, params as sorted JSON, CPU limit)
 
@@ -80,7 +82,7 @@ class Attempt:
         (default: the attempt's)."""
         w, ctx = type(self.workload), ctx or self.ctx
         params = self.params
-        if self.top_rate and w.top_rate_param:
+        if self.top_rate and isinstance(w, SoloPeakRetry):
             params = params | {w.top_rate_param: self.top_rate}
         ctx.log(
             f"measuring solo peak of {self.workload.name} on {self.platform.name}"
@@ -98,7 +100,9 @@ def peak_value(workload: type[Workload], samples: list[Sample], last: bool = Fal
     flagged invalid (in `samples`, which are stored so), or on the `last` attempt labelled a
     lower bound and kept; none: `Unsaturated` if it never saturated, else `WorkloadError`,
     with the invalid reasons."""
-    top_rate = workload.unsaturated(samples, LOWER_BOUND_LABEL if last else "invalid")
+    top_rate = None
+    if isinstance(workload, SoloPeakRetry):
+        top_rate = workload.unsaturated(samples, LOWER_BOUND_LABEL if last else "invalid")
     primary = workload.primary().name
     mine = [s for s in samples if s.metric == primary]
     values = [s.value for s in mine if not s.labels.get("invalid")]

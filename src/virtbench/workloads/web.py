@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..drivers import httperf, nginx, sweep, wrk
+from ..drivers.sweep import LockstepParty
 from ..drivers.validity import first, http_errors
 from ..errors import WorkloadError, WorkloadTimeout
 from ..platforms.base import Platform
@@ -70,7 +71,7 @@ class _NginxWorkload(Workload):
     # which capacity probe set a sweep's scale: one of a size's probes, never a result's identity
     ignored_labels += ("probe_used",)
     tools = ("nginx",)
-    size_param = "file_sizes"
+    size_param = "file_sizes"  # ServedSizes (workloads/capabilities.py): different:SIZE sets it
 
     def sizes(self, ctx: RunContext) -> list[int]:
         return nginx.validate_sizes(ctx.params.get("file_sizes", PAPER_SIZES))
@@ -170,6 +171,9 @@ class SweepState:
     t0: float  # monotonic start of the run: time series points count from here
     nofile: int  # the client's fd limit, labelled on every step
     platform: Platform | None = None  # asked after every run whether its network stalled
+    # co-located environments stepping together (StepsTogether): begin() / end() around
+    # each step; None when it runs alone
+    gate: LockstepParty | None = None
 
     @property
     def calls(self) -> int:
@@ -193,6 +197,8 @@ class HttperfSweep(_NginxWorkload):
         " sustained throughput and the rate where it is reached (seed 000 Fig. 5, 003 Fig. 16)"
     )
     host_tools = ("httperf", "wrk")
+    # co-location's capabilities (workloads/capabilities.py): OfferedRate, RateSchedule,
+    # SoloPeakRetry (unsaturated below), StepsTogether (run_together)
     rate_param = "rate"
     param_order = (("start_fraction", "max_fraction"),)  # else a sweep with no rate at all
     # set by the co-location pair scenarios only (not a campaign parameter): file size (KB,
@@ -301,6 +307,11 @@ class HttperfSweep(_NginxWorkload):
     }
 
     def run(self, platform: Platform, ctx: RunContext) -> list[Sample]:
+        return self.run_together(platform, ctx, None)
+
+    def run_together(
+        self, platform: Platform, ctx: RunContext, party: LockstepParty | None
+    ) -> list[Sample]:
         sizes = self.sizes(ctx)
         nofile = raise_nofile()
         samples: list[Sample] = []
@@ -310,7 +321,7 @@ class HttperfSweep(_NginxWorkload):
         schedule = ctx.params.get("schedule") or {}
         with self.nginx(platform, ctx, sizes) as served:
             for size in sizes:
-                state = SweepState(served, size, ctx, samples, t0, nofile, platform)
+                state = SweepState(served, size, ctx, samples, t0, nofile, platform, party)
                 if schedule:
                     self.lockstep_one(state, schedule[str(size)])
                 elif rate > 0:
@@ -333,9 +344,9 @@ class HttperfSweep(_NginxWorkload):
             f" hold {clients.sockets} connections; {rate:.0f} req/s x {clients.timeout:g} s"
             f" timeout can leave {rate * clients.timeout:.0f} open"
         )
-        if st.ctx.remote is not None and st.ctx.client_parties > MAX_SESSIONS:
+        if st.ctx.remote is not None and st.ctx.remote.parties > MAX_SESSIONS:
             st.ctx.log(
-                f"{self.what(st)}: {st.ctx.client_parties} environments run their clients on"
+                f"{self.what(st)}: {st.ctx.remote.parties} environments run their clients on"
                 f" the client host at once, past the {MAX_SESSIONS} SSH sessions budgeted"
                 " (sshd MaxSessions, default 10): some may start late"
             )
@@ -505,7 +516,7 @@ class HttperfSweep(_NginxWorkload):
         processes = clients.processes if clients else int(st.ctx.params.get("clients", 0))
         slots = client_slots(st.ctx, processes)
         load = httperf.split_load(rate / st.calls, duration, len(slots))
-        gate = st.ctx.lockstep
+        gate = st.gate
         if gate:  # every co-located environment starts this step now
             gate.begin()
         t_start = time.monotonic()
@@ -765,17 +776,20 @@ class WrkMax(_NginxWorkload):
         "connections": Param(32, "concurrent connections", 1, 100_000),
         "threads": Param(1, "wrk threads (each pins one client CPU)", 1, 256),
     }
-    # co-located servers run each size together: a guest that checks its NIC or starts late
-    # between sizes no longer shifts the next size's window (overlap 90-95 % measured)
-    points_together = True
 
     def run(self, platform: Platform, ctx: RunContext) -> list[Sample]:
+        return self.run_together(platform, ctx, None)
+
+    def run_together(
+        self, platform: Platform, ctx: RunContext, gate: LockstepParty | None
+    ) -> list[Sample]:
+        """StepsTogether: co-located servers run each size together, so a guest that checks
+        its NIC or starts late between sizes does not shift the next size's window."""
         sizes = self.sizes(ctx)
         nofile = raise_nofile()
         p = ctx.params
         samples: list[Sample] = []
         with self.nginx(platform, ctx, sizes) as served:
-            gate = ctx.lockstep
             for size in sizes:
                 if gate:  # every co-located environment starts this size now
                     gate.begin()
