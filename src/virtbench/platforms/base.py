@@ -148,6 +148,7 @@ class Platform(abc.ABC):
         spec: PlatformSpec,
         instance: str,
         host: Platform | None = None,
+        *,
         budget: CpuBudget | None = None,
     ) -> None:
         self.spec = spec

@@ -70,7 +70,7 @@ class ContainerPlatform(Platform):
         host: Platform | None = None,
         budget: cgroups.CpuBudget | None = None,
     ) -> None:
-        super().__init__(spec_, instance, host, budget)
+        super().__init__(spec_, instance, host, budget=budget)
         o = self.opts
         self.config = Config(
             o.runtime, o.storage, o.network, o.resources, o.rt_runtime_us, o.rt_period_us

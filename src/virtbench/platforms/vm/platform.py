@@ -45,7 +45,7 @@ class VmPlatform(Platform):
     opts: options.VmOptions
 
     def __init__(self, spec, instance, host=None, budget=None) -> None:
-        super().__init__(spec, instance, host, budget)
+        super().__init__(spec, instance, host, budget=budget)
         self.machine: Machine | None = None
         self.net: GuestNet | None = None
         self.cgroup: Cgroup | None = None
