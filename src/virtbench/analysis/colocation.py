@@ -408,8 +408,8 @@ def cell_stats(
                         ref = solo_means.get(what)
                     else:
                         # its solo cell ran under another budget (or there is none): its solo
-                        # peak under this one. A vm-e1000 neighbour in a container's 0.5 CPU
-                        # peaked at 662 req/s; its solo cell served 1,441 with its own 1 CPU
+                        # peak under this one (docs/colocation.md "Each environment's solo
+                        # under the budget it had in the cell")
                         ref = peaks_in.get((*what, quota))
                         if solo_ran or ref is not None:
                             other.append(SoloRef(role, where, _cpus(quota), ref))
@@ -560,8 +560,7 @@ def _client_limited(row: dict[str, Any]) -> bool:
 
 
 # a server under a quota of its own that used less than this share of it from its peak step
-# to its sweep's end was not what stopped the sweep (httperf's 16 KB receive buffer left
-# native nginx at 100 KB at 24-30 % of a 50 % budget while the client ran out of sockets)
+# to its sweep's end was not what stopped the sweep: the client was (docs/colocation.md)
 SERVER_BUSY = 0.8
 
 
@@ -726,7 +725,7 @@ def _under_driven(
     """Why a point's load was too low to read as a degradation: the target's schedule
     topped out at a solo peak that never saturated AND below what its solo sweep served (a
     peak just short of saturation, at or above the solo figure, still drove the pair to full
-    load: native's 18,338 req/s against 17,160 solo)."""
+    load; docs/colocation.md)."""
     out = []
     for role, (where, top) in sorted((bad or {}).items()):
         # a neighbour offered less than it could makes the target's degradation smaller, not
@@ -757,8 +756,7 @@ def unsaturated_peaks(
     """(platform, test case, scenario, served point) -> role -> (its platform, top rate) of
     each environment whose rates were shares of a solo peak that never saturated: a
     solo-peak cell whose sweep ran out of steps with its headline at the last step, served
-    in full (stores written before the runner refused such peaks; run 20261127-054853-d90a
-    scaled vm-virtio's 4 KB pairs by 134 req/s where its solo cell served ~1,277). Cells
+    in full (stores written before the runner refused such peaks: docs/colocation.md). Cells
     name their peak by `peak_cell_id` (per file size for a schedule). `tops`:
     `_unsaturated_peak_cells`."""
     out: dict[tuple[str, str, str, Dims], dict[str, tuple[str, float]]] = defaultdict(dict)

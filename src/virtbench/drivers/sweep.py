@@ -104,7 +104,7 @@ def served_in_full(step: StepResult) -> bool:
 
 
 # steps in a row not served in full that end a sweep's extension: one alone can be the
-# host's noise (a quota'd container served 95.0 % at 1.1x its probe, in full at 1.2-1.7x)
+# host's noise (docs/colocation.md "A sweep served in full at its top goes on")
 FELL_BEHIND_STEPS = 2
 
 
@@ -117,8 +117,8 @@ def fell_behind(steps: list[StepResult]) -> bool:
 def extension(plan: Plan, top_rate: float, max_steps: int) -> list[float]:
     """The rates that continue `plan` past its last step, in its own step, up to `top_rate`
     and `max_steps` steps in all: where a sweep goes on while its server still serves all
-    it is offered (a quota'd container served 1.5x, then 2x, its wrk probe at 30 KB under
-    httperf, so a sweep stopping at the probe read a lower bound as its peak)."""
+    it is offered (the wrk probe can read below what the server serves under httperf, and a
+    sweep stopping at the probe would read a lower bound as its peak)."""
     rates = plan.rates()
     if not rates:
         return []
@@ -229,8 +229,8 @@ def never_saturated(stopped: str, offered: float, served: float, probe: float | 
     """Why a solo sweep's headline is no peak: it ran out of steps and its top step
     (`offered` req/s) was served in full, so the server was never seen saturated; its scale
     was too low (in capacity mode, a capacity `probe` that read low: a guest NIC stalled
-    during it). A co-location schedule scaled by it offers a fraction of what the server
-    serves (run 20261127-054853-d90a: 134 req/s as the 100 % of a server serving ~1,277)."""
+    during it). A co-location schedule scaled by it would offer a fraction of what the
+    server serves (docs/colocation.md)."""
     if stopped != MAX_STEPS or offered <= 0 or served < SERVED_IN_FULL * offered:
         return None
     why = (

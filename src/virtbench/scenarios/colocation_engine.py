@@ -37,7 +37,7 @@ from .rates import apply_load, apply_schedule, schedule_param, size_param
 
 MIN_COVERAGE = 0.95  # busy environments must overlap this much of each other's run...
 # ...or miss at most this long: starting a command in a VM goes through its guest agent
-# (start + status polling, ~0.1-0.3 s under TCG), which alone is 5 % of a 3 s run
+# (start + status polling), which alone can be 5 % of a short run (docs/colocation.md)
 COVERAGE_SLACK_S = 0.5
 # longest wait at a lockstep barrier for a co-located environment (a TCG guest writing nginx's
 # files before its first step, a step whose late requests run into httperf's timeout)
@@ -467,7 +467,7 @@ def _collect(
                 "ready_at_s": round(e.window[1] - t0, 3),
                 "env_platform": e.platform.name if e.platform else None,
                 # how much of its start-up the target was serving: a VM newcomer may boot
-                # past the target's run (18 s beside an 8 s run), partly beside an idle one
+                # past the target's run, partly beside an idle one
                 "under_load_s": round(
                     _overlap_s(e.window, target.window) if target.window else 0.0, 3
                 ),

@@ -363,12 +363,10 @@ class HttperfSweep(_NginxWorkload):
     def capacity(self, st: SweepState) -> float:
         """Capacity mode: the wrk-measured req/s the sweep's rates are fractions of. A probe
         during which the guest NIC stalled is kept (flagged) and run once more on the kicked
-        NIC: the sweep's rates follow from it, so a stalled probe would cap the whole sweep
-        (measured: a 746 req/s probe made a 746 req/s "peak" where the others read ~880).
-        If every probe stalled, the highest sets the scale: a stall only reads low (run
-        20261127-054853-d90a: 1,147 then 133.6 req/s, and 133.6 scaled a sweep that topped
-        out served in full where the server served ~1,277). The probe that set it is
-        labelled probe_used."""
+        NIC: the sweep's rates follow from it, so a stalled probe would cap the whole sweep.
+        If every probe stalled, the highest sets the scale: a stall only reads low. The probe
+        that set it is labelled probe_used (measurements: docs/colocation.md, the guest NIC
+        stall)."""
         p, ctx = st.ctx.params, st.ctx
         threads = len(ctx.client_cpus) if ctx.client_cpus else 1  # as many as the sweep
         probes: list[Sample] = []
