@@ -14,8 +14,8 @@
 
 PLATFORM names a [[platforms]] entry of the campaign (default: the target's own).
 load=PCT sets each environment's offered rate to PCT % of its solo peak (the workload's
-`OfferedRate.rate_param`, rates.py), for rate sweeps in 10 % steps. The engine is colocation_engine.py;
-neighbour environments come from neighbours.py.
+`OfferedRate.rate_param`, rates.py), for rate sweeps in 10 % steps. The engine is
+colocation_engine.py; neighbour environments come from neighbours.py.
 """
 
 from __future__ import annotations
