@@ -149,7 +149,7 @@ class Platform(abc.ABC):
         instance: str,
         host: Platform | None = None,
         *,
-        budget: CpuBudget | None = None,
+        budget: CpuBudget | None = None,  # the shared CPU budget it is made in (None: none)
     ) -> None:
         self.spec = spec
         self.instance = instance  # unique per provisioned environment, starts with NAME_PREFIX
