@@ -65,7 +65,7 @@ def test_heavier_container_serves_more_on_a_shared_cpu(tmp_path: Path, monkeypat
         assert labels["env_cpus"] and labels["env_cpus"][0] not in labels["client_cpus"]
         # the campaign's half CPU is the pair's one shared budget (docs/colocation.md): the
         # weights divide it, as an identical pair divides it equally
-        assert labels["cpu_budget"] == "shared:50000/100000"
+        assert (labels["cpu_budget"], labels["cpu_budget_quota_us"]) == ("shared", 50000)
         assert len(labels["cpu_budget_members"]) == 2
         assert labels["connections"] == 1000, labels.get("backlog_connections")
         assert labels["backlog_connections"].startswith("32 -> 1000")

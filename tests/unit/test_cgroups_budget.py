@@ -10,6 +10,7 @@ import pytest
 from tests.unit.test_cgroups import _fake_v1, _fake_v2
 from virtbench import cgroups, cleanup
 from virtbench.cgroups import Cgroup, CpuBudget
+from virtbench.cpubudget import BudgetFacts
 from virtbench.errors import PlatformError
 from virtbench.platforms.base import PlatformSpec
 from virtbench.runner import budget as runner_budget
@@ -28,7 +29,7 @@ def test_v1_budget_carries_the_quota_and_children_live_inside(tmp_path):
     bdir = tmp_path / "cpu/virtbench" / b.name
     assert (bdir / "cpu.cfs_quota_us").read_text() == "50000"
     assert (bdir / "cpu.cfs_period_us").read_text() == "100000"
-    assert b.label() == "shared:50000/100000"
+    assert b.facts() == BudgetFacts("shared", 50000, 100000)
 
     a = Cgroup.create(b.child("vb-aaaaaa"), layout=layout)
     c = Cgroup.create(b.child("vb-cccccc"), layout=layout)
@@ -129,12 +130,13 @@ def test_host_quota(spec, quota):
 
 
 def test_notes_say_own_and_the_guest_quota_the_host_cannot_share():
-    assert runner_budget.note(CON) == "own"  # a quota, but no budget: its own
-    assert runner_budget.label(None, CON) == "own"
+    assert runner_budget.note(CON) == BudgetFacts("own")  # a quota, but no budget: its own
+    assert runner_budget.facts(None, CON) == BudgetFacts("own")
     assert runner_budget.note(FREE_VM) is None  # nothing to say: no quota at all
     guest = PlatformSpec("c@vm0", "container", {"cpu_quota_us": 50000}, host=FREE_VM)
-    text = runner_budget.note(guest)
-    assert text.startswith("own: cpu_quota_us = 50000 inside its VM 'vm0'")
+    said = runner_budget.note(guest)
+    assert said.mode == "own"
+    assert said.note.startswith("cpu_quota_us = 50000 inside its VM 'vm0'")
 
 
 def test_only_groups_with_co_location_cells_get_a_budget():
@@ -190,12 +192,16 @@ def test_native_group_inside_the_budget_without_its_own_quota(tmp_path, monkeypa
     own = alone._make_cgroup()
     assert (Path(own.paths()["cpu"]) / "cpu.cfs_quota_us").read_text() == "50000"
     b = CpuBudget.create(50_000, layout=layout)
-    inside = NativePlatform(spec, "vb-222222")
-    inside.budget = b
+    inside = NativePlatform(spec, "vb-222222", budget=b)  # given when made, never set after
     cg = inside._make_cgroup()
     assert b.holds(cg.paths())
     assert not (Path(cg.paths()["cpu"]) / "cpu.cfs_quota_us").exists()  # the budget's is its
-    assert inside.labels()["cpu_budget"] == "shared:50000/100000"
+    said = inside.labels()
+    assert (said["cpu_budget"], said["cpu_budget_quota_us"], said["cpu_budget_period_us"]) == (
+        "shared",
+        50000,
+        100000,
+    )
     assert "cpu_budget" not in alone.labels()
 
 
@@ -205,8 +211,8 @@ def test_vm_qemu_group_inside_the_budget_without_its_own_quota(tmp_path, monkeyp
     layout = _fake_v1(tmp_path)
     _detect_fake(monkeypatch, layout)
     b = CpuBudget.create(40_000, layout=layout)
-    vm = VmPlatform(PlatformSpec("vm", "vm", {"cpu_quota_us": 40000, "cpu_weight": 512}), "vb-3")
-    vm.budget = b
+    spec = PlatformSpec("vm", "vm", {"cpu_quota_us": 40000, "cpu_weight": 512})
+    vm = VmPlatform(spec, "vb-3", budget=b)
     cg = vm._make_cgroup()
     assert b.holds(cg.paths())
     d = Path(cg.paths()["cpu"])
@@ -223,8 +229,9 @@ def test_provisioned_refuses_a_platform_that_stayed_outside_the_budget(tmp_path,
     log: list[str] = []
     made: list[FakePlatform] = []
 
-    def create(spec, instance, host=None):
+    def create(spec, instance, host=None, budget=None):
         p = FakePlatform(spec.name, log)
+        p.budget = budget  # what create() was given: a platform takes it when it is made
         p.teardown = lambda: log.append("down")  # type: ignore[method-assign]
         made.append(p)
         return p

@@ -157,3 +157,35 @@ def test_weights_cell_in_a_bursting_budget_raises_both_clients_connections_and_s
     env.budget = _budget(100_000)
     assert [p.params for p in scen.plans(env)] == [{}, {}]
     assert "backlog_connections" not in scen.labels(env)
+
+
+def test_placement_asks_the_platform_type_which_cpus_and_quota(monkeypatch):
+    """Which CPUs an environment may use and whether a guest quota caps it are questions of
+    its platform type (Platform.pinnable_cpus / guest_cpu_quota), not switches on its name."""
+    from virtbench.platforms import registry as platform_registry
+    from virtbench.platforms.base import Platform
+
+    class Odd(Platform):
+        kind = "odd"
+
+        @classmethod
+        def pinnable_cpus(cls, spec, cpus):
+            return [c for c in cpus if c % 2], "odd CPUs only"
+
+        @classmethod
+        def guest_cpu_quota(cls, spec):
+            return 7000 if spec.host is not None else None
+
+    monkeypatch.setitem(platform_registry.PLATFORMS, "odd", Odd)
+    with pytest.raises(
+        VirtbenchError, match="cpu=2 is not a CPU every environment may use; allowed: 1, 3$"
+    ):
+        shared_cpu(
+            {"target": PlatformSpec("o", "odd"), "neighbour-1": PlatformSpec("n", "native")},
+            "weights",
+            requested=2,
+            cpus=[0, 1, 2, 3],
+        )
+    guest = PlatformSpec("o", "odd", host=PlatformSpec("v", "vm"))
+    with pytest.raises(VirtbenchError, match="cpu_quota_us = 7000 inside its VM 'v'"):
+        shared_cpu({"target": guest}, "weights", cpus=[0, 1])

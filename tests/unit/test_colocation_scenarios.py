@@ -7,6 +7,7 @@ import time
 import pytest
 
 from tests.unit.fakes import FakePlatform
+from virtbench.cpubudget import BudgetFacts
 from virtbench.errors import VirtbenchError
 from virtbench.platforms.base import PlatformSpec
 from virtbench.scenarios import colocation_engine as engine
@@ -180,8 +181,8 @@ class FakeBudget:
         self.inside: list[str] = ["vb-target"]
         self.periods = 0
 
-    def label(self):
-        return "shared:50000/100000"
+    def facts(self):
+        return BudgetFacts("shared", 50000, 100000)
 
     def members(self):
         return list(self.inside)
@@ -203,7 +204,7 @@ def _budget_env(log, budget, note=None):
         yield FakePlatform(spec.name, log)
 
     env.new_platform = new_platform
-    env.budget, env.budget_note = budget, note
+    env.budget, env.budget_facts = budget, BudgetFacts(note) if note else None
     return env, calls
 
 
@@ -214,7 +215,8 @@ def test_every_neighbour_joins_the_targets_budget_and_samples_say_so(scenario):
     samples = registry.parse(scenario).run(env)
     assert calls and all(b is budget for _role, b in calls)  # each provisioned inside it
     ops = [s for s in samples if s.metric == "ops"]
-    assert ops and all(s.labels["cpu_budget"] == "shared:50000/100000" for s in samples)
+    shared = {"cpu_budget": "shared", "cpu_budget_quota_us": 50000, "cpu_budget_period_us": 100000}
+    assert ops and all(shared.items() <= s.labels.items() for s in samples)
     assert ops[0].labels["cpu_budget_members"] == budget.members()  # target + neighbours
     assert len(budget.members()) == 1 + len(calls)
     assert ops[0].labels["cpu_budget_throttled"] == "5/10 periods"  # during the scene only
@@ -237,7 +239,8 @@ def test_a_weights_cell_keeps_the_shared_budget_its_weights_divide(monkeypatch):
     env, calls = _budget_env([], budget)
     samples = registry.parse("weights:1:4:1:cpu=0").run(env)
     assert calls and all(b is budget for _role, b in calls)
-    assert {s.labels["cpu_budget"] for s in samples} == {"shared:50000/100000"}
+    said = {(s.labels["cpu_budget"], s.labels["cpu_budget_quota_us"]) for s in samples}
+    assert said == {("shared", 50000)}
 
 
 def test_engine_stores_each_summary_per_point_the_target_served():
@@ -301,7 +304,11 @@ def test_wrk_max_pairs_run_each_size_in_lockstep_without_a_rate_schedule():
         lockstep = engine._lockstep(SimpleNamespace(workload=workload), busy)
         assert lockstep is not None and lockstep.names == ["target", "neighbour-1"]
     assert engine._lockstep(SimpleNamespace(workload=WrkMax()), busy[:1]) is None  # alone
-    assert WrkMax.schedule_param is None  # its pairs get no schedule of rates (no solo peak)
+    from virtbench.workloads.capabilities import RateSchedule, StepsTogether
+
+    assert isinstance(WrkMax(), StepsTogether) and isinstance(HttperfSweep(), StepsTogether)
+    # its pairs get no schedule of rates (no solo peak)
+    assert not isinstance(WrkMax, RateSchedule) and isinstance(HttperfSweep, RateSchedule)
 
 
 def test_storm_overlap_is_labelled_per_point_the_target_served():
@@ -438,8 +445,8 @@ def test_the_targets_solo_peak_is_measured_before_any_neighbour_is_up(scenario):
     log: list[str] = []
 
     class LoggedPeaks(SoloPeaks):
-        def measure(self, platform, workload, params, ctx, *more, **kw):
-            log.append(f"peak {platform.name}")
+        def measure(self, attempt):
+            log.append(f"peak {attempt.platform.name}")
             return Peak(1000.0)
 
     env = _env(log)
@@ -609,9 +616,9 @@ def test_a_fixed_rate_storm_offers_each_size_its_share_of_that_sizes_solo_peak()
     log: list[str] = []
 
     class LoggedPeaks(SoloPeaks):
-        def measure(self, platform, workload, params, ctx, *more, **kw):
-            log.append(f"peak {platform.name} {params['size_kb']}")
-            return super().measure(platform, workload, params, ctx, *more, **kw)
+        def measure(self, attempt):
+            log.append(f"peak {attempt.platform.name} {attempt.params['size_kb']}")
+            return super().measure(attempt)
 
     env = sizes_env(log, workload=RateSizesWorkload())
     env.solo_peaks = LoggedPeaks()

@@ -211,12 +211,12 @@ def test_an_httperf_step_during_a_stall_is_invalid(monkeypatch):
     out = (Path(__file__).parent.parent / "data" / "httperf" / "rate2000_ok.txt").read_text()
     w = HttperfSweep()
     run = ClientRun(ExecResult([], 0, out, "", 2.0), 0.1)
-    monkeypatch.setattr(w, "offer", lambda *a: ParallelRun([run], 0.1))
+    monkeypatch.setattr(w.driver, "offer", lambda *a: ParallelRun([run], 0.1))
     params = {k: p.default for k, p in w.params.items()}
     for stall_on, invalid in (([50], True), ([], False)):
         st = SweepState(None, 50, RunContext(params=params), [], 0.0, 1024, _Stalling(stall_on))
         st.platform.size = 50
-        step = w.step(st, 0, 2000.0)
+        step = w.driver.step(st, 0, 2000.0)
         reply = next(s for s in st.samples if s.metric == "reply_rate")
         assert (step.invalid or "").startswith("guest NIC stalled") is invalid
         assert ("invalid" in reply.labels) is invalid

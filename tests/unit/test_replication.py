@@ -351,10 +351,19 @@ def test_seed000_pair_against_a_pair_of_another_platform(tmp_path):
     assert "vm-e1000 · identical · target+neighbour-1" in r.cells
 
 
-def test_a_pair_with_its_own_cpu_quota_says_so(tmp_path):
+@pytest.mark.parametrize(
+    ("stated", "said"),
+    [
+        ({"cpu_budget": "own"}, "own"),
+        # a guest's quota: the structured note, and the one text of older stores
+        ({"cpu_budget": "own", "cpu_budget_note": "in the guest"}, "own: in the guest"),
+        ({"cpu_budget": "own: in the guest"}, "own: in the guest"),
+    ],
+)
+def test_a_pair_with_its_own_cpu_quota_says_so(tmp_path, stated, said):
     cells = []
     for rep in range(3):
-        own = {"file_size_kb": 1, "cpu_budget": "own"}
+        own = {"file_size_kb": 1, **stated}
         cells.append(
             (
                 "container",
@@ -376,4 +385,4 @@ def test_a_pair_with_its_own_cpu_quota_says_so(tmp_path):
         )
     st = _store(tmp_path, "consolidation-quick", "wrk-max", cells)
     r = _result(st, "003", "fig15-identical-pair")
-    assert r.verdict == "does not" and "its own CPU quota (cpu_budget = own)" in r.reason
+    assert r.verdict == "does not" and f"its own CPU quota (cpu_budget = {said})" in r.reason

@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from virtbench.cli import cli
+from virtbench.platforms.base import PlatformSpec
 from virtbench.runner import locks, states
 from virtbench.runner import run as runner_run
 from virtbench.store.db import Store
@@ -209,7 +210,7 @@ def test_samples_of_overlapping_runs_are_labelled(tmp_path, monkeypatch, host_ru
         (),
         {"seq": 1, "params": {}, "parsed_scenario": None, "platform": None, "round_position": None},
     )
-    cell.platform = type("P", (), {"name": "native", "host": None, "options": {}})
+    cell.platform = PlatformSpec("native", "native")
     cell.test_case, cell.scenario, cell.repetition = "sysbench-cpu-1t", "solo", 1
     platform = type("Pl", (), {"labels": lambda self: {}, "cpu_budget": lambda self: None})()
     campaign = type(

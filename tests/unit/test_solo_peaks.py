@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 
 from tests.unit.fakes import FakePlatform
+from virtbench.cpubudget import BudgetFacts
 from virtbench.errors import WorkloadError
 from virtbench.platforms.base import Accounting, PlatformSpec
 from virtbench.platforms.cpu_weight import lifted_quota
@@ -135,8 +136,9 @@ class _Budget:
     def quota_in_effect(self):
         return self.quota
 
-    def label(self):
-        return f"shared:{self.quota}"
+    def facts(self):
+        quota, period = (int(x) for x in self.quota.split())
+        return BudgetFacts("shared", quota, period)
 
     def throttled(self):  # cpu.stat, 10 periods on at each read, half of them throttled
         self.periods = getattr(self, "periods", 0) + 10

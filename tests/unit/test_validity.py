@@ -67,10 +67,10 @@ def test_replies_that_were_http_errors_are_not_throughput():
     assert ok.status.get("4xx", 0) == 0
     from virtbench.platforms.base import ExecResult
     from virtbench.serving.loadgen import ClientRun, ParallelRun
-    from virtbench.workloads.web import HttperfSweep
+    from virtbench.workloads.web_httperf import HttperfSteps
 
     one = ParallelRun([ClientRun(ExecResult([], 0, "", "", 1.0), 0.5)], 0.5)
-    assert HttperfSweep.verdict([ok], [2000], one, ok, 2000) is None
+    assert HttperfSteps.verdict([ok], [2000], one, ok, 2000) is None
     bad = dataclasses.replace(ok, status=ok.status | {"2xx": 0, "4xx": ok.replies})
-    why = HttperfSweep.verdict([bad], [2000], one, bad, 2000)
+    why = HttperfSteps.verdict([bad], [2000], one, bad, 2000)
     assert why == f"{ok.replies} of {ok.replies} replies were HTTP errors (status not 2xx/3xx)"

@@ -10,7 +10,7 @@ from virtbench.drivers import httperf
 from virtbench.platforms.base import ExecResult
 from virtbench.serving.loadgen import ClientRun, ParallelRun
 from virtbench.serving.server import Served
-from virtbench.workloads import web
+from virtbench.workloads import web_httperf
 from virtbench.workloads.base import RunContext
 from virtbench.workloads.web import HttperfSweep, SweepState
 
@@ -110,7 +110,7 @@ def _state(params: dict, cpus=(0,)) -> tuple[SweepState, HttperfSweep]:
 
 
 def _fake_clients(monkeypatch, output: str) -> list:
-    """web.run_clients replaced: record each call's argvs and slots, answer `output`."""
+    """web_httperf.run_clients replaced: record each call's argvs and slots, answer `output`."""
     calls = []
     # each process at its share of the rate: a short connect burst (the recorded 277 at
     # 2000 conn/s would be a schedule slip at a 180 conn/s share)
@@ -121,7 +121,7 @@ def _fake_clients(monkeypatch, output: str) -> list:
         runs = [ClientRun(ExecResult(a, 0, text, "", 3.0, False, 0.3, 0.3), 0.2) for a in argvs]
         return ParallelRun(runs, 0.2, 0.3)
 
-    monkeypatch.setattr(web, "run_clients", run_clients)
+    monkeypatch.setattr(web_httperf, "run_clients", run_clients)
     return calls
 
 
@@ -170,12 +170,14 @@ def test_fixed_rate_step_on_one_client_cpu_shortens_its_timeout(monkeypatch):
 def test_fixed_rate_step_holds_what_its_calls_per_connection_open(monkeypatch):
     calls = _fake_clients(monkeypatch, "rate2000_ok.txt")
     st, w = _state({"rate": 10_000.0, "duration": 10.0, "calls_per_conn": 100})
-    assert w.fixed_clients(st, 10_000.0, 10.0) == httperf.Clients(1, 5.0, 1000)
+    assert w.driver.fixed_clients(st, 10_000.0, 10.0) == httperf.Clients(1, 5.0, 1000)
     del calls
 
 
 class _Remote:
     """A client host (ctx.remote): its processes are sessions of one SSH connection."""
+
+    parties = 1  # environments running their clients there at once (CellClient.shared_by)
 
 
 def test_fixed_rate_step_on_a_client_host_keeps_to_its_ssh_sessions():
@@ -184,15 +186,15 @@ def test_fixed_rate_step_on_a_client_host_keeps_to_its_ssh_sessions():
     assert remote.MAX_SESSIONS == 8  # sshd's MaxSessions default 10, less clock and routes
     cpus = tuple(range(16))
     st, w = _state({"rate": 4000.0, "duration": 30.0}, cpus=cpus)
-    assert w.fixed_clients(st, 4000.0, 30.0).processes == 16  # on this host: 1 per CPU
+    assert w.driver.fixed_clients(st, 4000.0, 30.0).processes == 16  # on this host: 1 per CPU
     st.ctx.remote = _Remote()
-    c = w.fixed_clients(st, 4000.0, 30.0)
+    c = w.driver.fixed_clients(st, 4000.0, 30.0)
     assert c.processes == 8 and c.timeout == 2.0  # at most 8, whatever the CPUs
     # a co-located environment's clients run there at the same time: they share the 8
-    st.ctx.client_parties = 2
-    assert w.fixed_clients(st, 4000.0, 30.0).processes == 4
-    st.ctx.client_parties = 12  # more environments than sessions: one each, at the least
-    assert w.fixed_clients(st, 4000.0, 30.0).processes == 1
+    st.ctx.remote.parties = 2
+    assert w.driver.fixed_clients(st, 4000.0, 30.0).processes == 4
+    st.ctx.remote.parties = 12  # more environments than sessions: one each, at the least
+    assert w.driver.fixed_clients(st, 4000.0, 30.0).processes == 1
 
 
 def test_co_located_environments_know_how_many_run_clients_beside_them():
@@ -202,15 +204,18 @@ def test_co_located_environments_know_how_many_run_clients_beside_them():
     from types import SimpleNamespace
 
     from virtbench.scenarios import colocation_engine as engine
+    from virtbench.serving.remote import CellClient
 
     seen = []
 
     class _W:
         def run(self, platform, ctx):
-            seen.append(ctx.client_parties)
+            seen.append(ctx.remote.parties)
+            ctx.remote.facts.setdefault("seen_by", []).append(ctx.remote.parties)
             return []
 
-    env = SimpleNamespace(ctx=RunContext(params={}), workload=_W())
+    cell_client = CellClient(None)  # type: ignore[arg-type]
+    env = SimpleNamespace(ctx=RunContext(params={}, remote=cell_client), workload=_W())
     gate = threading.Barrier(1)  # parties: the cell's busy environments
     for n in (1, 3):
         gate = threading.Barrier(n)
@@ -224,7 +229,8 @@ def test_co_located_environments_know_how_many_run_clients_beside_them():
         for th in threads:
             th.join()
     assert seen == [1, 3, 3, 3]
-    assert RunContext(params={}).client_parties == 1  # alone
+    assert cell_client.parties == 1  # the cell's own view: alone
+    assert cell_client.facts["seen_by"] == [1, 3, 3, 3]  # one record of the cell's client
 
 
 def test_forced_clients_stand_and_running_out_of_sockets_stays_invalid(monkeypatch):
@@ -243,7 +249,7 @@ def test_forced_clients_stand_and_running_out_of_sockets_stays_invalid(monkeypat
 def test_sweep_steps_keep_one_httperf_per_client_cpu_and_their_labels(monkeypatch):
     calls = _fake_clients(monkeypatch, "rate2000_ok.txt")
     st, w = _state({}, cpus=(0, 1))
-    w.step(st, 3, 2025.0)  # a rate the fixed-rate mode would give 11 processes
+    w.driver.step(st, 3, 2025.0)  # a rate the fixed-rate mode would give 11 processes
     ((argvs, slots),) = calls
     assert slots == [[0], [1]]
     assert {_arg(a, "--timeout") for a in argvs} == {"5"}
@@ -259,12 +265,13 @@ def test_client_host_without_client_cpus_counts_its_cpus_once_known():
 
     class Remote:
         facts = {"cpus": list(range(8))}
+        parties = 1
 
     ctx = RunContext(params={}, remote=Remote())
     assert client_cpu_count(ctx) == 8
     st, w = _state({"rate": 3000.0, "duration": 5.0}, cpus=())
     st.ctx.remote = Remote()
-    c = w.fixed_clients(st, 3000.0, 5.0)
+    c = w.driver.fixed_clients(st, 3000.0, 5.0)
     assert (c.processes, c.per_cpu) == (8, 1)  # the 8 sessions, one per CPU
     assert c.timeout > 2 * httperf.MIN_TIMEOUT_S  # 1.3 s on 4 processes
     # not run there yet (no facts): one, and the log says why
@@ -299,7 +306,7 @@ def test_every_httperf_of_a_step_gets_the_receive_buffer_and_its_label(monkeypat
     calls = _fake_clients(monkeypatch, "rate2000_ok.txt")
     st, w = _state({}, cpus=(0, 1))
     st.size = 100
-    w.step(st, 3, 2025.0)
+    w.driver.step(st, 3, 2025.0)
     ((argvs, _slots),) = calls
     want = f"--recv-buffer={httperf.recv_buffer(100)}"
     assert all(want in a for a in argvs)

@@ -17,6 +17,7 @@ from virtbench.serving import ports as srv_ports
 from virtbench.serving.loadgen import ClientRun, ParallelRun
 from virtbench.workloads.base import RunContext
 from virtbench.workloads.web import HttperfSweep, SweepState
+from virtbench.workloads.web_httperf import HttperfSteps
 
 DATA = Path(__file__).parent.parent / "data"
 
@@ -76,15 +77,15 @@ def test_parallel_verdict_judges_each_process():
     ok = load("rate2000_ok.txt")
     both = httperf.combine([ok, ok])
     par = ParallelRun([ClientRun(_run(0.4), 0.4), ClientRun(_run(0.97), 0.97)], 0.97)
-    why = HttperfSweep.verdict([ok, ok], [2000, 4000], par, both, 6000)
+    why = HttperfSteps.verdict([ok, ok], [2000, 4000], par, both, 6000)
     assert why.startswith("httperf 2/2: load generator could not send at the offered rate")
     par = ParallelRun([ClientRun(_run(0.4), 0.4), ClientRun(_run(0.4), 0.4)], 0.4)
-    assert HttperfSweep.verdict([ok, ok], [2000, 2000], par, both, 4000) is None
+    assert HttperfSteps.verdict([ok, ok], [2000, 2000], par, both, 4000) is None
     # the processes together did not offer the rate (each is judged against its own share)
-    why = HttperfSweep.verdict([ok, ok], [4000, 4000], par, both, 8000)
+    why = HttperfSteps.verdict([ok, ok], [4000, 4000], par, both, 8000)
     assert "httperf 1/2: load generator could not send" in why
     one = ParallelRun([ClientRun(_run(0.97), 0.97)], 0.97)
-    assert HttperfSweep.verdict([ok], [2000], one, ok, 2000) is None  # a busy-polling client
+    assert HttperfSteps.verdict([ok], [2000], one, ok, 2000) is None  # a busy-polling client
 
 
 def test_ports_avoid_the_ephemeral_range(tmp_path, monkeypatch):
@@ -171,7 +172,7 @@ def test_fixed_rate_mode_runs_one_step_per_size(monkeypatch):
 
         return sweep.StepResult(index, rate, rate * 0.99, 0, 100)
 
-    monkeypatch.setattr(w, "step", fake_step)
+    monkeypatch.setattr(w.driver, "step", fake_step)
     monkeypatch.setattr(w, "check_alive", lambda *a: None)
     params = {k: p.default for k, p in w.params.items()} | {"rate": 500.0, "duration": 4.0}
     samples: list = []

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import cpubudget
 from ..results import LOWER_BOUND_LABEL, PATH_LABELS, PEAK_LIMIT_LABEL, SOLO_PEAK_SCENARIO
 from ..saturation import MAX_STEPS, SERVED_IN_FULL
 from .stats import summarize
@@ -407,8 +408,8 @@ def cell_stats(
                         ref = solo_means.get(what)
                     else:
                         # its solo cell ran under another budget (or there is none): its solo
-                        # peak under this one. A vm-e1000 neighbour in a container's 0.5 CPU
-                        # peaked at 662 req/s; its solo cell served 1,441 with its own 1 CPU
+                        # peak under this one (docs/colocation.md "Each environment's solo
+                        # under the budget it had in the cell")
                         ref = peaks_in.get((*what, quota))
                         if solo_ran or ref is not None:
                             other.append(SoloRef(role, where, _cpus(quota), ref))
@@ -442,14 +443,14 @@ def _budget(row: dict[str, Any], platforms: Platforms) -> str | None:
     quota = _cpu_quota(row, platforms)
     if quota is None:
         return None
-    n = len(labels_of(row).get("cpu_budget_members") or [])  # only a shared budget has them
+    n = len(labels_of(row).get(cpubudget.MEMBERS_KEY) or [])  # only a shared budget has them
     return _cpus(quota) + (f" shared by {n}" if n > 1 else "")
 
 
 def _ran_out(row: dict[str, Any]) -> float | None:
     """The share of CFS periods the row's budget ran out in (`cpu_budget_throttled`, "N/M
     periods": a scene's, or a solo cell's whole); None: not said."""
-    said = str(labels_of(row).get("cpu_budget_throttled") or "")
+    said = str(labels_of(row).get(cpubudget.THROTTLED_KEY) or "")
     try:
         throttled, periods = (int(x) for x in said.split()[0].split("/"))
     except (ValueError, IndexError):
@@ -478,15 +479,14 @@ def _cpus(quota: tuple[int, int]) -> str:
 
 def _cpu_quota(row: dict[str, Any], platforms: Platforms | None = None) -> Quota:
     """The CFS quota the row's server ran under: the cell's shared budget from the sample's
-    `cpu_budget` label ("shared:Q/P"), else its cell's platform's own quota (the target's: a
+    `cpu_budget` labels (cpubudget.py), else its cell's platform's own quota (the target's: a
     neighbour's own is not in its row); a weights cell's "lifted" budget is none. `platforms`:
     `_platform`'s memo."""
-    said = str(labels_of(row).get("cpu_budget") or "")
-    if said.startswith("lifted:"):
+    said = cpubudget.from_labels(labels_of(row))
+    if said is not None and said.mode == cpubudget.LIFTED:
         return None
-    if said.startswith("shared:"):
-        quota, _, period = said.removeprefix("shared:").partition("/")
-        return _quota(quota, period)
+    if said is not None and said.shared:
+        return _quota(said.quota_us, said.period_us)
     plat = _platform(row, platforms if platforms is not None else {})
     if plat is None:
         return None
@@ -498,7 +498,8 @@ def _env_quota(row: dict[str, Any], platforms: Platforms) -> Quota:
     inside the target's, a neighbour of another platform too); None: none, each environment
     under its own platform's quota as in its solo cell (cpu_budget "own", "none"; a weights
     cell's lifted quota is compared with its solo as it always was)."""
-    shared = str(labels_of(row).get("cpu_budget") or "").startswith("shared:")
+    said = cpubudget.from_labels(labels_of(row))
+    shared = said is not None and said.shared
     return _cpu_quota(row, platforms) if shared else None
 
 
@@ -559,8 +560,7 @@ def _client_limited(row: dict[str, Any]) -> bool:
 
 
 # a server under a quota of its own that used less than this share of it from its peak step
-# to its sweep's end was not what stopped the sweep (httperf's 16 KB receive buffer left
-# native nginx at 100 KB at 24-30 % of a 50 % budget while the client ran out of sockets)
+# to its sweep's end was not what stopped the sweep: the client was (docs/colocation.md)
 SERVER_BUSY = 0.8
 
 
@@ -592,7 +592,7 @@ def _server_idle(
     if (
         quota is None
         or peak_step is None
-        or len(labels_of(row).get("cpu_budget_members") or []) > 1
+        or len(labels_of(row).get(cpubudget.MEMBERS_KEY) or []) > 1
     ):
         return None
     used = max(
@@ -725,7 +725,7 @@ def _under_driven(
     """Why a point's load was too low to read as a degradation: the target's schedule
     topped out at a solo peak that never saturated AND below what its solo sweep served (a
     peak just short of saturation, at or above the solo figure, still drove the pair to full
-    load: native's 18,338 req/s against 17,160 solo)."""
+    load; docs/colocation.md)."""
     out = []
     for role, (where, top) in sorted((bad or {}).items()):
         # a neighbour offered less than it could makes the target's degradation smaller, not
@@ -756,8 +756,7 @@ def unsaturated_peaks(
     """(platform, test case, scenario, served point) -> role -> (its platform, top rate) of
     each environment whose rates were shares of a solo peak that never saturated: a
     solo-peak cell whose sweep ran out of steps with its headline at the last step, served
-    in full (stores written before the runner refused such peaks; run 20261127-054853-d90a
-    scaled vm-virtio's 4 KB pairs by 134 req/s where its solo cell served ~1,277). Cells
+    in full (stores written before the runner refused such peaks: docs/colocation.md). Cells
     name their peak by `peak_cell_id` (per file size for a schedule). `tops`:
     `_unsaturated_peak_cells`."""
     out: dict[tuple[str, str, str, Dims], dict[str, tuple[str, float]]] = defaultdict(dict)

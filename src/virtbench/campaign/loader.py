@@ -10,8 +10,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .. import parsing
-from ..cgroups import budget
+from .. import cpubudget, parsing
 from ..errors import CampaignError
 from ..naming import aa_twin
 from ..parsing import ParseError
@@ -394,14 +393,14 @@ def _settings(file: str, meta: dict) -> Settings:
     if "aa" in meta:
         s.aa = _typed(file, "campaign.aa", meta["aa"], bool)
     if "cpu_budget" in meta:
-        if meta["cpu_budget"] not in budget.MODES:
+        if meta["cpu_budget"] not in cpubudget.MODES:
             raise CampaignError(
                 file,
                 "campaign.cpu_budget",
                 "unknown CPU budget mode (shared: a cell's environments divide the target's "
                 "cpu_quota_us, like tenants of one host; own: each keeps its own quota)",
                 meta["cpu_budget"],
-                budget.MODES,
+                cpubudget.MODES,
             )
         s.cpu_budget = meta["cpu_budget"]
     # the host's default where a campaign does not say (a lab that knows it is shared, the

@@ -9,7 +9,7 @@ budget, the pair divides what one environment had alone (docs/colocation.md).
 
     budget = CpuBudget.create(50_000, 100_000)       # vb-xxxxxx-cpu, claimed by this process
     Cgroup.create(budget.child("vb-abcdef"))         # an environment's group inside it
-    budget.label()                                   # "shared:50000/100000" (sample labels)
+    budget.facts()                                   # BudgetFacts("shared", 50000, 100000)
     budget.destroy()                                 # also after a crash: the cgroups cleaner
 
 An environment inside a budget has no quota of its own (the budget is its quota) and no
@@ -24,13 +24,11 @@ import secrets
 from pathlib import Path
 
 from .. import cleanup
+from ..cpubudget import SHARED, THROTTLED_KEY, BudgetFacts
 from ..naming import NAME_PREFIX
 from .group import Cgroup
 from .layout import Layout, read
 
-SHARED, OWN = "shared", "own"
-MODES = (SHARED, OWN)  # [campaign] cpu_budget
-NONE = "none"  # labels.cpu_budget of a co-location cell whose target has no host-side quota
 DEFAULT_PERIOD_US = 100_000
 
 
@@ -62,9 +60,9 @@ class CpuBudget:
         """The cgroup name (under the virtbench parent) of an environment inside the budget."""
         return f"{self.name}/{instance}"
 
-    def label(self) -> str:
-        """`labels.cpu_budget` of every sample measured inside it."""
-        return f"{SHARED}:{self.quota_us}/{self.period_us}"
+    def facts(self) -> BudgetFacts:
+        """What every sample measured inside it states (`BudgetFacts.labels()`)."""
+        return BudgetFacts(SHARED, self.quota_us, self.period_us)
 
     def _dir(self) -> Path:
         paths = self.group.paths()
@@ -115,4 +113,4 @@ class ThrottleCount:
         after = self.budget.throttled()
         periods = after.get("nr_periods", 0) - self.before.get("nr_periods", 0)
         throttled = after.get("nr_throttled", 0) - self.before.get("nr_throttled", 0)
-        return {"cpu_budget_throttled": f"{throttled}/{periods} periods"}
+        return {THROTTLED_KEY: f"{throttled}/{periods} periods"}

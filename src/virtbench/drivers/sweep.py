@@ -13,9 +13,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import VirtbenchError
-from ..saturation import MAX_STEPS, SERVED_IN_FULL
+from ..results import Sample
+from ..saturation import MAX_STEPS, SATURATED, SERVED_IN_FULL
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,7 @@ def served_in_full(step: StepResult) -> bool:
 
 
 # steps in a row not served in full that end a sweep's extension: one alone can be the
-# host's noise (a quota'd container served 95.0 % at 1.1x its probe, in full at 1.2-1.7x)
+# host's noise (docs/colocation.md "A sweep served in full at its top goes on")
 FELL_BEHIND_STEPS = 2
 
 
@@ -115,8 +117,8 @@ def fell_behind(steps: list[StepResult]) -> bool:
 def extension(plan: Plan, top_rate: float, max_steps: int) -> list[float]:
     """The rates that continue `plan` past its last step, in its own step, up to `top_rate`
     and `max_steps` steps in all: where a sweep goes on while its server still serves all
-    it is offered (a quota'd container served 1.5x, then 2x, its wrk probe at 30 KB under
-    httperf, so a sweep stopping at the probe read a lower bound as its peak)."""
+    it is offered (the wrk probe can read below what the server serves under httperf, and a
+    sweep stopping at the probe would read a lower bound as its peak)."""
     rates = plan.rates()
     if not rates:
         return []
@@ -126,6 +128,69 @@ def extension(plan: Plan, top_rate: float, max_steps: int) -> list[float]:
         out.append(r)
         r += plan.step
     return out
+
+
+def plan_of(params: dict[str, Any], capacity: float | None, top_rate_param: str) -> Plan:
+    """A sweep's plan from its parameters: absolute (`rate_start` + k x `rate_step`), or
+    fractions of a measured `capacity` (seed 000); widened to the solo-peak retry's
+    `top_rate_param` where set."""
+    p = params
+    top = float(p.get(top_rate_param) or 0)
+    if p.get("mode", "capacity") == "absolute":
+        plan = Plan(float(p["rate_start"]), float(p["rate_step"]), int(p["max_steps"]))
+        return widened(plan, top)
+    assert capacity is not None
+    plan = capacity_plan(
+        capacity, float(p["start_fraction"]), float(p["step_fraction"]), float(p["max_fraction"])
+    )
+    plan = Plan(plan.start, plan.step, min(plan.max_steps, int(p["max_steps"])), plan.max_rate)
+    return widened(plan, top)
+
+
+def beyond(params: dict[str, Any], plan: Plan) -> list[float]:
+    """Capacity mode: the steps past `plan` (extend_fraction) a sweep takes while its
+    server still serves all it is offered; scaled as the plan is (a widened retry)."""
+    p = params
+    top, reach = float(p["max_fraction"]), float(p.get("extend_fraction", 0))
+    if p.get("mode", "capacity") != "capacity" or plan.max_rate is None or reach <= top:
+        return []
+    return extension(plan, plan.max_rate * reach / top, int(p["max_steps"]))
+
+
+def climb(
+    rates: list[float],
+    further: list[float],
+    take: Callable[[int, float], StepResult],
+    fall_steps: int,
+    error_threshold: float,
+    log: Callable[[str], None],
+) -> tuple[list[StepResult], str]:
+    """Run a sweep: `take(i, rate)` measures step i at `rate` (the tool's part); the steps of
+    `rates`, then, while its top step was served in full, those of `further` until it falls
+    behind; it stops early when `stop_reason` says so. Returns the steps taken and why it
+    stopped (`MAX_STEPS`, "errors", "falling", or `SATURATED` past its plan)."""
+    steps: list[StepResult] = []
+    stopped = MAX_STEPS
+    for i, rate in enumerate(rates + further):
+        if i == len(rates):
+            if not served_in_full(steps[-1]):
+                break  # saturated within its plan
+            log(
+                f"its top step was served in full; it goes on up to {further[-1]:,.0f} req/s"
+                " until the server saturates"
+            )
+        elif i > len(rates) and fell_behind(steps):
+            break
+        steps.append(take(i, rate))
+        reason = stop_reason(steps, fall_steps, error_threshold)
+        if reason:
+            stopped = "errors" if reason.startswith("errors") else "falling"
+            log(f"sweep stopped: {reason}")
+            break
+    past_plan = len(steps) > len(rates)
+    if stopped == MAX_STEPS and past_plan and not served_in_full(steps[-1]):
+        stopped = SATURATED
+    return steps, stopped
 
 
 def peak(steps: list[StepResult]) -> StepResult | None:
@@ -164,8 +229,8 @@ def never_saturated(stopped: str, offered: float, served: float, probe: float | 
     """Why a solo sweep's headline is no peak: it ran out of steps and its top step
     (`offered` req/s) was served in full, so the server was never seen saturated; its scale
     was too low (in capacity mode, a capacity `probe` that read low: a guest NIC stalled
-    during it). A co-location schedule scaled by it offers a fraction of what the server
-    serves (run 20261127-054853-d90a: 134 req/s as the 100 % of a server serving ~1,277)."""
+    during it). A co-location schedule scaled by it would offer a fraction of what the
+    server serves (docs/colocation.md)."""
     if stopped != MAX_STEPS or offered <= 0 or served < SERVED_IN_FULL * offered:
         return None
     why = (
@@ -173,6 +238,42 @@ def never_saturated(stopped: str, offered: float, served: float, probe: float | 
         f" full ({served:,.0f} req/s)"
     )
     return why + (f"; the capacity probe (wrk, {probe:,.0f} req/s) set its scale" if probe else "")
+
+
+def mark_unsaturated(samples: list[Sample], label: str = "invalid") -> float | None:
+    """Of a solo peak's run only (an ordinary sweep is stored as it ran; the report
+    labels where it stopped): each file size's sweep that ran out of steps with its top
+    step served in full (never_saturated) gets `label` on its headline (invalid,
+    or a last attempt's lower bound); the highest such top rate."""
+    top_rate = None
+    for head in samples:
+        if head.metric != "steps" or head.labels.get("phase"):
+            continue
+        size, last = head.labels.get("file_size_kb"), int(head.value) - 1
+        mine = [
+            s for s in samples if s.labels.get("file_size_kb") == size and not s.labels.get("phase")
+        ]
+        top = next(
+            (s for s in mine if s.metric == "reply_rate" and s.labels.get("step") == last),
+            None,
+        )
+        if top is None:
+            continue
+        offered = float(top.labels.get("offered_rate", 0))
+        probes = [s for s in mine if s.metric == "capacity_probe"]
+        # the probe that set the scale (stores written before the label: the last one)
+        used = next((s for s in probes if s.labels.get("probe_used")), None)
+        used = used or (probes[-1] if probes else None)
+        why = never_saturated(
+            str(head.labels.get("stopped")), offered, top.value, used.value if used else None
+        )
+        if why is None:
+            continue
+        for s in mine:
+            if s.metric in ("peak_throughput", "peak_offered_rate"):
+                s.labels.setdefault(label, why)
+        top_rate = max(top_rate or 0.0, offered)
+    return top_rate
 
 
 def widened(plan: Plan, top_rate: float) -> Plan:

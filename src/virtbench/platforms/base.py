@@ -143,15 +143,48 @@ class Platform(abc.ABC):
         only what the campaign set."""
         return [(p.key, p.problem, p.allowed) for p in cls.Options.problems(options)]
 
-    def __init__(self, spec: PlatformSpec, instance: str, host: Platform | None = None) -> None:
+    def __init__(
+        self,
+        spec: PlatformSpec,
+        instance: str,
+        host: Platform | None = None,
+        *,
+        budget: CpuBudget | None = None,  # the shared CPU budget it is made in (None: none)
+    ) -> None:
         self.spec = spec
         self.instance = instance  # unique per provisioned environment, starts with NAME_PREFIX
         self.host = host
         self.opts = spec.parsed(self.Options)  # typed: what the platform reads
         self.options = dict(self.opts.values)  # as written, defaults filled in (labels)
-        # a CPU budget shared with other environments (cgroups/budget.py), set before
-        # provision: the platform makes its host cgroup inside it, with no quota of its own
-        self.budget: CpuBudget | None = None
+        # a CPU budget shared with other environments (cgroups/budget.py), given when it is
+        # made: the platform makes its host cgroup inside it, with no quota of its own
+        self.budget = budget
+
+    @classmethod
+    def host_cpu_quota(cls, spec: PlatformSpec) -> tuple[int, int | None] | None:
+        """(quota µs, period µs or None) of the CFS quota the host puts on an environment of
+        `spec` alone (what a shared CPU budget takes over); None: none. Every platform type
+        names it `cpu_quota_us` / `cpu_period_us`; a type that caps otherwise overrides it."""
+        quota = spec.options.get("cpu_quota_us")
+        if quota is None:
+            return None
+        period = spec.options.get("cpu_period_us")
+        return int(quota), (int(period) if period is not None else None)
+
+    @classmethod
+    def guest_cpu_quota(cls, spec: PlatformSpec) -> int | None:
+        """A CFS quota (µs) that caps an environment of `spec` from inside its VM guest, where
+        the host can neither share nor lift it; None: none (not stacked, or no quota)."""
+        if spec.host is None:
+            return None
+        quota = spec.options.get("cpu_quota_us")
+        return int(quota) if quota is not None else None
+
+    @classmethod
+    def pinnable_cpus(cls, spec: PlatformSpec, cpus: list[int]) -> tuple[list[int], str | None]:
+        """Host CPUs of `cpus` an environment of `spec` may be pinned to, and the option that
+        limits them (None: all of them)."""
+        return list(cpus), None
 
     @property
     def name(self) -> str:
@@ -161,7 +194,7 @@ class Platform(abc.ABC):
         """Facts recorded with every result from this platform (runtime, storage, accel...)."""
         out = {"platform_type": self.kind, **self.options}
         if (budget := self.cpu_budget()) is not None:
-            out["cpu_budget"] = budget.label()
+            out |= budget.facts().labels()
         return out
 
     def cpu_budget(self) -> CpuBudget | None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from ..errors import PlatformError
 
 if TYPE_CHECKING:
+    from ..cgroups import CpuBudget
     from .base import Platform, PlatformSpec
 
 PLATFORMS: dict[str, type] = {}
@@ -46,9 +47,16 @@ def get(kind: str) -> type:
     return PLATFORMS[kind]
 
 
-def create(spec: PlatformSpec, instance: str, host: Platform | None = None) -> Platform:
-    """The platform for `spec`, not yet provisioned; with a `host`, it runs inside it."""
+def create(
+    spec: PlatformSpec,
+    instance: str,
+    host: Platform | None = None,
+    budget: CpuBudget | None = None,
+) -> Platform:
+    """The platform for `spec`, not yet provisioned; with a `host`, it runs inside it; with a
+    shared CPU `budget` (cgroups/budget.py), its host-side processes run inside that."""
     cls = get(spec.type)
     if host is not None:
         cls = STACKED.get(spec.type, cls)  # a vm refuses a host when it provisions
-    return cls(spec, instance, host=host)
+        return cls(spec, instance, host=host)  # its host carries the budget
+    return cls(spec, instance, budget=budget)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .. import cpubudget
 from ..analysis import ratios, stalls
 from ..analysis.floors import floor_function
 from ..analysis.groups import Group
@@ -131,12 +132,12 @@ def _link(data: ReportData, f: Finding, platform: str, test: str) -> str:
 def _own_budget(g: Group) -> str:
     """A co-location cell whose environments each had their own CPU quota: a pair got twice
     the solo's CPU, where the paper's guests divided one machine (docs/colocation.md)."""
-    budget = g.labels.get("cpu_budget")
-    if g.key.scenario == "solo" or not (isinstance(budget, str) and budget.startswith("own")):
+    budget = cpubudget.from_labels(g.labels)
+    if g.key.scenario == "solo" or budget is None or budget.mode != cpubudget.OWN:
         return ""
     return (
         f"{g.key.platform} · {g.key.scenario} ran with its own CPU quota (cpu_budget = "
-        f"{budget}), not sharing the solo's budget with its neighbours"
+        f"{budget.text()}), not sharing the solo's budget with its neighbours"
     )
 
 

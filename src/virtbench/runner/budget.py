@@ -1,14 +1,15 @@
 """The shared CPU budget of a target and its co-located neighbours (cgroups/budget.py).
 
 The runner provisions one target per group of cells and reuses it, so the budget lives as
-long as the target: made just before it, removed just after it (also on Ctrl-C or an error;
-after a SIGKILL the cgroups cleaner removes it). Solo cells run the target alone inside it,
-co-location cells add their neighbours to it for the cell, so solo and pair cells have the
-same budget: a pair divides what one environment had alone.
+long as the target: made just before it (and given to it through `platforms.registry.create`),
+removed just after it (also on Ctrl-C or an error; after a SIGKILL the cgroups cleaner
+removes it). Solo cells run the target alone inside it, co-location cells add their
+neighbours to it for the cell, so solo and pair cells have the same budget: a pair divides
+what one environment had alone.
 
-Its quota is the target's host-side `cpu_quota_us` (per `cpu_period_us`): the platform's own
-for native, container and vm; for a container inside a VM, its VM's (the quota of the QEMU
-process on the host). An environment inside the budget has no quota of its own.
+Its quota is the one the host puts on the target (`Platform.host_cpu_quota`): the platform's
+own for native, container and vm; for a container inside a VM, its VM's (the quota of the
+QEMU process on the host). An environment inside the budget has no quota of its own.
 """
 
 from __future__ import annotations
@@ -17,33 +18,31 @@ import contextlib
 from collections.abc import Iterator
 
 from ..cgroups import CpuBudget
-from ..cgroups.budget import NONE, OWN, SHARED
+from ..cpubudget import NONE, OWN, SHARED, BudgetFacts
+from ..platforms import registry as platform_registry
 from ..platforms.base import PlatformSpec
 
-__all__ = ["NONE", "OWN", "SHARED", "for_target", "host_quota", "label", "note"]
+__all__ = ["NONE", "OWN", "SHARED", "facts", "for_target", "host_quota", "note"]
 
 
 def host_quota(spec: PlatformSpec) -> tuple[int, int | None] | None:
     """(quota µs, period µs or None) the host applies to the environment's processes."""
-    opts = (spec.host or spec).options  # container@vm: on the host, its cost is its VM's
-    quota = opts.get("cpu_quota_us")
-    if quota is None:
-        return None
-    period = opts.get("cpu_period_us")
-    return int(quota), (int(period) if period is not None else None)
+    outer = spec.host or spec  # container@vm: on the host, its cost is its VM's
+    return platform_registry.get(outer.type).host_cpu_quota(outer)
 
 
-def note(spec: PlatformSpec) -> str | None:
-    """`labels.cpu_budget` of a target that runs in no budget, where a quota makes it worth
-    saying ("own": its own quota); None: it has no quota at all."""
+def note(spec: PlatformSpec) -> BudgetFacts | None:
+    """The budget of a target that runs in no shared one, where a quota makes it worth saying
+    ("own": its own quota); None: it has no quota at all."""
     if host_quota(spec) is not None:
-        return OWN
-    inner = spec.options.get("cpu_quota_us") if spec.host is not None else None
-    if inner is not None:
+        return BudgetFacts(OWN)
+    inner = platform_registry.get(spec.type).guest_cpu_quota(spec)
+    if inner is not None and spec.host is not None:
         # the quota caps CPU time inside the guest; the host sees only the VM, which is free
-        return (
-            f"{OWN}: cpu_quota_us = {inner} inside its VM '{spec.host.name}' "  # type: ignore[union-attr]
-            "(the host cannot share it; give the VM a cpu_quota_us to share a budget)"
+        return BudgetFacts(
+            OWN,
+            note=f"cpu_quota_us = {inner} inside its VM '{spec.host.name}' "
+            "(the host cannot share it; give the VM a cpu_quota_us to share a budget)",
         )
     return None
 
@@ -62,6 +61,6 @@ def for_target(spec: PlatformSpec, mode: str) -> Iterator[CpuBudget | None]:
         budget.destroy()
 
 
-def label(budget: CpuBudget | None, spec: PlatformSpec) -> str | None:
-    """`labels.cpu_budget` of a cell's samples (None: nothing to say)."""
-    return budget.label() if budget is not None else note(spec)
+def facts(budget: CpuBudget | None, spec: PlatformSpec) -> BudgetFacts | None:
+    """The budget a cell's samples state (None: nothing to say)."""
+    return budget.facts() if budget is not None else note(spec)

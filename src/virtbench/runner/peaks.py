@@ -1,5 +1,7 @@
 """The run's solo peaks (the `load=PCT` denominators), each measured once and stored as a cell.
 
+Only the storing lives here; what a peak is and how it is measured is scenarios/peaks.py's.
+
 A measurement is a cell of its own: the platform and test case of the cells that use it,
 scenario `solo-peak`, repetition 1, the unlimited params in its labels; its samples and series
 are stored like any cell's, and its labels name the value taken (`solo_peak`, from the
@@ -20,18 +22,9 @@ from ..cgroups import ThrottleCount
 from ..errors import WorkloadError
 from ..platforms.base import Platform
 from ..results import LOWER_BOUND_LABEL, PEAK_LIMIT_LABEL, SOLO_PEAK_SCENARIO
-from ..scenarios.peaks import (
-    Peak,
-    PeakKey,
-    SoloPeaks,
-    Unsaturated,
-    cpu_limit,
-    peak_key,
-    peak_value,
-    run_solo,
-)
+from ..scenarios.peaks import Attempt, Peak, PeakKey, SoloPeaks, Unsaturated, cpu_limit, peak_key
 from ..store.db import Store
-from ..workloads.base import RunContext, Workload
+from ..workloads.base import Workload
 from .cell import Outcome, cell_id, measure, spec_json
 
 SCENARIO = SOLO_PEAK_SCENARIO  # the scenario column of a solo-peak cell
@@ -63,41 +56,33 @@ class StoredPeaks(SoloPeaks):
             elif row.status not in FINAL:
                 self.unfinished[key] = row.cell_id
 
-    def measure(
-        self,
-        platform: Platform,
-        workload: Workload,
-        params: dict[str, Any],
-        ctx: RunContext,
-        top_rate: float | None = None,
-        last: bool = False,
-    ) -> Peak:
+    def measure(self, attempt: Attempt) -> Peak:
+        platform, workload, params = attempt.platform, attempt.workload, attempt.params
         limit = cpu_limit(platform)
         key = peak_key(platform.name, workload.name, params, limit)
         cid = self.unfinished.pop(key, None) or self._new_cell(platform, workload, params, limit)
         self.store.start_cell(cid)
         throttled = ThrottleCount(platform.cpu_budget())
-        out = measure(
-            platform, ctx, lambda c, _sampler: run_solo(platform, workload, params, c, top_rate)
-        )
+        out = measure(platform, attempt.ctx, lambda c, _sampler: attempt.run(c))
         labels: dict[str, Any] = {
             "params": params,  # the key's (--resume), not the retry's wider top rate
             "platform": platform.labels(),
             PEAK_LIMIT_LABEL: limit,
         }
-        if top_rate:  # the retry of a sweep that never saturated
-            labels["min_top_rate"] = round(top_rate, 1)
+        if attempt.top_rate:  # the retry of a sweep that never saturated
+            labels["min_top_rate"] = round(attempt.top_rate, 1)
         if (budget := throttled.budget) is not None:  # measured alone in the shared budget
             ran_out = throttled.labels()
             for s in out.samples:
-                s.labels.setdefault("cpu_budget", budget.label())
+                for key, value in budget.facts().labels().items():
+                    s.labels.setdefault(key, value)
                 s.labels.update(ran_out)
         for s in out.samples:  # two peaks of one platform under two limits are two results
             s.labels[PEAK_LIMIT_LABEL] = limit or "none"
         value, unsaturated = None, None
         if out.status == "ok":
             try:  # flags a run that never saturated in out.samples, stored so
-                value = peak_value(type(workload), out.samples, last)
+                value = attempt.value(out.samples)
                 labels |= {"solo_peak": value, "solo_peak_metric": workload.primary().name}
                 bound = [s.labels[LOWER_BOUND_LABEL] for s in out.samples
                          if LOWER_BOUND_LABEL in s.labels]  # fmt: skip

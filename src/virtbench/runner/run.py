@@ -104,9 +104,7 @@ def provisioned(spec: PlatformSpec, budget: CpuBudget | None = None) -> Iterator
         ):
             yield p
         return
-    platform = platform_registry.create(spec, instance_name())
-    platform.budget = budget
-    with platform as p:
+    with platform_registry.create(spec, instance_name(), budget=budget) as p:
         if budget is not None and not budget.holds(p.accounting().cgroups):
             raise PlatformError(
                 f"platform '{spec.name}' did not make its cgroup inside the shared CPU budget "
@@ -566,7 +564,7 @@ class Runner:
             sampler=sampler or Sampler(),  # warm-ups sample nothing
             solo_peaks=self.peaks,
             budget=platform.cpu_budget(),
-            budget_note=budget_mod.note(platform.spec),
+            budget_facts=budget_mod.facts(platform.cpu_budget(), platform.spec),
         )
 
     def _warmup(self, platform: Platform, wcls, cell: Cell, campaign: Campaign) -> str | None:
@@ -658,8 +656,8 @@ class Runner:
                 s.labels.setdefault(rounds.ROUND_POSITION_LABEL, cell.round_position)
         # the CPU budget the target ran in and how often it ran out: a solo's own throttling
         # is the reference for a pair's (co-location scenarios say more: neighbours, the scene)
-        said = budget_mod.label(throttled.budget, cell.platform)
-        budget_labels = ({"cpu_budget": said} if said is not None else {}) | throttled.labels()
+        said = budget_mod.facts(throttled.budget, cell.platform)
+        budget_labels = (said.labels() if said is not None else {}) | throttled.labels()
         for s in out.samples:
             for key, value in budget_labels.items():
                 s.labels.setdefault(key, value)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from ..cgroups import CpuBudget
+from ..cpubudget import BudgetFacts
 from ..metrics.sampler import Sampler
 from ..platforms.base import Platform, PlatformSpec
 from ..workloads.base import RunContext, Sample, Workload
@@ -36,10 +37,11 @@ class ScenarioEnv:
     # the run's solo peaks, the denominators of load=PCT (the runner stores each one)
     solo_peaks: SoloPeaks = field(default_factory=SoloPeaks)
     # the shared CPU budget the target runs in (cgroups/budget.py; [campaign] cpu_budget =
-    # "shared"): co-located neighbours join it for the cell. None: no budget, and
-    # `budget_note` says why where a quota makes it worth saying ("own", a guest's quota)
+    # "shared"): co-located neighbours join it for the cell. None: no budget
     budget: CpuBudget | None = None
-    budget_note: str | None = None
+    # what the cell's samples say of its budget (runner/budget.py `facts`): the shared one's,
+    # or, without one, "own" where a quota makes it worth saying; None: nothing to say
+    budget_facts: BudgetFacts | None = None
 
 
 class Scenario(abc.ABC):

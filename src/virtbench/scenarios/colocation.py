@@ -14,8 +14,8 @@
 
 PLATFORM names a [[platforms]] entry of the campaign (default: the target's own).
 load=PCT sets each environment's offered rate to PCT % of its solo peak (the workload's
-`rate_param`, rates.py), for rate sweeps in 10 % steps. The engine is colocation_engine.py;
-neighbour environments come from neighbours.py.
+`OfferedRate.rate_param`, rates.py), for rate sweeps in 10 % steps. The engine is
+colocation_engine.py; neighbour environments come from neighbours.py.
 """
 
 from __future__ import annotations
@@ -202,7 +202,7 @@ class Different(_Colocation):
         if size_param is None:
             raise VirtbenchError(
                 f"scenario '{self.text()}' needs a workload with a file size parameter "
-                f"(Workload.size_param); test case {w.name} has: "
+                f"(ServedSizes.size_param); test case {w.name} has: "
                 f"{', '.join(sorted(w.params)) or 'none'}"
             )
         # one run of SIZE_KB beside each of the target's sizes, so both run (and step) for as
@@ -329,7 +329,7 @@ class Weights(_Colocation):
         if conns := self._backlog(env):
             out["backlog_connections"] = (
                 f"{env.ctx.params['connections']} -> {conns} per client: the shared budget "
-                f"{env.budget.label()} runs the pair in bursts; both servers need requests "
+                f"{env.budget.facts().text()} runs the pair in bursts; both servers need requests "
                 "waiting for the whole burst for the weights to divide it"
             )
         return out

@@ -20,13 +20,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..cgroups import CpuBudget, ThrottleCount
-from ..cgroups.budget import NONE as NO_BUDGET
+from ..cpubudget import MEMBERS_KEY, NONE, BudgetFacts
 from ..drivers.sweep import Lockstep
 from ..errors import VirtbenchError, WorkloadError
 from ..metrics.sampler import Sampler, Span, Window, summary_samples
 from ..platforms.base import Platform, PlatformSpec
 from ..results import LATER_SCENE_FAILED_LABEL, LOAD_PCT_LABEL
 from ..workloads.base import RunContext, Sample
+from ..workloads.capabilities import StepsTogether
 from . import weights as weights_mod
 from .base import ScenarioEnv
 from .colocation_placement import SharedCpu
@@ -36,7 +37,7 @@ from .rates import apply_load, apply_schedule, schedule_param, size_param
 
 MIN_COVERAGE = 0.95  # busy environments must overlap this much of each other's run...
 # ...or miss at most this long: starting a command in a VM goes through its guest agent
-# (start + status polling, ~0.1-0.3 s under TCG), which alone is 5 % of a 3 s run
+# (start + status polling), which alone can be 5 % of a short run (docs/colocation.md)
 COVERAGE_SLACK_S = 0.5
 # longest wait at a lockstep barrier for a co-located environment (a TCG guest writing nginx's
 # files before its first step, a step whose late requests run into httperf's timeout)
@@ -106,8 +107,7 @@ def _params(env: ScenarioEnv, e: _Env, lockstep: bool) -> dict[str, Any]:
 def _lockstep(env: ScenarioEnv, busy: list[_Env]) -> Lockstep | None:
     """Busy environments of a workload that has steps (a sweep's rates, or one run per file
     size) go through them together."""
-    w = type(env.workload)
-    if len(busy) < 2 or (schedule_param(w) is None and not w.points_together):
+    if len(busy) < 2 or not isinstance(env.workload, StepsTogether):
         return None
     roles = [e.plan.role for e in busy]
     return Lockstep(roles, MIN_COVERAGE, COVERAGE_SLACK_S, LOCKSTEP_TIMEOUT_S)
@@ -133,15 +133,17 @@ def _run_workload(
     placement: SharedCpu | None = None,
 ) -> None:
     ctx = _ctx_for(env, params, e.plan.role, e.marks, placement, e.points)
-    # the gate's parties: every busy environment, whose clients all run at once
-    ctx = replace(ctx, client_parties=gate.parties)
-    if lockstep is not None:
-        ctx = replace(ctx, lockstep=lockstep.party(e.plan.role))
+    if ctx.remote is not None:  # every busy environment runs its clients there at once
+        ctx = replace(ctx, remote=ctx.remote.shared_by(gate.parties))
+    workload = type(env.workload)()
     with contextlib.suppress(threading.BrokenBarrierError):
         gate.wait(timeout=60)
     t0 = time.monotonic()
     try:
-        e.samples = type(env.workload)().run(e.platform, ctx)
+        if lockstep is not None and isinstance(workload, StepsTogether):
+            e.samples = workload.run_together(e.platform, ctx, lockstep.party(e.plan.role))
+        else:
+            e.samples = workload.run(e.platform, ctx)
     except (WorkloadError, VirtbenchError) as exc:
         e.error, e.cause = str(exc), exc
         e.samples = list(getattr(exc, "samples", []))  # what it measured before: kept, flagged
@@ -370,13 +372,13 @@ def _neighbour_plans(
 
 
 def _budget_labels(env: ScenarioEnv) -> dict[str, Any]:
-    """`cpu_budget` of the cell: the shared budget ("shared:Q/P"), "own" (each environment
-    its own quota) or "none" (the target has no host-side quota), with its members. A
-    weights cell keeps the shared budget: the pair's weights split it (docs/colocation.md)."""
+    """The cell's CPU budget (cpubudget.py): the shared budget with its members, "own" (each
+    environment its own quota) or "none" (the target has no host-side quota). A weights cell
+    keeps the shared budget: the pair's weights split it (docs/colocation.md)."""
     budget = env.budget
     if budget is None:
-        return {"cpu_budget": env.budget_note or NO_BUDGET}
-    return {"cpu_budget": budget.label(), "cpu_budget_members": budget.members()}
+        return (env.budget_facts or BudgetFacts(NONE)).labels()
+    return budget.facts().labels() | {MEMBERS_KEY: budget.members()}
 
 
 def _started(group: Neighbours, role: str) -> Platform | None:
@@ -465,7 +467,7 @@ def _collect(
                 "ready_at_s": round(e.window[1] - t0, 3),
                 "env_platform": e.platform.name if e.platform else None,
                 # how much of its start-up the target was serving: a VM newcomer may boot
-                # past the target's run (18 s beside an 8 s run), partly beside an idle one
+                # past the target's run, partly beside an idle one
                 "under_load_s": round(
                     _overlap_s(e.window, target.window) if target.window else 0.0, 3
                 ),

@@ -1,11 +1,10 @@
 """Where the environments of a weights cell run: all on one shared host CPU (seed 003 §6).
 
 A CPU weight decides something only while its environments want the same CPU at the same
-time. Left to float over a 2-core host, two containers each found a CPU of their own and
-their weights did nothing (1:1:1 / 1:4:1 / 1:1:4 gave 4,216 / 4,733 / 4,944 req/s), while
-two VMs pinned to one CPU split it by weight (1,178 vs 613 req/s). So a weights cell pins
-every environment to one shared CPU and the load generators to the other CPUs, records that
-on every sample, and refuses up front when the environments cannot share a CPU.
+time: left to float over a small host, environments each find a CPU of their own and their
+weights do nothing (measured: docs/colocation.md "Weights need contention"). So a weights
+cell pins every environment to one shared CPU and the load generators to the other CPUs,
+records that on every sample, and refuses up front when the environments cannot share a CPU.
 
 The shared CPU is `cpu=N` if given, else the first of the campaign's `target_cpus` that every
 environment may use, else the highest-numbered such CPU (CPU 0 usually takes more
@@ -18,18 +17,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .. import parsing
 from ..cgroups.budget import CpuBudget
 from ..errors import VirtbenchError
-from ..parsing import ParseError
+from ..platforms import registry as platform_registry
 from ..platforms.base import PlatformSpec
 from .placement import host_cpus
 
 SHARED = "shared-cpu"  # labels["placement"] of a weights cell
 # where the load generators go: every CPU but the shared one, or anywhere (campaign's)
 CLIENTS = ("other", "all")
-# server CPU of about the cheapest request a web workload makes (a 1 KB static file: ~33 us
-# in a container here), to size the backlog that keeps a quota's burst busy
+# server CPU of about the cheapest request a web workload makes (a 1 KB static file in a
+# container, docs/colocation.md), to size the backlog that keeps a quota's burst busy
 BACKLOG_US_PER_REQUEST = 50
 MAX_BACKLOG_CONNECTIONS = 10_000  # per client; nginx allows 16,384 per worker
 
@@ -58,28 +56,21 @@ class SharedCpu:
 
 
 def allowed_cpus(spec: PlatformSpec, cpus: list[int]) -> tuple[list[int], str | None]:
-    """Host CPUs an environment of `spec` may be pinned to, and the option that limits them.
-
-    A container's `cpuset` limits it (taskset inside cannot leave it); a VM's `vcpu_pin` is
-    overridden by the cell's CPUs; a container inside a VM runs where its VM's vCPUs run (its
-    own cpuset names guest CPUs)."""
+    """Host CPUs an environment of `spec` may be pinned to, and the option that limits them,
+    as its platform type says (`Platform.pinnable_cpus`: a container's `cpuset`; a VM's
+    `vcpu_pin` is overridden by the cell's CPUs). A platform inside a VM runs where its VM's
+    vCPUs run (its own cpuset names guest CPUs)."""
     if spec.host is not None:
         return allowed_cpus(spec.host, cpus)
-    value = spec.options.get("cpuset") if spec.type == "container" else None
-    if value is None:
-        return list(cpus), None
-    try:
-        own = parsing.cpu_list(value)
-    except ParseError:  # the loader refuses a bad cpuset; never widen on one here
-        own = []
-    return [c for c in cpus if c in own], f"cpuset = {value!r}"
+    return platform_registry.get(spec.type).pinnable_cpus(spec, cpus)
 
 
 def guest_quota(spec: PlatformSpec) -> str | None:
-    """A CFS quota the host cannot lift for the cell: a container's inside its VM guest."""
-    if spec.host is not None and spec.options.get("cpu_quota_us") is not None:
-        return f"cpu_quota_us = {spec.options['cpu_quota_us']} inside its VM '{spec.host.name}'"
-    return None
+    """A CFS quota the host cannot lift for the cell: one inside its VM guest."""
+    quota = platform_registry.get(spec.type).guest_cpu_quota(spec)
+    if quota is None or spec.host is None:
+        return None
+    return f"cpu_quota_us = {quota} inside its VM '{spec.host.name}'"
 
 
 def shared_cpu(
@@ -143,8 +134,9 @@ def backlog_connections(budget: CpuBudget | None, configured: object) -> int | N
     A quota shorter than its period runs the pair in bursts (50 ms at a whole CPU's speed,
     then nothing). 32 connections are about 1 ms of 1 KB requests: each server drains its
     backlog early in the burst and then waits for its client, the two never want the CPU at
-    once, and the weights divide nothing (measured 1:4:1: 24.8 vs 24.0 % CPU). Enough
-    requests outstanding to fill a whole burst keep both runnable (docs/colocation.md)."""
+    once, and the weights divide nothing. Enough requests outstanding to fill a whole burst
+    keep both runnable (measured: docs/colocation.md "A backlog that fills the budget's
+    bursts")."""
     if budget is None or not isinstance(configured, int) or budget.quota_us >= budget.period_us:
         return None
     need = min(math.ceil(budget.quota_us / BACKLOG_US_PER_REQUEST), MAX_BACKLOG_CONNECTIONS)

@@ -7,11 +7,14 @@ its neighbour; a peak measured there is half of the unlimited one and must not b
 denominator of the VM's own pair cells. With no shared budget (`cpu_budget = "own"`) the
 limit is the environment's own quota, which a weights cell lifts: its peak is the unlimited one.
 
-`SoloPeaks` keeps them for as long as it lives (the runner keeps one per run, and its subclass
-stores each measurement as a cell of its own; runner/peaks.py). The peak is the best valid
+This module is the one home of the rules: the key, the limit, how an attempt runs, which
+value is the peak, when to measure again. `SoloPeaks` keeps them for as long as it lives (the
+runner keeps one per run, and its subclass only stores each `Attempt` as a cell of its own;
+runner/peaks.py). The peak is the best valid
 sample of the test case's primary metric; a run that never saturated (a sweep that ran out of
-steps with its top step served in full: `Workload.unsaturated`) has none, so it is measured
-once more at once, its top rate at least twice the first one's (`Workload.top_rate_param`).
+steps with its top step served in full: `SoloPeakRetry.unsaturated`) has none, so it is measured
+once more at once, its top rate at least twice the first one's (`SoloPeakRetry.top_rate_param`,
+workloads/capabilities.py).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from ..platforms.base import Platform
 from ..platforms.cpu_weight import own_quota
 from ..results import LOWER_BOUND_LABEL, Sample
 from ..workloads.base import RunContext, Workload
+from ..workloads.capabilities import SoloPeakRetry
 
 PeakKey = tuple[str, str, str, str]  # (platform, test case, params as sorted JSON, CPU limit)
 
@@ -60,23 +64,35 @@ def cpu_limit(platform: Platform) -> str:
     return f"cpu quota {own}" if own is not None else ""
 
 
-def run_solo(
-    platform: Platform,
-    workload: Workload,
-    params: dict[str, Any],
-    ctx: RunContext,
-    top_rate: float | None = None,
-) -> list[Sample]:
-    """A fresh instance's run (a capacity probe is measured again, never reused); with
-    `top_rate`, its sweep offers at least that much at its top."""
-    w = type(workload)
-    if top_rate and w.top_rate_param:
-        params = params | {w.top_rate_param: top_rate}
-    ctx.log(
-        f"measuring solo peak of {workload.name} on {platform.name}"
-        + (f" (its top step at {top_rate:,.0f} or more)" if top_rate else "")
-    )
-    return w().run(platform, replace(ctx, params=params))
+@dataclass(frozen=True)
+class Attempt:
+    """One measurement of a solo peak: `workload` alone on `platform` with `params`; with
+    `top_rate`, the retry of a sweep that never saturated, offering at least that much at its
+    top; `last`: the last attempt, whose unsaturated headline is kept as a lower bound."""
+
+    platform: Platform
+    workload: Workload
+    params: dict[str, Any]
+    ctx: RunContext
+    top_rate: float | None = None
+    last: bool = False
+
+    def run(self, ctx: RunContext | None = None) -> list[Sample]:
+        """A fresh instance's run (a capacity probe is measured again, never reused), in `ctx`
+        (default: the attempt's)."""
+        w, ctx = type(self.workload), ctx or self.ctx
+        params = self.params
+        if self.top_rate and isinstance(w, SoloPeakRetry):
+            params = params | {w.top_rate_param: self.top_rate}
+        ctx.log(
+            f"measuring solo peak of {self.workload.name} on {self.platform.name}"
+            + (f" (its top step at {self.top_rate:,.0f} or more)" if self.top_rate else "")
+        )
+        return w().run(self.platform, replace(ctx, params=params))
+
+    def value(self, samples: list[Sample]) -> float:
+        """The peak of its run's `samples` (`peak_value`)."""
+        return peak_value(type(self.workload), samples, self.last)
 
 
 def peak_value(workload: type[Workload], samples: list[Sample], last: bool = False) -> float:
@@ -84,7 +100,9 @@ def peak_value(workload: type[Workload], samples: list[Sample], last: bool = Fal
     flagged invalid (in `samples`, which are stored so), or on the `last` attempt labelled a
     lower bound and kept; none: `Unsaturated` if it never saturated, else `WorkloadError`,
     with the invalid reasons."""
-    top_rate = workload.unsaturated(samples, LOWER_BOUND_LABEL if last else "invalid")
+    top_rate = None
+    if isinstance(workload, SoloPeakRetry):
+        top_rate = workload.unsaturated(samples, LOWER_BOUND_LABEL if last else "invalid")
     primary = workload.primary().name
     mine = [s for s in samples if s.metric == primary]
     values = [s.value for s in mine if not s.labels.get("invalid")]
@@ -125,7 +143,7 @@ class SoloPeaks:
         top, widened, failed = None, False, False
         while True:
             try:
-                return self.measure(platform, workload, params, ctx, top, last=widened)
+                return self.measure(Attempt(platform, workload, params, ctx, top, last=widened))
             except Unsaturated as exc:
                 widened, top = True, 2 * exc.top_rate
             except WorkloadError:
@@ -134,15 +152,6 @@ class SoloPeaks:
                 failed = True
             ctx.log(f"solo peak of {workload.name} on {platform.name}: measured again")
 
-    def measure(
-        self,
-        platform: Platform,
-        workload: Workload,
-        params: dict[str, Any],
-        ctx: RunContext,
-        top_rate: float | None = None,
-        last: bool = False,
-    ) -> Peak:
-        """One solo run of `workload` with `params` on `platform` (not stored)."""
-        samples = run_solo(platform, workload, params, ctx, top_rate)
-        return Peak(peak_value(type(workload), samples, last))
+    def measure(self, attempt: Attempt) -> Peak:
+        """One solo run (not stored)."""
+        return Peak(attempt.value(attempt.run()))

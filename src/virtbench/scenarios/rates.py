@@ -1,8 +1,10 @@
 """Offered rates of co-located environments as a % of each one's own solo peak (`load=PCT`).
 
-A workload says which of its parameters is its offered rate (`Workload.rate_param`) and which
-its served file size (`Workload.size_param`); nothing is guessed from parameter names. The
-solo peak comes from the run's `SoloPeaks` (`ScenarioEnv.solo_peaks`, scenarios/peaks.py).
+A workload says which of its parameters is its offered rate (`OfferedRate.rate_param`), its
+served file size (`ServedSizes.size_param`) and its lockstep schedule
+(`RateSchedule.schedule_param`), workloads/capabilities.py; nothing is guessed from parameter
+names. The solo peak comes from the run's `SoloPeaks` (`ScenarioEnv.solo_peaks`,
+scenarios/peaks.py).
 """
 
 from __future__ import annotations
@@ -13,18 +15,19 @@ from ..drivers import sweep
 from ..errors import VirtbenchError
 from ..platforms.base import Platform
 from ..workloads.base import Workload
+from ..workloads.capabilities import OfferedRate, RateSchedule, ServedSizes
 from .base import ScenarioEnv
 from .peaks import Peak
 
 
 def rate_param(w: type[Workload]) -> str | None:
     """The parameter that sets the workload's offered rate, if it declares one it has."""
-    return w.rate_param if w.rate_param in w.params else None
+    return w.rate_param if isinstance(w, OfferedRate) and w.rate_param in w.params else None
 
 
 def size_param(w: type[Workload]) -> str | None:
     """The parameter that sets the workload's served file size, if it declares one it has."""
-    return w.size_param if w.size_param in w.params else None
+    return w.size_param if isinstance(w, ServedSizes) and w.size_param in w.params else None
 
 
 def require_rate(w: type[Workload], what: str) -> str:
@@ -36,10 +39,11 @@ def require_rate(w: type[Workload], what: str) -> str:
         return rate
     from ..workloads import registry  # every test case of the suite, for "allowed"
 
-    wanted = f"a '{w.rate_param}' parameter" if w.rate_param else "an offered-rate parameter"
+    said = w.rate_param if isinstance(w, OfferedRate) else None
+    wanted = f"a '{said}' parameter" if said else "an offered-rate parameter"
     ok = sorted(x.name for x in registry.by_suite(w.suite) if rate_param(x))
     raise VirtbenchError(
-        f"{what} needs a workload with {wanted} (Workload.rate_param); test case {w.name} has "
+        f"{what} needs a workload with {wanted} (OfferedRate.rate_param); test case {w.name} has "
         f"none (its parameters: {', '.join(sorted(w.params)) or 'none'}); allowed: test cases "
         f"with an offered rate ({', '.join(ok) or f'none in suite {w.suite}'}), or the "
         "scenario without load=PCT"
@@ -73,17 +77,17 @@ def apply_load(
 def _unlimited(w: type[Workload], params: dict[str, Any]) -> dict[str, Any]:
     """The params of the solo run whose peak is the 100 % of load=PCT and of a schedule."""
     out = dict(params)
-    if rate_param(w):
-        out[w.rate_param] = w.params[w.rate_param].default  # type: ignore[index]
-    if w.schedule_param:
-        out.pop(w.schedule_param, None)
+    if rate := rate_param(w):
+        out[rate] = w.params[rate].default
+    if schedule := schedule_param(w):
+        out.pop(schedule, None)
     return out
 
 
 def schedule_param(w: type[Workload]) -> str | None:
     """The run parameter that holds a lockstep schedule (set by the scenarios, never by a
-    campaign), if the workload can step together with others."""
-    return w.schedule_param
+    campaign), if the workload can sweep one together with others."""
+    return w.schedule_param if isinstance(w, RateSchedule) else None
 
 
 def apply_schedule(
@@ -107,4 +111,4 @@ def apply_schedule(
         peak = env.solo_peaks.get(platform, env.workload, one, env.ctx)
         table[str(s)] = sweep.schedule(peak.value, *fractions)
         peaks[str(s)] = peak
-    return params | {w.schedule_param: table}, peaks  # type: ignore[dict-item]
+    return params | {schedule_param(w): table}, peaks  # type: ignore[dict-item]

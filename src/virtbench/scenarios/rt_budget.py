@@ -15,31 +15,20 @@ are torn down. Budgets set explicitly (`rt_runtime_us = 300000`) are respected a
 of the pool. The budget arithmetic is the cgroup layer's (cgroups/rt.py); this is the policy.
 
 RT throttling, and why the period is shortened: a group may run SCHED_FIFO/RR tasks for
-`runtime` µs of every `period` on each CPU, then its RT tasks wait for the next period. A
-busy-looping probe therefore stalls for about (period - runtime) once per period. Measured
-here (tick probe alone on CPU 1 in a container, 3 s, max duration): 950000/1000000 -> 51 ms
-(as native, whose bound is also 50 ms); 475000/1000000 -> 526 ms; 45238/95238 -> 53 ms. Each
-group's period runs on its own timer, so two groups sharing a CPU do not run out together: with
-the host period, the quantum cells' maxima were 260-525 ms of throttling, not the 30 ms / 1 ms
-quantum. So each share keeps its ratio pool/n but gets the period p for which a lone busy
-task stalls no longer than a native one: p * (1 - ratio) = host period - host runtime
-(split_period; 95238 µs for two groups). Labels on every sample of such a cell:
-rt_budget_us / rt_budget_period_us (granted), rt_budget_split (n), rt_budget_pool_us, and
-rt_throttle_stall_us (period - runtime, the throttling stall a busy task of the group can
-see: maxima up to about that size may be the budget, not the platform).
+`runtime` µs of every `period` on each CPU, so a busy-looping probe stalls for about
+(period - runtime) once per period, and each group's period runs on its own timer (two groups
+sharing a CPU do not run out together). So each share keeps its ratio pool/n but gets the
+period p for which a lone busy task stalls no longer than a native one: p * (1 - ratio) =
+host period - host runtime (split_period). The target's own share runs on a short period
+(TARGET_PERIOD_US), so that its own stall lies below the competitor's quantum and the quantum
+decides, as natively; the antagonists keep p (a short one would cut their quantum). The
+measurements behind both choices: docs/latency.md "Scenario 3".
 
-The target's own share runs on a short period (TARGET_PERIOD_US, 10 ms), the antagonists'
-on p. With p for both, each group was throttled at a phase of its own whenever its task ran
-ahead of its share, so the target's maxima were the split's windows (up to 50 ms), not the
-competitor's quantum: container tick maxima at quantum 30 ms vs 1 ms were 20.1 vs 21.2 ms in
-one run and 32.1 vs 4.1 ms in another (native: 80 vs 8 ms, windows included). On 10 ms the
-target's own stall is ~5 ms (plus up to one timer tick, 4 ms at HZ=250, of overrun), below the
-30 ms quantum and about the 1 ms one (a 4 ms tick), so the quantum decides, as natively; the
-antagonists keep the long period (a short one would cut their quantum to a few ms). A model
-of the two groups (RR at one priority, 5 s, random phases) gave the target's longest gap
-31-36 ms at a 32 ms quantum and 8-9 ms at a 4 ms one, against 32-37 and 9-37 ms with p for
-both. Labels of the target: rt_budget_period_us / rt_budget_us / rt_throttle_stall_us are its
-own; rt_budget_neighbour_period_us is the antagonists' period.
+Labels on every sample of such a cell: rt_budget_us / rt_budget_period_us (granted),
+rt_budget_split (n), rt_budget_pool_us, and rt_throttle_stall_us (period - runtime, the
+throttling stall a busy task of the group can see: maxima up to about that size may be the
+budget, not the platform). Labels of the target: rt_budget_period_us / rt_budget_us /
+rt_throttle_stall_us are its own; rt_budget_neighbour_period_us is the antagonists' period.
 """
 
 from __future__ import annotations

@@ -68,7 +68,7 @@ def _backend_group(
         return
     name = f"{NAME_PREFIX}{secrets.token_hex(3)}-be"
     cg = Cgroup.create(name if budget is None else budget.child(name), cpu_weight=shares)
-    inside = "" if budget is None else f" inside the shared budget {budget.label()}"
+    inside = "" if budget is None else f" inside the shared budget {budget.facts().text()}"
     tasks = Path(cg.paths()["cpu"], "tasks")
     moved = 0
     for tid, _orig in items:

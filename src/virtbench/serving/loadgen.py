@@ -105,7 +105,7 @@ def process_limit(ctx: RunContext) -> int | None:
     other environments that run their clients there at the same time, one at the least."""
     if ctx.remote is None:
         return None
-    return max(1, MAX_SESSIONS // max(1, ctx.client_parties))
+    return max(1, MAX_SESSIONS // max(1, ctx.remote.parties))
 
 
 def cpu_times(cpus: set[int]) -> dict[int, tuple[int, int]]:

@@ -19,6 +19,7 @@ in the cell's labels (`client`).
 from __future__ import annotations
 
 import base64
+import copy
 import ipaddress
 import json
 import os
@@ -371,18 +372,29 @@ class CellClient:
         self.client = client
         self.facts: dict[str, Any] = {}
         self._lock = threading.Lock()
+        # environments of the cell that run their clients here at the same time, this one
+        # included (a co-location cell's busy environments): they share its SSH sessions
+        # (serving/loadgen.process_limit)
+        self.parties = 1
+
+    def shared_by(self, parties: int) -> CellClient:
+        """The same client host (the same facts, kept once for the cell) as one of `parties`
+        environments that run their clients on it at once."""
+        view = copy.copy(self)
+        view.parties = parties
+        return view
 
     def _note(self, out: dict[str, Any]) -> None:
         with self._lock:
-            if not self.facts:
+            if not self.facts:  # filled in place: every shared_by() view holds this dict
                 offset, err = self.client.clock()
-                self.facts = {
-                    "host": self.client.ssh.name,
-                    "address": self.client.ssh.address,
-                    "target_address": self.client.target_address,
-                    "clock_offset_ms": round(offset * 1000, 3),
-                    "clock_offset_err_ms": round(err * 1000, 3),
-                }
+                self.facts.update(
+                    host=self.client.ssh.name,
+                    address=self.client.ssh.address,
+                    target_address=self.client.target_address,
+                    clock_offset_ms=round(offset * 1000, 3),
+                    clock_offset_err_ms=round(err * 1000, 3),
+                )
             if out.get("rtt_s") is not None:
                 rtt = round(out["rtt_s"] * 1000, 3)
                 self.facts["rtt_ms"] = min(self.facts.get("rtt_ms", rtt), rtt)

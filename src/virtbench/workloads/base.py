@@ -16,8 +16,8 @@ from ..platforms.base import check  # judges an ExecResult, so it lives beside i
 from ..results import Metric, Sample
 
 if TYPE_CHECKING:
-    from ..drivers.sweep import LockstepParty
     from ..platforms.base import ExecResult, Platform
+    from ..serving.remote import CellClient
 
 
 @dataclass(frozen=True)
@@ -46,16 +46,9 @@ class RunContext:
     # measured it (time.monotonic() start, end); the cell's 1 s readings are summarized per
     # point (metrics/sampler.py), so a workload serving several points in one run reports each
     point: Callable[[dict[str, Any], float, float], None] = lambda *a: None
-    # co-located environments stepping together (scenarios/colocation_engine.py): a workload
-    # with steps calls begin(k) / end(k) around step k; None when it runs alone
-    lockstep: LockstepParty | None = None
-    # the campaign's client host (serving/remote.py CellClient): clients run there over SSH;
-    # None: on this host
-    remote: Any = None
-    # environments that run their load generators at the same time as this one, itself
-    # included (a co-location cell's busy environments): on a client host they share its SSH
-    # sessions (serving/loadgen.process_limit)
-    client_parties: int = 1
+    # the campaign's client host (serving/remote.py): clients run there over SSH; None: on
+    # this host
+    remote: CellClient | None = None
     # time.monotonic() at the cell's start: `series` t counts from here, the axis of the
     # cell's sampler, so a workload's points and the 1 s readings line up (None: not known,
     # count from the workload's own start)
@@ -76,19 +69,8 @@ class Workload(abc.ABC):
     params: ClassVar[dict[str, Param]] = {}
     # (low, high) pairs of params where low must not exceed high (checked at load)
     param_order: ClassVar[tuple[tuple[str, str], ...]] = ()
-    # the parameter that sets its offered rate per second (co-location's load=PCT sets it to a
-    # share of the solo peak) and the one that sets its served file size(s); None: it has none
-    rate_param: ClassVar[str | None] = None
-    size_param: ClassVar[str | None] = None
-    # the parameter holding a lockstep schedule (offered rates per step, per served size) that
-    # the pair scenarios set from each environment's solo peak; None: it cannot step together
-    schedule_param: ClassVar[str | None] = None
-    # the run parameter (set by the solo-peak retry only, never by a campaign) that raises
-    # the top offered rate of a sweep whose first attempt never saturated; None: it has none
-    top_rate_param: ClassVar[str | None] = None
-    # runs one measurement per served point (file size) that co-located environments start
-    # together (ctx.lockstep, one step per point) without a schedule of rates
-    points_together: ClassVar[bool] = False
+    # what co-location asks of a workload beyond this (an offered rate, served sizes, a rate
+    # schedule, a solo-peak retry, steps in lockstep) is in workloads/capabilities.py
 
     @classmethod
     def metric(cls, name: str) -> Metric:
@@ -100,15 +82,6 @@ class Workload(abc.ABC):
     @classmethod
     def primary(cls) -> Metric:
         return next((m for m in cls.metrics if m.primary), cls.metrics[0])
-
-    @classmethod
-    def unsaturated(cls, samples: list[Sample], label: str = "invalid") -> float | None:
-        """A solo peak's check (scenarios/peaks.py): put `label` (the reason) on the headline
-        samples of a run that never reached saturation, which is no peak ("invalid"; a last
-        attempt's "peak_lower_bound" keeps it as a bound), and return the highest rate it
-        offered (its retry offers at least twice that through `top_rate_param`); None: every
-        headline is a peak (the default: a run without a rate sweep)."""
-        return None
 
     def sample(self, metric: str, value: float, **labels: Any) -> Sample:
         m = self.metric(metric)

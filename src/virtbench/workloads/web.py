@@ -10,24 +10,19 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
-from ..drivers import httperf, nginx, sweep, wrk
-from ..drivers.validity import first, http_errors
+from ..drivers import nginx, sweep, wrk
+from ..drivers.sweep import LockstepParty
 from ..errors import WorkloadError, WorkloadTimeout
 from ..platforms.base import Platform
 from ..results import NET_PATH_LABEL
-from ..saturation import SATURATED
 from ..serving.loadgen import (
     ClientRun,
     ParallelRun,
-    client_cpu_count,
-    client_slots,
-    process_limit,
     raise_nofile,
     run_client,
-    run_clients,
 )
 from ..serving.netpath import listen_address
 from ..serving.readiness import http_probe
@@ -36,6 +31,7 @@ from ..serving.server import Served, serve
 from .base import Metric, Param, RunContext, Sample, Workload
 from .network import CLIENT_PATH_PARAM
 from .registry import register
+from .web_httperf import HttperfSteps, SweepState
 
 PAPER_SIZES = [1, 4, 10, 30, 50, 70, 100, 200]
 
@@ -70,7 +66,7 @@ class _NginxWorkload(Workload):
     # which capacity probe set a sweep's scale: one of a size's probes, never a result's identity
     ignored_labels += ("probe_used",)
     tools = ("nginx",)
-    size_param = "file_sizes"
+    size_param = "file_sizes"  # ServedSizes (workloads/capabilities.py): different:SIZE sets it
 
     def sizes(self, ctx: RunContext) -> list[int]:
         return nginx.validate_sizes(ctx.params.get("file_sizes", PAPER_SIZES))
@@ -159,32 +155,6 @@ class _NginxWorkload(Workload):
         return wrk.parse(run.result.stdout), run
 
 
-@dataclass
-class SweepState:
-    """What every step of one file size's sweep shares."""
-
-    served: Served
-    size: int  # file size in KB
-    ctx: RunContext
-    samples: list[Sample]  # each step appends its own (kept if the server dies mid-sweep)
-    t0: float  # monotonic start of the run: time series points count from here
-    nofile: int  # the client's fd limit, labelled on every step
-    platform: Platform | None = None  # asked after every run whether its network stalled
-
-    @property
-    def calls(self) -> int:
-        return int(self.ctx.params.get("calls_per_conn", 1))
-
-    @property
-    def server_closes(self) -> bool:
-        return bool(self.ctx.params.get("server_closes", True))
-
-    @property
-    def recv_bytes(self) -> int:
-        """httperf's --recv-buffer: the `recv_buffer` param, else two replies of this size."""
-        return int(self.ctx.params.get("recv_buffer") or 0) or httperf.recv_buffer(self.size)
-
-
 @register
 class HttperfSweep(_NginxWorkload):
     name = "httperf-sweep"
@@ -193,6 +163,8 @@ class HttperfSweep(_NginxWorkload):
         " sustained throughput and the rate where it is reached (seed 000 Fig. 5, 003 Fig. 16)"
     )
     host_tools = ("httperf", "wrk")
+    # co-location's capabilities (workloads/capabilities.py): OfferedRate, RateSchedule,
+    # SoloPeakRetry (unsaturated below), StepsTogether (run_together)
     rate_param = "rate"
     param_order = (("start_fraction", "max_fraction"),)  # else a sweep with no rate at all
     # set by the co-location pair scenarios only (not a campaign parameter): file size (KB,
@@ -301,6 +273,11 @@ class HttperfSweep(_NginxWorkload):
     }
 
     def run(self, platform: Platform, ctx: RunContext) -> list[Sample]:
+        return self.run_together(platform, ctx, None)
+
+    def run_together(
+        self, platform: Platform, ctx: RunContext, party: LockstepParty | None
+    ) -> list[Sample]:
         sizes = self.sizes(ctx)
         nofile = raise_nofile()
         samples: list[Sample] = []
@@ -310,7 +287,7 @@ class HttperfSweep(_NginxWorkload):
         schedule = ctx.params.get("schedule") or {}
         with self.nginx(platform, ctx, sizes) as served:
             for size in sizes:
-                state = SweepState(served, size, ctx, samples, t0, nofile, platform)
+                state = SweepState(served, size, ctx, samples, t0, nofile, platform, party)
                 if schedule:
                     self.lockstep_one(state, schedule[str(size)])
                 elif rate > 0:
@@ -319,6 +296,11 @@ class HttperfSweep(_NginxWorkload):
                     self.sweep_one(state)
         return samples
 
+    @cached_property
+    def driver(self) -> HttperfSteps:
+        """The httperf side of its steps (workloads/web_httperf.py)."""
+        return HttperfSteps(self)
+
     def what(self, st: SweepState) -> str:
         return f"{self.name} {st.size}KB"
 
@@ -326,52 +308,22 @@ class HttperfSweep(_NginxWorkload):
         """Fixed-rate mode: one step at `rate` for `duration` s; its throughput is the
         headline (the 'peak' of a one-step sweep), labelled phase=fixed-rate."""
         duration = float(st.ctx.params.get("duration", 10.0))
-        clients = self.fixed_clients(st, rate, duration)
+        clients = self.driver.fixed_clients(st, rate, duration)
         st.ctx.log(
             f"{self.what(st)}: {clients.processes} httperf process"
             f"{'es' if clients.processes > 1 else ''} ({clients.per_cpu} per client CPU)"
             f" hold {clients.sockets} connections; {rate:.0f} req/s x {clients.timeout:g} s"
             f" timeout can leave {rate * clients.timeout:.0f} open"
         )
-        if st.ctx.remote is not None and st.ctx.client_parties > MAX_SESSIONS:
+        if st.ctx.remote is not None and st.ctx.remote.parties > MAX_SESSIONS:
             st.ctx.log(
-                f"{self.what(st)}: {st.ctx.client_parties} environments run their clients on"
+                f"{self.what(st)}: {st.ctx.remote.parties} environments run their clients on"
                 f" the client host at once, past the {MAX_SESSIONS} SSH sessions budgeted"
                 " (sshd MaxSessions, default 10): some may start late"
             )
-        step = self.step(st, 0, rate, duration, "fixed-rate", clients)
+        step = self.driver.step(st, 0, rate, duration, "fixed-rate", clients)
         self.check_alive(st.served, self.what(st), st.samples)
         st.samples += self.headline([step], st.size, "fixed-rate", phase="fixed-rate")
-
-    @staticmethod
-    def fixed_clients(st: SweepState, rate: float, duration: float) -> httperf.Clients:
-        """The httperf processes and --timeout of a fixed-rate step: `clients` if set (the
-        user's count stands; a step that runs out of sockets is flagged invalid), else
-        sized to the rate (httperf.size_clients): a fixed rate is offered even while the
-        server falls behind (a start-up storm), and every connection it then leaves open
-        needs a socket; at most httperf.MAX_PER_CPU per client CPU (they busy-poll), and on
-        a client host the cell's share of its SSH sessions (loadgen.process_limit). A sweep
-        keeps one process per client CPU: its sockets run out only past the saturation it
-        stops at."""
-        p = st.ctx.params
-        timeout = float(p["timeout"])
-        forced = int(p.get("clients", 0))
-        cpus = client_cpu_count(st.ctx)
-        if forced:
-            sockets = forced * httperf.sockets_per_process(st.nofile)
-            return httperf.Clients(forced, timeout, sockets, cpus)
-        base = len(client_slots(st.ctx, 0))  # one per client CPU, as a sweep's
-        limit = process_limit(st.ctx) or httperf.MAX_PROCESSES
-        return httperf.size_clients(
-            rate,
-            timeout,
-            base,
-            st.nofile,
-            calls=st.calls,
-            duration=duration,
-            cpus=cpus,
-            limit=limit,
-        )
 
     def lockstep_one(self, st: SweepState, rates: list[float]) -> None:
         """Lockstep mode: every step of the shared schedule, none skipped (the co-located
@@ -379,79 +331,42 @@ class HttperfSweep(_NginxWorkload):
         of the curve); a step whose window was not shared is invalid, and counted."""
         steps = []
         for i, rate in enumerate(rates):
-            steps.append(self.step(st, i, rate))
+            steps.append(self.driver.step(st, i, rate))
             self.check_alive(st.served, self.what(st), st.samples)
         st.samples += self.headline(steps, st.size, "schedule")
 
     def plan(self, ctx: RunContext, capacity: float | None) -> sweep.Plan:
-        p = ctx.params
-        if p.get("mode", "capacity") == "absolute":
-            plan = sweep.Plan(float(p["rate_start"]), float(p["rate_step"]), int(p["max_steps"]))
-            return sweep.widened(plan, float(p.get(self.top_rate_param) or 0))
-        assert capacity is not None
-        plan = sweep.capacity_plan(
-            capacity,
-            float(p["start_fraction"]),
-            float(p["step_fraction"]),
-            float(p["max_fraction"]),
-        )
-        plan = sweep.Plan(
-            plan.start, plan.step, min(plan.max_steps, int(p["max_steps"])), plan.max_rate
-        )
-        return sweep.widened(plan, float(p.get(self.top_rate_param) or 0))
-
-    @staticmethod
-    def beyond(ctx: RunContext, plan: sweep.Plan) -> list[float]:
-        """Capacity mode: the steps past `plan` (extend_fraction) a sweep takes while its
-        server still serves all it is offered; scaled as the plan is (a widened retry)."""
-        p = ctx.params
-        top, reach = float(p["max_fraction"]), float(p.get("extend_fraction", 0))
-        if p.get("mode", "capacity") != "capacity" or plan.max_rate is None or reach <= top:
-            return []
-        return sweep.extension(plan, plan.max_rate * reach / top, int(p["max_steps"]))
+        return sweep.plan_of(ctx.params, capacity, self.top_rate_param)
 
     def sweep_one(self, st: SweepState) -> None:
+        """A rate sweep of one size (drivers/sweep.py decides its steps and when it stops)."""
         p = st.ctx.params
         what = self.what(st)
         capacity = self.capacity(st) if p.get("mode", "capacity") == "capacity" else None
-        steps: list[sweep.StepResult] = []
-        stopped = sweep.MAX_STEPS
         plan = self.plan(st.ctx, capacity)
-        rates = plan.rates()
-        beyond = self.beyond(st.ctx, plan)
-        for i, rate in enumerate(rates + beyond):
-            if i == len(rates):
-                if not sweep.served_in_full(steps[-1]):
-                    break  # saturated within its plan
-                st.ctx.log(
-                    f"{what}: its top step was served in full; it goes on up to"
-                    f" {beyond[-1]:,.0f} req/s until the server saturates"
-                )
-            elif i > len(rates) and sweep.fell_behind(steps):
-                break
-            steps.append(self.step(st, i, rate))
+
+        def take(i: int, rate: float) -> sweep.StepResult:
+            step = self.driver.step(st, i, rate)
             self.check_alive(st.served, what, st.samples)
-            reason = sweep.stop_reason(
-                steps, int(p["fall_steps"]), float(p["error_threshold_pct"]) / 100
-            )
-            if reason:
-                stopped = "errors" if reason.startswith("errors") else "falling"
-                st.ctx.log(f"{what}: sweep stopped: {reason}")
-                break
-        past_plan = len(steps) > len(rates)
-        if stopped == sweep.MAX_STEPS and past_plan and not sweep.served_in_full(steps[-1]):
-            stopped = SATURATED
+            return step
+
+        steps, stopped = sweep.climb(
+            plan.rates(),
+            sweep.beyond(p, plan),
+            take,
+            int(p["fall_steps"]),
+            float(p["error_threshold_pct"]) / 100,
+            lambda msg: st.ctx.log(f"{what}: {msg}"),
+        )
         st.samples += self.headline(steps, st.size, stopped)
 
     def capacity(self, st: SweepState) -> float:
         """Capacity mode: the wrk-measured req/s the sweep's rates are fractions of. A probe
         during which the guest NIC stalled is kept (flagged) and run once more on the kicked
-        NIC: the sweep's rates follow from it, so a stalled probe would cap the whole sweep
-        (measured: a 746 req/s probe made a 746 req/s "peak" where the others read ~880).
-        If every probe stalled, the highest sets the scale: a stall only reads low (run
-        20261127-054853-d90a: 1,147 then 133.6 req/s, and 133.6 scaled a sweep that topped
-        out served in full where the server served ~1,277). The probe that set it is
-        labelled probe_used."""
+        NIC: the sweep's rates follow from it, so a stalled probe would cap the whole sweep.
+        If every probe stalled, the highest sets the scale: a stall only reads low. The probe
+        that set it is labelled probe_used (measurements: docs/colocation.md, the guest NIC
+        stall)."""
         p, ctx = st.ctx.params, st.ctx
         threads = len(ctx.client_cpus) if ctx.client_cpus else 1  # as many as the sweep
         probes: list[Sample] = []
@@ -489,236 +404,11 @@ class HttperfSweep(_NginxWorkload):
             )
         return used.value
 
-    def step(
-        self,
-        st: SweepState,
-        index: int,
-        rate: float,
-        duration: float | None = None,
-        phase: str | None = None,
-        clients: httperf.Clients | None = None,
-    ) -> sweep.StepResult:
-        """Offer `rate` req/s for `duration` s (default: step_duration) and record the step;
-        with `clients` (a fixed-rate step) on those processes and timeout, else on the
-        `clients` and `timeout` params."""
-        duration = float(st.ctx.params["step_duration"]) if duration is None else duration
-        processes = clients.processes if clients else int(st.ctx.params.get("clients", 0))
-        slots = client_slots(st.ctx, processes)
-        load = httperf.split_load(rate / st.calls, duration, len(slots))
-        gate = st.ctx.lockstep
-        if gate:  # every co-located environment starts this step now
-            gate.begin()
-        t_start = time.monotonic()
-        try:
-            timeout = clients.timeout if clients else None
-            par = self.offer(st, rate, load, slots[: len(load.shares)], duration, timeout)
-        except BaseException:
-            if gate:
-                gate.end(served=False)
-            raise
-        t_end = time.monotonic()
-        point = {"file_size_kb": st.size, "step": index} | ({"phase": phase} if phase else {})
-        st.ctx.point(point, t_start, t_end)
-        parts = [httperf.parse(run.result.stdout) for run in par.runs]
-        r = httperf.combine(parts)
-        # a partner that served nothing (a dead server, a stalled NIC) leaves this step alone
-        unshared = gate.end(served=r.throughput > 0, at=t_end) if gate else None
-        invalid = self.verdict(parts, load.rates, par, r, load.conn_rate)
-        stall = self.stall(st.platform, st.ctx, f"{self.what(st)} step {index}")
-        invalid = "; ".join(w for w in (invalid, unshared, stall) if w) or None
-        labels = self.step_labels(st, index, rate, len(parts), r, invalid, phase)
-        labels |= gate.labels() if gate else {}
-        # a sweep's labels stay as they were; a fixed step's say what ran (split_load)
-        labels |= clients.ran(len(parts)).labels() if clients else {}
-        values = self.step_values(r, rate)
-        self.record(st, labels, values, r, par)
-        st.ctx.log(
-            f"{self.what(st)} step {index}: offered {rate:.0f} -> {r.throughput:.0f}"
-            f" req/s ({len(parts)} httperf at {par.cpu_util:.0%} of the busiest client CPU,"
-            f" which was {par.cpu_busy:.0%} busy in all)"
-            + (f" (invalid: {invalid})" if invalid else "")
-        )
-        return sweep.StepResult(index, rate, r.throughput, r.errors_total, r.attempts, invalid)
-
-    def offer(
-        self,
-        st: SweepState,
-        rate: float,
-        load: httperf.Load,
-        slots: list[list[int] | None],
-        duration: float,
-        timeout: float | None = None,
-    ) -> ParallelRun:
-        """Run the step's httperf processes side by side (--timeout `timeout`, default the
-        `timeout` param); any that failed fails the step."""
-        p = st.ctx.params
-        timeout = float(p["timeout"]) if timeout is None else timeout
-        argvs = [
-            httperf.argv(
-                st.served.host,
-                st.served.port,
-                nginx.uri(st.size),
-                r,
-                n,
-                st.calls,
-                timeout,
-                bool(p.get("hog", False)),
-                st.server_closes,
-                st.recv_bytes,
-            )
-            for r, n in zip(load.rates, load.shares, strict=True)
-        ]
-        # start the processes 1/rate apart so their equal schedules interleave, not coincide
-        stagger = min(0.05, 1 / max(load.conn_rate, 1))
-        par = run_clients(argvs, slots, timeout=duration * 3 + 60, stagger_s=stagger, ctx=st.ctx)
-        for i, run in enumerate(par.runs):
-            if not run.result.ok:
-                tail = (run.result.stderr or run.result.stdout).strip().splitlines()[-3:]
-                error = WorkloadTimeout if run.result.timed_out else WorkloadError
-                raise error(
-                    f"{self.name}: httperf {i + 1}/{len(par.runs)} failed at {rate:.0f} req/s:"
-                    f" {' | '.join(tail)}",
-                    samples=st.samples,
-                )
-        return par
-
-    @staticmethod
-    def step_labels(
-        st: SweepState,
-        index: int,
-        rate: float,
-        clients: int,
-        r: httperf.HttperfResult,
-        invalid: str | None,
-        phase: str | None,
-    ) -> dict[str, Any]:
-        labels: dict[str, Any] = {
-            "step": index,
-            "offered_rate": round(rate, 1),
-            "file_size_kb": st.size,
-            "calls_per_conn": st.calls,
-            "client_nofile": st.nofile,
-            "client_recv_buffer": st.recv_bytes,
-            "clients": clients,
-        }
-        if st.calls == 1:
-            labels["closes"] = "server" if st.server_closes else "client"
-        if phase:
-            labels["phase"] = phase
-        if r.starved:  # below the tolerance it is not invalid, but it must stay visible
-            labels["client_errors"] = r.starved
-        if invalid:
-            labels["invalid"] = invalid
-        return labels
-
-    @staticmethod
-    def step_values(r: httperf.HttperfResult, rate: float) -> dict[str, float]:
-        values = {
-            "offered_rate": rate,
-            "reply_rate": r.throughput,
-            "send_rate": r.send_rate(),
-            "reply_time_ms": r.reply_time_ms,
-            "transfer_time_ms": r.transfer_time_ms,
-            "connection_time_ms": r.conn_time_avg_ms,
-            "connect_time_ms": r.connect_time_ms,
-            "net_throughput": r.net_kb_s,
-            "errors": r.errors_total,
-            "error_pct": 100 * r.errors_total / max(r.attempts, 1),
-            "replies_non_2xx": r.replies - r.status.get("2xx", 0),
-        }
-        if r.reply_rate_samples:  # httperf samples the reply rate only every 5 s
-            values |= {
-                "reply_rate_min": r.reply_rate_min,
-                "reply_rate_max": r.reply_rate_max,
-                "reply_rate_stddev": r.reply_rate_stddev,
-            }
-        values["max_connect_burst"] = r.max_burst
-        return values
-
-    def record(
-        self,
-        st: SweepState,
-        labels: dict[str, Any],
-        values: dict[str, float],
-        r: httperf.HttperfResult,
-        par: ParallelRun,
-    ) -> None:
-        """The step's samples (target figures, errors by class, the client's CPU) and its
-        time series points."""
-        for metric, value in values.items():
-            st.samples.append(self.sample(metric, value, **labels))
-        for cls, n in r.errors.items():
-            if n:
-                st.samples.append(self.sample("errors_by_class", n, **labels, error_class=cls))
-        client = self.client_sample(par, **labels)
-        client.labels["client_cpus_busy_pct"] = round(100 * par.cpu_busy, 1)
-        st.samples.append(client)
-        t = time.monotonic() - st.t0
-        for metric, unit in (("offered_rate", "req/s"), ("reply_rate", "req/s")):
-            st.ctx.series(f"{metric}.{st.size}KB", t, values[metric], unit, "target")
-        st.ctx.series(f"client_cpu_pct.{st.size}KB", t, client.value, "%", "client")
-
-    @staticmethod
-    def verdict(
-        parts: list[httperf.HttperfResult],
-        rates: list[float],
-        par: ParallelRun,
-        merged: httperf.HttperfResult,
-        conn_rate: float,
-    ) -> str | None:
-        """Why the step measured the client, not the server: each httperf process is judged
-        on its own (its CPU, its sockets, its send rate), then all of them together."""
-        ok = merged.status.get("2xx", 0) + merged.status.get("3xx", 0)
-        errors = http_errors(merged.replies - ok, merged.replies)
-        if len(parts) == 1:
-            return first(httperf.invalid_reason(parts[0], rates[0], par.runs[0].cpu_util), errors)
-        k = len(parts)
-        reasons = [
-            f"httperf {i + 1}/{k}: {why}"
-            for i, (r, rate, run) in enumerate(zip(parts, rates, par.runs, strict=True))
-            if (why := httperf.invalid_reason(r, rate, run.cpu_util))
-        ]
-        if not reasons and (why := httperf.invalid_reason(merged, conn_rate, par.cpu_util)):
-            reasons.append(f"all {k} httperf processes: {why}")
-        return "; ".join([*reasons, *([errors] if errors else [])]) or None
-
     @classmethod
     def unsaturated(cls, samples: list[Sample], label: str = "invalid") -> float | None:
-        """Of a solo peak's run only (an ordinary sweep is stored as it ran; the report
-        labels where it stopped): each file size's sweep that ran out of steps with its top
-        step served in full (sweep.never_saturated) gets `label` on its headline (invalid,
-        or a last attempt's lower bound); the highest such top rate."""
-        top_rate = None
-        for head in samples:
-            if head.metric != "steps" or head.labels.get("phase"):
-                continue
-            size, last = head.labels.get("file_size_kb"), int(head.value) - 1
-            mine = [
-                s
-                for s in samples
-                if s.labels.get("file_size_kb") == size and not s.labels.get("phase")
-            ]
-            top = next(
-                (s for s in mine if s.metric == "reply_rate" and s.labels.get("step") == last),
-                None,
-            )
-            if top is None:
-                continue
-            offered = float(top.labels.get("offered_rate", 0))
-            probes = [s for s in mine if s.metric == "capacity_probe"]
-            # the probe that set the scale (stores written before the label: the last one)
-            used = next((s for s in probes if s.labels.get("probe_used")), None)
-            used = used or (probes[-1] if probes else None)
-            why = sweep.never_saturated(
-                str(head.labels.get("stopped")), offered, top.value, used.value if used else None
-            )
-            if why is None:
-                continue
-            for s in mine:
-                if s.metric in ("peak_throughput", "peak_offered_rate"):
-                    s.labels.setdefault(label, why)
-            top_rate = max(top_rate or 0.0, offered)
-        return top_rate
+        """SoloPeakRetry: of a solo peak's run only (an ordinary sweep is stored as it ran;
+        the report labels where it stopped), drivers/sweep.py `mark_unsaturated`."""
+        return sweep.mark_unsaturated(samples, label)
 
     def headline(
         self, steps: list[sweep.StepResult], size: int, stopped: str, phase: str | None = None
@@ -765,17 +455,20 @@ class WrkMax(_NginxWorkload):
         "connections": Param(32, "concurrent connections", 1, 100_000),
         "threads": Param(1, "wrk threads (each pins one client CPU)", 1, 256),
     }
-    # co-located servers run each size together: a guest that checks its NIC or starts late
-    # between sizes no longer shifts the next size's window (overlap 90-95 % measured)
-    points_together = True
 
     def run(self, platform: Platform, ctx: RunContext) -> list[Sample]:
+        return self.run_together(platform, ctx, None)
+
+    def run_together(
+        self, platform: Platform, ctx: RunContext, gate: LockstepParty | None
+    ) -> list[Sample]:
+        """StepsTogether: co-located servers run each size together, so a guest that checks
+        its NIC or starts late between sizes does not shift the next size's window."""
         sizes = self.sizes(ctx)
         nofile = raise_nofile()
         p = ctx.params
         samples: list[Sample] = []
         with self.nginx(platform, ctx, sizes) as served:
-            gate = ctx.lockstep
             for size in sizes:
                 if gate:  # every co-located environment starts this size now
                     gate.begin()

@@ -12,11 +12,11 @@ import time
 from contextlib import AbstractContextManager
 from typing import Any
 
-from ... import cgroups, cleanup, directio, hostfs, hostnet, tools
+from ... import cgroups, cleanup, directio, hostfs, hostnet, parsing, tools
 from ...errors import NeedsRootError, PlatformError
 from ...images import rootfs
 from .. import engine_config
-from ..base import NAME_PREFIX, Accounting, ExecResult, Platform, Process
+from ..base import NAME_PREFIX, Accounting, ExecResult, Platform, PlatformSpec, Process
 from ..capabilities import StartupTiming
 from ..cpu_weight import weighted
 from ..procs import HostProcess
@@ -63,8 +63,14 @@ class ContainerPlatform(Platform):
     Options = ContainerOptions
     opts: ContainerOptions
 
-    def __init__(self, spec_, instance: str, host: Platform | None = None) -> None:
-        super().__init__(spec_, instance, host)
+    def __init__(
+        self,
+        spec_,
+        instance: str,
+        host: Platform | None = None,
+        budget: cgroups.CpuBudget | None = None,
+    ) -> None:
+        super().__init__(spec_, instance, host, budget=budget)
         o = self.opts
         self.config = Config(
             o.runtime, o.storage, o.network, o.resources, o.rt_runtime_us, o.rt_period_us
@@ -78,6 +84,18 @@ class ContainerPlatform(Platform):
         self._published: dict[int, tuple[str, int]] = {}
         self._seq = 0
         self._ifaces: dict[str, list[str]] = {}  # engine-made veths (docker), per instance
+
+    @classmethod
+    def pinnable_cpus(cls, spec: PlatformSpec, cpus: list[int]) -> tuple[list[int], str | None]:
+        """Its `cpuset` limits it (taskset inside cannot leave it)."""
+        value = spec.options.get("cpuset")
+        if value is None:
+            return list(cpus), None
+        try:
+            own = parsing.cpu_list(value)
+        except parsing.ParseError:  # the loader refuses a bad cpuset; never widen on one here
+            own = []
+        return [c for c in cpus if c in own], f"cpuset = {value!r}"
 
     # --- lifecycle ----------------------------------------------------------------------
     def _image(self):

@@ -44,8 +44,8 @@ class VmPlatform(Platform):
     Options = options.VmOptions
     opts: options.VmOptions
 
-    def __init__(self, spec, instance, host=None) -> None:
-        super().__init__(spec, instance, host)
+    def __init__(self, spec, instance, host=None, budget=None) -> None:
+        super().__init__(spec, instance, host, budget=budget)
         self.machine: Machine | None = None
         self.net: GuestNet | None = None
         self.cgroup: Cgroup | None = None
