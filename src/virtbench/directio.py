@@ -12,10 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-LABEL = "direct_io"  # on every O_DIRECT sample: HONOURED or "cached:<why>"
+from . import labelkeys
+
+LABEL = labelkeys.DIRECT_IO  # on every O_DIRECT sample: HONOURED or "cached:<why>"
 HONOURED = "honoured"
 _CACHED = "cached:"
-DIRECT = "direct"  # fio's O_DIRECT flag label (1 = O_DIRECT)
+DIRECT = labelkeys.DIRECT  # fio's O_DIRECT flag label (1 = O_DIRECT)
 
 
 def cached(why: str) -> str:

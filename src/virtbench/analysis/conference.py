@@ -15,11 +15,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from .. import labelkeys
 from .stats import Summary, summarize
 
 SUITE = "conference"
-USERS = "users"
-SATURATED = "saturated"  # label of a step measured past the server's saturation
+USERS = labelkeys.USERS
+SATURATED = labelkeys.SATURATED  # label of a step measured past the server's saturation
 
 
 def _users(row: dict[str, Any]) -> int | None:
@@ -118,8 +119,8 @@ def users_served(rows: list[dict[str, Any]]) -> dict[str, Served]:
         valid = [float(r["value"]) for r in rs if r["valid"]]
         out[platform] = Served(
             summarize(valid),
-            [str(r["labels"].get("stopped", "")) for r in rs],
-            sum(1 for r in rs if r["valid"] and r["labels"].get("bound")),
+            [str(r["labels"].get(labelkeys.STOPPED, "")) for r in rs],
+            sum(1 for r in rs if r["valid"] and r["labels"].get(labelkeys.BOUND)),
             sum(1 for r in rs if not r["valid"]),
         )
     return out

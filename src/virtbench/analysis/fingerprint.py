@@ -14,6 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from .. import labelkeys
+
 MATTERS = ("cpu_model", "microcode", "kernel", "governor", "turbo", "smt", "virtualization")
 # matter when both runs record them; runs stored before they were recorded say nothing
 # (no "unknown" line: hostinfo.hypervisor() came with issue 14, `tuned` with `virtbench tune`)
@@ -132,7 +134,7 @@ def compare(
     return Gate(diffs, unknown)
 
 
-ENGINE = "engine"  # a cell's platform label: the engine's own configuration
+ENGINE = labelkeys.ENGINE  # a cell's platform label: the engine's own configuration
 
 
 def engines_of(cells: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
@@ -141,7 +143,7 @@ def engines_of(cells: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, dict[st
     has one speaks for the platform (a run provisions each platform the same way)."""
     out: dict[str, dict[str, Any]] = {}
     for platform, labels in cells:
-        engine = (labels.get("platform") or {}).get(ENGINE)
+        engine = (labels.get(labelkeys.PLATFORM) or {}).get(ENGINE)
         if isinstance(engine, dict) and platform not in out:
             out[platform] = engine
     return out

@@ -18,13 +18,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import labelkeys
 from ..store.description import DIMENSION, IGNORED, RunDescription
 from .colocation import BESIDE_LABEL, beside_targets
 from .stalls import AMBIGUOUS_LABEL, sample_stall
 from .stats import Summary, summarize
 
 # the reason of an invalid sample (the store's valid flag), never a result's identity
-VALIDITY_LABEL = "invalid"
+VALIDITY_LABEL = labelkeys.INVALID
 
 
 def _scalar(value: Any) -> Any:
@@ -287,7 +288,7 @@ def build(rows: list[dict[str, Any]], description: RunDescription) -> list[Group
                 InvalidSample(
                     int(row["repetition"]),
                     float(row["value"]),
-                    row.get("invalid_reason") or str(labels.get("invalid") or "invalid"),
+                    row.get("invalid_reason") or str(labels.get(labelkeys.INVALID) or "invalid"),
                     row["cell_id"],
                 )
             )

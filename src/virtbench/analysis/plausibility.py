@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .. import directio
+from .. import directio, labelkeys
 from ..ceiling.record import METRICS, Ceiling, from_facts
 from ..store.description import RunDescription
 from .groups import dimension_keys
@@ -38,7 +38,7 @@ from .groups import dimension_keys
 # fallback rule: beyond native's largest figure by more than this: a factor, not a
 # tolerance, because a cache is several times faster than the device it hides (3-5x seen)
 LIMIT_FACTOR = 1.25
-IO_PATTERN = "io_pattern"  # workloads/disk.py: "<fio rw> <bs>", the ceiling's pattern
+IO_PATTERN = labelkeys.IO_PATTERN  # workloads/disk.py: "<fio rw> <bs>", the ceiling's pattern
 NATIVE = "native"
 # platform labels that say how its storage reaches the device, quoted when none explains
 STORAGE_LABELS = ("runtime", "storage", "disk_cache", "stacked_on")
@@ -74,7 +74,7 @@ def _platform(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _direct(labels: dict[str, Any]) -> bool:
-    return directio.is_direct(labels) and labels.get("direct_honoured") is not False
+    return directio.is_direct(labels) and labels.get(labelkeys.DIRECT_HONOURED) is not False
 
 
 def _judged(row: dict[str, Any], labels: dict[str, Any]) -> bool:
@@ -126,7 +126,7 @@ def ceiling_for(ceilings: Iterable[Ceiling], labels: dict[str, Any], metric: str
 def hint(platform: dict[str, Any], labels: dict[str, Any]) -> str:
     """Where to look, from what the platform recorded (no platform kind is assumed)."""
     said = [f"{k}={platform[k]}" for k in STORAGE_LABELS if platform.get(k) is not None]
-    said.append(f"workdir fs={labels.get('fs_type', 'unknown')}")
+    said.append(f"workdir fs={labels.get(labelkeys.FS_TYPE, 'unknown')}")
     return (
         f"this platform ({', '.join(said)}) did not say it caches O_DIRECT: find the cache"
         " between its workdir and the host device (a VM disk_cache other than none or"

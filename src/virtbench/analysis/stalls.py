@@ -13,12 +13,13 @@ import re
 import statistics
 from typing import TYPE_CHECKING, Any
 
+from .. import labelkeys
 from . import ratios
 
 if TYPE_CHECKING:
     from .groups import Group
 
-AMBIGUOUS_LABEL = "rt_throttle_ambiguous_us"
+AMBIGUOUS_LABEL = labelkeys.RT_THROTTLE_AMBIGUOUS_US
 STALL_FACTOR = 5.0  # one round this many times the others' median: that round had a stall
 MIN_ROUNDS = 3  # a median of the other rounds needs two of them
 _MAXIMUM = re.compile(r"(^|_)max(_|$)")  # max_us, raw_max_us, latency_max_ms; not max_connect

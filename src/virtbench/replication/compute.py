@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .. import labelkeys
 from ..analysis import ratios, stalls
 from ..analysis.floors import floor_function
 from ..analysis.groups import Group
@@ -131,7 +132,7 @@ def _link(data: ReportData, f: Finding, platform: str, test: str) -> str:
 def _own_budget(g: Group) -> str:
     """A co-location cell whose environments each had their own CPU quota: a pair got twice
     the solo's CPU, where the paper's guests divided one machine (docs/colocation.md)."""
-    budget = g.labels.get("cpu_budget")
+    budget = g.labels.get(labelkeys.CPU_BUDGET)
     if g.key.scenario == "solo" or not (isinstance(budget, str) and budget.startswith("own")):
         return ""
     return (
@@ -183,7 +184,9 @@ def _accel(data: ReportData, f: Finding, platform: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for name in names:
         lab = labels.get(name) or {}
-        accel = lab.get("accel_used") or (labels.get(lab.get("host") or "") or {}).get("accel_used")
+        accel = lab.get(labelkeys.ACCEL_USED) or (
+            labels.get(lab.get(labelkeys.HOST) or "") or {}
+        ).get(labelkeys.ACCEL_USED)
         if accel:
             out[name] = str(accel)
     return out

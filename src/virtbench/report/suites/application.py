@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from ... import labelkeys
 from .. import html, svg
 from ..sections import Section, register_section
 from .web import _group_table
@@ -44,8 +45,8 @@ def interval_chart(data) -> str | None:
         platform, scenario = key
         pts, invalid = [], {}
         for g in sorted(by_line[key], key=lambda g: int(g.key.dim("interval"))):
-            step = step or g.labels.get("interval_s")
-            x = (int(g.key.dim("interval")) + 1) * float(g.labels.get("interval_s") or 1)
+            step = step or g.labels.get(labelkeys.INTERVAL_S)
+            x = (int(g.key.dim("interval")) + 1) * float(g.labels.get(labelkeys.INTERVAL_S) or 1)
             s = g.summary
             if s.mean is not None:
                 pts.append((x, s.mean, s.minimum, s.maximum))

@@ -10,6 +10,7 @@ one line per platform, and the first raw samples (Fig. 6).
 
 from __future__ import annotations
 
+from ... import labelkeys
 from ...analysis.groups import Group
 from .. import fmt
 from ..data import ReportData
@@ -149,15 +150,18 @@ def _notes(data: ReportData, scenario: str) -> list[str]:
         ):
             continue
         labels = r["labels"]
-        if "rt_budget_split" in labels and "rt_budget_neighbour_period_us" in labels:
+        if (
+            labelkeys.RT_BUDGET_SPLIT in labels
+            and labelkeys.RT_BUDGET_NEIGHBOUR_PERIOD_US in labels
+        ):
             split.setdefault(r["platform"], labels)
         # with an RR competitor (compete=rr) long gaps at no boundary are its quantum
         if (
-            labels.get("rt_throttle_ambiguous_us")
-            and labels.get("quantum_policy") != "rr"
-            and r["value"] >= float(labels["rt_throttle_ambiguous_us"])
+            labels.get(labelkeys.RT_THROTTLE_AMBIGUOUS_US)
+            and labels.get(labelkeys.QUANTUM_POLICY) != "rr"
+            and r["value"] >= float(labels[labelkeys.RT_THROTTLE_AMBIGUOUS_US])
         ):
-            amb = float(labels["rt_throttle_ambiguous_us"])
+            amb = float(labels[labelkeys.RT_THROTTLE_AMBIGUOUS_US])
             ambiguous[r["platform"]] = max(ambiguous.get(r["platform"], 0.0), amb)
     notes = []
     for p, lb in split.items():

@@ -14,6 +14,7 @@ Reads only the store's rows, through analysis/colocation.py and analysis/colocat
 
 from __future__ import annotations
 
+from .... import labelkeys
 from ....analysis import colocation as coloc
 from ....analysis import colocation_steps as coloc_steps
 from ....store.description import DIMENSION
@@ -22,7 +23,7 @@ from ...sections import Section, register_section
 from . import figures, roles, steps, weights
 
 # every sample of a co-location cell carries the scenario's kind under this label
-KIND_LABEL = "scenario_kind"
+KIND_LABEL = labelkeys.SCENARIO_KIND
 
 
 def _fmt(v: float | None, spec: str = ".3g") -> str:
@@ -316,7 +317,11 @@ def lockstep_note(data) -> str:
     unshared: dict[str, int] = {}
     for r in data.samples:
         lab = r["labels"]
-        if r["metric"] != "reply_rate" or "step" not in lab or not lab.get("lockstep"):
+        if (
+            r["metric"] != "reply_rate"
+            or labelkeys.STEP not in lab
+            or not lab.get(labelkeys.LOCKSTEP)
+        ):
             continue
         who = f"{r['platform']} · {r['scenario']} · {r['role']}"
         total[who] = total.get(who, 0) + 1
