@@ -179,3 +179,34 @@ INTERVAL_S = "interval_s"  # the length of one JMeter interval, seconds
 BOUND = "bound"  # users served is only a bound ("lower bound: never saturated")
 PUBLISHERS = "publishers"  # conference users who publish a stream
 RUNTIME = "runtime"  # the Wasm runtime (wasmtime, or native for the C twin)
+
+# written as keyword labels (Workload.sample) or only declared by a workload
+# (dimension_labels / ignored_labels, kept for the runs stored with them)
+APP_JARS = "app_jars"  # the application suite's jars (declared by workloads/application.py)
+INTERVAL = "interval"  # the JMeter interval of the measured period a sample covers
+LATE_REQUESTS = "late_requests"  # requests that ended after their interval
+CLIENT_LIMIT = "client_limit"  # the client CPU busy share past which the clients were the limit
+ORDER = "order"  # HPL's matrix order N
+RW = "rw"  # fio's rw mode
+FILE_SIZE = "file_size"  # fio's file size (declared by workloads/disk.py)
+FILE_SIZE_BYTES = "file_size_bytes"  # fio's file size, bytes (declared by workloads/disk.py)
+HISTOGRAM_US = "histogram_us"  # cyclictest's latency histogram: (us, count) pairs
+MIN = "min"  # the smallest of a lifecycle measurement's values, ms
+MAX = "max"  # the largest of them, ms
+VALUES = "values"  # all of them, ms
+ACCESS = "access"  # sysbench's memory access mode (seq or rnd)
+ARRAY_MIB = "array_mib"  # mbw's array size, MiB
+ITERATIONS = "iterations"  # mbw's copies per method
+METHOD = "method"  # mbw's copy method
+BLOCK_SIZE_BYTES = "block_size_bytes"  # sysbench's memory block size, bytes
+OP = "op"  # sysbench's memory operation (read or write)
+BLOCK_KIB = "block_kib"  # sysbench's memory block per thread, KiB
+EVENTS = "events"  # sysbench's fixed event count
+PROTOCOL = "protocol"  # the network protocol (declared by workloads/network.py)
+MESSAGE_SIZE_BYTES = "message_size_bytes"  # the message size (declared by workloads/network.py)
+RATE = "rate"  # the offered rate (declared by workloads/network.py)
+DISK_GB = "disk_gb"  # the size of a created VM disk image, GB
+PREALLOCATION = "preallocation"  # qemu-img's preallocation mode
+CONNECTIONS = "connections"  # wrk's concurrent connections
+ERROR_CLASS = "error_class"  # the class of httperf's errors a count is of
+MAX_CONNECT_BURST = "max_connect_burst"  # the most connections httperf opened at once

@@ -40,6 +40,20 @@ def _dict_keys(node: ast.expr) -> list[str]:
     return [k for key in node.keys if (k := _text(key)) is not None]
 
 
+# a workload's declared labels (workloads/base.py): keys its samples carry
+DECLARED = frozenset({"dimension_labels", "ignored_labels"})
+
+
+# methods whose keyword arguments are labels (workloads/base.py)
+KEYWORD_LABELS = frozenset({"sample", "label_all"})
+
+
+def _tuple_keys(node: ast.expr) -> list[str]:
+    if not isinstance(node, ast.Tuple | ast.List):
+        return []
+    return [k for item in node.elts if (k := _text(item)) is not None]
+
+
 def literal_keys(tree: ast.AST) -> tuple[set[str], set[str]]:
     """(keys written, keys read) as string literals on labels in a module."""
     written: set[str] = set()
@@ -52,11 +66,17 @@ def literal_keys(tree: ast.AST) -> tuple[set[str], set[str]]:
                     written.add(_text(t.slice))  # type: ignore[arg-type]
                 if isinstance(t, ast.Name) and "labels" in t.id and node.value is not None:
                     written.update(_dict_keys(node.value))
+                if isinstance(t, ast.Name) and t.id in DECLARED and node.value is not None:
+                    written.update(_tuple_keys(node.value))
         elif isinstance(node, ast.Call):
+            f = node.func
             for kw in node.keywords:
                 if kw.arg == "labels":
                     written.update(_dict_keys(kw.value))
-            f = node.func
+                elif kw.arg and isinstance(f, ast.Attribute) and f.attr in KEYWORD_LABELS:
+                    written.add(kw.arg)  # Workload.sample(metric, value, key=...)
+            if isinstance(f, ast.Attribute) and f.attr == "dim" and node.args:
+                read.update(k for k in [_text(node.args[0])] if k)  # GroupKey.dim(key)
             if isinstance(f, ast.Attribute) and _is_labels(f.value):
                 first = _text(node.args[0]) if node.args else None
                 if f.attr == "update":
@@ -113,5 +133,8 @@ def test_each_key_is_named_once():
 
 def test_the_scan_sees_literal_keys():
     # the scan itself: a write, a read and a membership test of literal keys are found
-    tree = ast.parse('s.labels["a"] = 1\nx = row["labels"].get("b")\nif "c" in labels: pass')
-    assert literal_keys(tree) == ({"a"}, {"b", "c"})
+    tree = ast.parse(
+        's.labels["a"] = 1\nx = row["labels"].get("b")\nif "c" in labels: pass\n'
+        'ignored_labels += ("d",)\nself.sample("m", 1.0, e=2)\ng.key.dim("f")'
+    )
+    assert literal_keys(tree) == ({"a", "d", "e"}, {"b", "c", "f"})

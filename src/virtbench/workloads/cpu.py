@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .. import ownedtmp
+from .. import labelkeys, ownedtmp
 from ..drivers import hpcc, stress_ng, sysbench
 from ..errors import WorkloadError
 from ..platforms import stall
@@ -131,7 +131,7 @@ class _StressNg(Workload):
         invalid = stress_ng.too_few_ops(m)
         if invalid:  # keep them, flagged
             for s in samples:
-                s.labels["invalid"] = invalid
+                s.labels[labelkeys.INVALID] = invalid
         return samples
 
 
@@ -225,7 +225,7 @@ class HpccLinpack(_Hpcc):
         for metric, value in r.figures.items():
             s = self.sample(metric, value, **r.labels)
             if r.invalid:
-                s.labels["invalid"] = r.invalid
+                s.labels[labelkeys.INVALID] = r.invalid
             samples.append(s)
         return samples
 
@@ -272,6 +272,6 @@ class HpccLinpackSweep(_Hpcc):
                 hpl_time_s=run.time_s,
             )
             if not run.passed:
-                s.labels["invalid"] = "HPL residual check FAILED"
+                s.labels[labelkeys.INVALID] = "HPL residual check FAILED"
             samples.append(s)
         return samples

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 
+from .. import labelkeys
 from ..errors import VirtbenchError, WorkloadError
 from ..platforms.base import Platform
 from ..platforms.capabilities import DiskImages, FreshBoot, require
@@ -67,7 +68,7 @@ class VmShutdown(Workload):
     def run(self, platform: Platform, ctx: RunContext) -> list[Sample]:
         vm, _ = _boot_sibling(self, platform)
         try:
-            labels = {"accel_used": vm.boot_phases().labels["accel_used"]}
+            labels = {labelkeys.ACCEL_USED: vm.boot_phases().labels[labelkeys.ACCEL_USED]}
             try:
                 shutdown_s = vm.shutdown(timeout=ctx.timeout or 60)
             except VirtbenchError as exc:

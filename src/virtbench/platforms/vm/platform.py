@@ -12,7 +12,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from ... import cleanup, directio, tools
+from ... import cleanup, directio, labelkeys, tools
 from ...cgroups import Cgroup
 from ...errors import PlatformError
 from ...metrics.schedstat import other_threads
@@ -372,7 +372,7 @@ class VmPlatform(Platform):
         if self.machine is None:
             raise PlatformError(f"platform '{self.name}' is not provisioned")
         t = self.machine.timings
-        labels = {"accel_used": self.accel_used, "vcpus": self.options["vcpus"]}
+        labels = {labelkeys.ACCEL_USED: self.accel_used, "vcpus": self.options["vcpus"]}
         return BootPhases(t["boot_s"], t["qmp_s"], labels)
 
     @contextlib.contextmanager

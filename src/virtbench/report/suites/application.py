@@ -30,7 +30,7 @@ def interval_chart(data) -> str | None:
     groups = [
         g
         for g in data.select(test_case=TEST_CASE, role="target")
-        if g.key.metric == "interval_throughput" and g.key.dim("interval") is not None
+        if g.key.metric == "interval_throughput" and g.key.dim(labelkeys.INTERVAL) is not None
     ]
     if not groups:
         return None
@@ -44,9 +44,11 @@ def interval_chart(data) -> str | None:
     for i, key in enumerate(sorted(by_line, key=lambda k: (order.get(k[0], 99), k[1]))):
         platform, scenario = key
         pts, invalid = [], {}
-        for g in sorted(by_line[key], key=lambda g: int(g.key.dim("interval"))):
+        for g in sorted(by_line[key], key=lambda g: int(g.key.dim(labelkeys.INTERVAL))):
             step = step or g.labels.get(labelkeys.INTERVAL_S)
-            x = (int(g.key.dim("interval")) + 1) * float(g.labels.get(labelkeys.INTERVAL_S) or 1)
+            x = (int(g.key.dim(labelkeys.INTERVAL)) + 1) * float(
+                g.labels.get(labelkeys.INTERVAL_S) or 1
+            )
             s = g.summary
             if s.mean is not None:
                 pts.append((x, s.mean, s.minimum, s.maximum))
