@@ -258,6 +258,7 @@ def list_(what: str, fmt: str | None) -> None:
             )
             table.add_row(kind, cls.description, opts)
     elif what in ("suites", "workloads"):
+        from .suites import SUITES
         from .workloads import registry
 
         registry.load_all()
@@ -267,10 +268,10 @@ def list_(what: str, fmt: str | None) -> None:
                 table.add_column("description"),
                 table.add_column("test cases"),
             )
-            for suite, desc in registry.SUITES.items():
-                names = [w.name for w in registry.by_suite(suite)]
+            for suite in SUITES.values():
+                names = [w.name for w in registry.by_suite(suite.name)]
                 if names:
-                    table.add_row(suite, desc, ", ".join(names))
+                    table.add_row(suite.name, suite.description, ", ".join(names))
         else:
             for col in ("test case", "suite", "metric (unit, better)", "tools", "description"):
                 table.add_column(col)

@@ -15,10 +15,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .. import labelkeys
+from .. import labelkeys, suites
 from .stats import Summary, summarize
 
-SUITE = "conference"
+SUITE = suites.CONFERENCE
 USERS = labelkeys.USERS
 SATURATED = labelkeys.SATURATED  # label of a step measured past the server's saturation
 

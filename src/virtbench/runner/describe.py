@@ -1,4 +1,4 @@
-"""A run's description (store/description.py), read from the workload registry.
+"""A run's description (store/description.py), read from the workload registry and suites.py.
 
 The runner writes it when it creates a run, so analysis and report read what the samples
 mean from the store and never import a workload.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from .. import suites
 from ..campaign.rounds import ORDER_LABELS
 from ..results import DISTURBANCE_LABELS, PEAK_LIMIT_LABEL, SUMMARY_LABELS
 from ..store.description import (
@@ -18,24 +19,10 @@ from ..store.description import (
 )
 from ..workloads import registry
 
-# Seed 004 scores seven suites (Table 2: cpu, multicore, memory, java, disk, network,
-# application). Other suites get no seed 004 total.
-SEED004_SUITES = frozenset({"cpu", "multicore", "memory", "java", "disk", "network", "application"})
-# Suites whose figures are a cost of creating the isolation (start-up, boot, teardown), not a
-# slowdown of the workload inside it: shown beside the workload geomean "all", never in it.
-COST_SUITES = frozenset({"lifecycle"})
-# Suites whose figures enter no score at all: maxima of rare events are not throughputs, so a
-# geometric mean or seed 004 sum of them means nothing; users served before saturation is
-# often only a lower bound (max_users came first), and its curves are the result.
-UNSCORED_SUITES = frozenset({"latency", "conference"})
-
 
 def scoring(suite: str) -> SuiteScoring:
-    return SuiteScoring(
-        workload=suite not in COST_SUITES,
-        seed004=suite in SEED004_SUITES,
-        scored=suite not in UNSCORED_SUITES,
-    )
+    facts = suites.get(suite)
+    return SuiteScoring(workload=facts.workload, seed004=facts.seed004, scored=facts.scored)
 
 
 def describe(test_cases: Iterable[str]) -> RunDescription:
@@ -60,13 +47,13 @@ def describe(test_cases: Iterable[str]) -> RunDescription:
             *DISTURBANCE_LABELS,  # a cell's disturbance never splits groups
         ),
     )
-    suites = {w.suite for w in used}
+    used_suites = {w.suite for w in used}
     return RunDescription(
         metrics,
         labels,
         # every suite gets its row (and so its scoring flags), described or not
-        {s: registry.SUITES.get(s, "") for s in sorted(suites)},
-        {s: scoring(s) for s in sorted(suites)},
+        {s: suites.get(s).description for s in sorted(used_suites)},
+        {s: scoring(s) for s in sorted(used_suites)},
     )
 
 

@@ -18,7 +18,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from .. import labelkeys, ownedtmp, safefs
+from .. import labelkeys, ownedtmp, safefs, suites
 from ..appstack import build as appstack
 from ..drivers import jmeter, jvm
 from ..errors import WorkloadError, WorkloadTimeout
@@ -41,7 +41,7 @@ INTERVAL_PCT_METRICS = tuple(
 
 @register
 class DayTraderJMeter(Workload):
-    suite = "application"
+    suite = suites.APPLICATION
     name = "daytrader-jmeter"
     description = (
         "a DayTrader-like trading application (servlet on embedded Tomcat 10, HSQLDB, fresh"

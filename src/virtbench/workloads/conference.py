@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from .. import labelkeys
+from .. import labelkeys, suites
 from ..drivers import ffmpeg, rtmp
 from ..drivers.validity import CLIENT_SATURATED, client_limit
 from ..errors import WorkloadError
@@ -119,7 +119,7 @@ def measure_step(
 
 @register
 class ConferenceRtmp(Workload):
-    suite = "conference"
+    suite = suites.CONFERENCE
     name = "conference-rtmp"
     description = (
         "nginx-rtmp media server; ffmpeg users join one at a time, each publishing a webcam"

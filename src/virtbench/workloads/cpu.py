@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .. import labelkeys, ownedtmp
+from .. import labelkeys, ownedtmp, suites
 from ..drivers import hpcc, stress_ng, sysbench
 from ..errors import WorkloadError
 from ..platforms import stall
@@ -17,7 +17,7 @@ from .scratch import Deadline, read_file, remove, scratch_dir
 
 
 class _SysbenchCpu(Workload):
-    suite = "cpu"
+    suite = suites.CPU
     tools = ("sysbench",)
     metrics = (Metric("events_per_s", "events/s", True, primary=True),)
     params = {
@@ -74,7 +74,7 @@ class SysbenchCpuAll(_SysbenchCpu):
 
 
 class _StressNg(Workload):
-    suite = "cpu"
+    suite = suites.CPU
     tools = ("stress-ng",)
     metrics = (
         Metric("bogo_ops_per_s", "bogo-ops/s", True, primary=True),  # real (wall) time
@@ -166,7 +166,7 @@ HPCC_STALL_S = 10
 
 
 class _Hpcc(Workload):
-    suite = "cpu"
+    suite = suites.CPU
     tools = ("hpcc",)
 
     def hpcc_output(self, platform: Platform, ctx: RunContext, ns: int | list[int]) -> str:

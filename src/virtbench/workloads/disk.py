@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
-from .. import directio, hostfs, labelkeys
+from .. import directio, hostfs, labelkeys, suites
 from ..drivers import fio
 from ..errors import WorkloadError
 from ..platforms.base import NAME_PREFIX, ExecResult, Platform
@@ -53,7 +53,7 @@ def _metrics(primary: str) -> tuple[Metric, ...]:
 
 
 class _Fio(Workload):
-    suite = "disk"
+    suite = suites.DISK
     tools = ("fio",)
     dimension_labels = ("direct", "rw", "iodepth", "file_size", "file_size_bytes", "phase")
     # facts of how an O_DIRECT figure was made, never a result's identity

@@ -20,7 +20,7 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from .. import labelkeys, probes_build
+from .. import labelkeys, probes_build, suites
 from ..drivers import cyclictest
 from ..drivers.cyclictest import parse_cyclictest, percentile_rank, value_at_rank
 from ..drivers.probe import (
@@ -161,7 +161,7 @@ def _timeout(ctx: RunContext, seconds: float, what: str) -> float:
 class _Probe(Workload):
     """Runs one of virtbench's probes inside the environment and parses its JSON."""
 
-    suite = "latency"
+    suite = suites.LATENCY
     probe: str  # vb-<probe>
 
     def probe_argv(self, ctx: RunContext) -> list[str]:
@@ -395,7 +395,7 @@ class ThreadSwitchSweep(_ThreadSwitch):
 
 @register
 class Cyclictest(Workload):
-    suite = "latency"
+    suite = suites.LATENCY
     name = "cyclictest"
     description = "cyclictest (rt-tests): timer wake-up latency of a SCHED_FIFO thread"
     tools = ("cyclictest",)

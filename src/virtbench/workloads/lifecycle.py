@@ -19,7 +19,7 @@ from __future__ import annotations
 import statistics
 import time
 
-from .. import labelkeys
+from .. import labelkeys, suites
 from ..errors import WorkloadError, WorkloadTimeout
 from ..platforms.capabilities import ColdStart
 from .base import Metric, Param, RunContext, Workload
@@ -52,7 +52,7 @@ def _median_sample(w: Workload, metric: str, values_ms: list[float], **labels):
 
 @register
 class ContainerStartup(Workload):
-    suite = "lifecycle"
+    suite = suites.LIFECYCLE
     name = "container-startup"
     description = (
         "fresh instance: create -> first instruction of the workload, run to exit, teardown "

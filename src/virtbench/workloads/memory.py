@@ -3,7 +3,7 @@ cache levels the way seed 002's RAMspeed figure does (L1/L2/L3 plateaus, then DR
 
 from __future__ import annotations
 
-from .. import labelkeys
+from .. import labelkeys, suites
 from ..drivers import mbw, sysbench
 from ..errors import WorkloadError
 from ..platforms.base import Platform
@@ -14,7 +14,7 @@ from .scratch import Deadline
 
 @register
 class Mbw(Workload):
-    suite = "memory"
+    suite = suites.MEMORY
     name = "mbw"
     description = "mbw memory copy bandwidth, one thread: memcpy, byte loop and 1 MiB-block memcpy"
     tools = ("mbw",)
@@ -54,7 +54,7 @@ OPS = {"read": ("read",), "write": ("write",), "both": ("read", "write")}
 
 @register
 class SysbenchMemorySweep(Workload):
-    suite = "memory"
+    suite = suites.MEMORY
     name = "sysbench-memory-sweep"
     dimension_labels = ("block_size_bytes",)
     description = (

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import labelkeys
+from .. import labelkeys, suites
 from ..drivers import stress_ng, sysbench
 from ..errors import WorkloadError
 from ..platforms import stall
@@ -37,7 +37,7 @@ def default_threads(cpus: int) -> list[int]:
 
 
 class _Multicore(Workload):
-    suite = "multicore"
+    suite = suites.MULTICORE
     dimension_labels = ("threads",)
     rate_metric: str  # the metric efficiency is computed from
     params = {

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .. import labelkeys
+from .. import labelkeys, suites
 from ..drivers import iperf3, sockperf
 from ..errors import WorkloadTimeout
 from ..platforms.base import Platform
@@ -29,7 +29,7 @@ DURATION_PARAM = Param(3.0, "seconds per run", min=1, max=3600)
 
 
 class _NetWorkload(Workload):
-    suite = "network"
+    suite = suites.NETWORK
     dimension_labels = ("protocol", "message_size_bytes", "rate", NET_PATH_LABEL)
 
     def client_sample(self, run: ClientRun, **labels: Any) -> Sample:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from .. import labelkeys
+from .. import labelkeys, suites
 from ..errors import VirtbenchError, WorkloadError
 from ..platforms.base import Platform
 from ..platforms.capabilities import DiskImages, FreshBoot, require
@@ -36,7 +36,7 @@ def _boot_sibling(w: Workload, platform: Platform) -> tuple[FreshBoot, float]:
 
 @register
 class VmBoot(Workload):
-    suite = "lifecycle"
+    suite = suites.LIFECYCLE
     name = "vm-boot"
     description = "fresh VM: QEMU start -> guest agent answers (boot_s); whole provision too"
     metrics = (
@@ -60,7 +60,7 @@ class VmBoot(Workload):
 
 @register
 class VmShutdown(Workload):
-    suite = "lifecycle"
+    suite = suites.LIFECYCLE
     name = "vm-shutdown"
     description = "fresh VM: guest poweroff request -> QEMU exited; then host-side teardown"
     metrics = (Metric("shutdown_s", "s", False, primary=True), Metric("teardown_s", "s", False))
@@ -85,7 +85,7 @@ class VmShutdown(Workload):
 
 @register
 class VmImageCreate(Workload):
-    suite = "lifecycle"
+    suite = suites.LIFECYCLE
     name = "vm-image-create"
     dimension_labels = ("disk_gb",)
     description = (

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ... import labelkeys
+from ... import labelkeys, suites
 from .. import html, svg
 from ..sections import Section, register_section
 from .web import _group_table
@@ -67,7 +67,7 @@ def interval_chart(data) -> str | None:
 
 @register_section(order=45, name="application")
 def application_section(data) -> Section | None:
-    if not any(r["suite"] == "application" for r in data.samples):
+    if not any(r["suite"] == suites.APPLICATION for r in data.samples):
         return None
     parts, md = [], ""
     headers, rows = _group_table(data, TEST_CASE, SUMMARY, None)

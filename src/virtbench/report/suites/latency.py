@@ -10,7 +10,7 @@ one line per platform, and the first raw samples (Fig. 6).
 
 from __future__ import annotations
 
-from ... import labelkeys
+from ... import labelkeys, suites
 from ...analysis.groups import Group
 from .. import fmt
 from ..data import ReportData
@@ -143,7 +143,7 @@ def _notes(data: ReportData, scenario: str) -> list[str]:
     ambiguous: dict[str, float] = {}
     for r in data.samples:
         if (
-            r["suite"] != "latency"
+            r["suite"] != suites.LATENCY
             or r["scenario"] != scenario
             or r["role"] != "target"
             or r["metric"] != "max_us"
@@ -185,7 +185,7 @@ def _notes(data: ReportData, scenario: str) -> list[str]:
 
 @register_section(46, "latency-tables")
 def latency(data: ReportData) -> list[Section] | None:
-    groups = [g for g in data.select(suite="latency") if not g.key.dims]
+    groups = [g for g in data.select(suite=suites.LATENCY) if not g.key.dims]
     if not any(g.key.metric == "max_us" for g in groups):
         return None
     by = {(g.key.scenario, g.key.platform, g.key.test_case, g.key.metric): g for g in groups}

@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from ... import labelkeys
+from ... import labelkeys, suites
 from ...analysis.colocation_steps import sweep_points
 from ...results import PEAK_LIMIT_LABEL, shown_scenario
 from .. import fmt, html, svg
@@ -160,7 +160,7 @@ def _section(title: str, parts: list[str], md: str = "") -> Section:
 
 @register_section(order=40, name="web")
 def web_section(data) -> Section | None:
-    if not any(r["suite"] == "web" for r in data.samples):
+    if not any(r["suite"] == suites.WEB for r in data.samples):
         return None
     parts = curves(data)
     md = ""
@@ -203,7 +203,7 @@ def web_section(data) -> Section | None:
 
 @register_section(order=41, name="network")
 def network_section(data) -> Section | None:
-    if not any(r["suite"] == "network" for r in data.samples):
+    if not any(r["suite"] == suites.NETWORK for r in data.samples):
         return None
     parts, md = [], ""
     lat = [
