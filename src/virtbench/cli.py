@@ -938,7 +938,7 @@ def _engine_differences(side_a: dict, side_b: dict, plat_a, plat_b) -> list:
 
 def _compare_side(store, run_id: str, platform: str | None, threshold: float) -> dict:
     """What compare needs of one run: its groups, host facts, and its platforms' runtimes."""
-    from .analysis import fingerprint, floors
+    from .analysis import fingerprint, floors, platform_facts
     from .analysis import groups as groups_mod
     from .report.compare_page import Side
 
@@ -960,7 +960,7 @@ def _compare_side(store, run_id: str, platform: str | None, threshold: float) ->
         "groups": groups,
         "floor_of": lambda g: floor_of(g.key),
         "host": host,
-        "tools": set().union(*(fingerprint.platform_tools(s) for s in used)),
+        "tools": set().union(*(platform_facts.runtime_tools(host, s) for s in used)),
         "engines": fingerprint.engines_of((c.platform, c.labels) for c in cells),
         "side": Side(run_id, run["name"], str(store.path), platform),
     }

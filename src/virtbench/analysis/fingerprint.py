@@ -38,7 +38,6 @@ NOTED = (
 )
 TOOLS_USED = "tools_used"  # test case -> tools it runs (absent in runs before it was stored)
 TOOL_VERSIONS = "tool_versions"
-VM_TOOLS = ("qemu-system-x86_64",)
 
 
 @dataclass(frozen=True)
@@ -69,20 +68,6 @@ class Gate:
 
 def _show(v: Any) -> str:
     return "not readable" if v is None else str(v)
-
-
-def platform_tools(spec: dict[str, Any]) -> set[str]:
-    """The runtime a stored platform spec ran on (an OCI runtime, QEMU for a VM or the VM
-    a container is stacked on)."""
-    kind = spec.get("type")
-    opts = spec.get("options") or {}
-    out: set[str] = set()
-    if kind == "container":
-        runtime = opts.get("runtime") or "crun"
-        out |= {"podman", "crun"} if runtime == "podman" else {runtime}
-    if kind == "vm" or spec.get("host"):
-        out |= set(VM_TOOLS)
-    return out
 
 
 def tools_of(host: dict[str, Any], test_cases: Iterable[str]) -> set[str] | None:

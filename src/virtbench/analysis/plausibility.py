@@ -26,20 +26,22 @@ sample. No rule asks which kind of platform a sample came from beyond the labels
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from .. import directio, labelkeys
 from ..ceiling.record import METRICS, Ceiling, from_facts
 from ..store.description import RunDescription
+from . import platform_facts
 from .groups import dimension_keys
 
 # fallback rule: beyond native's largest figure by more than this: a factor, not a
 # tolerance, because a cache is several times faster than the device it hides (3-5x seen)
 LIMIT_FACTOR = 1.25
 IO_PATTERN = labelkeys.IO_PATTERN  # workloads/disk.py: "<fio rw> <bs>", the ceiling's pattern
-NATIVE = "native"
+# which rows' platforms reach the host's device directly (analysis/platform_facts.py)
+OnDevice = Callable[[dict[str, Any]], bool]
 # platform labels that say how its storage reaches the device, quoted when none explains
 STORAGE_LABELS = ("runtime", "storage", "disk_cache", "stacked_on")
 
@@ -83,14 +85,17 @@ def _judged(row: dict[str, Any], labels: dict[str, Any]) -> bool:
 
 
 def references(
-    rows: list[dict[str, Any]], dims_of: dict[tuple[str, str, str], set[str]]
+    rows: list[dict[str, Any]],
+    dims_of: dict[tuple[str, str, str], set[str]],
+    on_device: OnDevice | None = None,
 ) -> dict[tuple, Reference]:
     """test key -> the native reference, for O_DIRECT higher-is-better figures."""
+    on_device = on_device or platform_facts.host_device({})
     values: dict[tuple, list[float]] = {}
     units: dict[tuple, str] = {}
     for row in rows:
         labels = _labels(row)
-        if not _judged(row, labels) or _platform(row).get("platform_type") != NATIVE:
+        if not _judged(row, labels) or not on_device(row):
             continue
         key = _test_key(row, labels, dims_of)
         values.setdefault(key, []).append(float(row["value"]))
@@ -159,8 +164,10 @@ def verdict(
     ceilings: list[Ceiling],
     refs: dict[tuple, Reference],
     dims_of,
+    on_device: OnDevice | None = None,
 ) -> str | None:
     """Why this still-valid sample is not a disk figure, or None."""
+    on_device = on_device or platform_facts.host_device({})
     if not (row["valid"] and directio.is_direct(labels)):
         return None
     if mechanism := directio.invalid_reason(labels):
@@ -173,7 +180,7 @@ def verdict(
         if value <= limit:
             return None
         return f"{_above_ceiling(row, ceiling, labels)}; {hint(platform, labels)}"
-    if platform.get("platform_type") == NATIVE:
+    if on_device(row):
         return None  # native is the fallback's reference, not its subject
     ref = refs.get(_test_key(row, labels, dims_of))
     if ref is None or value <= ref.limit:
@@ -185,16 +192,19 @@ def implausible(
     rows: Iterable[dict[str, Any]],
     description: RunDescription,
     ceilings: Iterable[Ceiling] = (),
+    on_device: OnDevice | None = None,
 ) -> dict[int, str]:
     """sample_id -> reason, for every still-valid sample of a fio run that is not a disk
-    figure (by mechanism, above the ceiling, or above native where no ceiling is known)."""
+    figure (by mechanism, above the ceiling, or above native where no ceiling is known).
+    `on_device`: which rows' platforms reach the host's device directly (native), from the
+    run's host facts (analysis/platform_facts.host_device)."""
     rows, ceilings = list(rows), list(ceilings)
     dims_of = dimension_keys(rows, description)
-    refs = references(rows, dims_of)
+    refs = references(rows, dims_of, on_device)
     flagged_runs: dict[tuple[str, str], str] = {}
     for row in rows:
         labels = _labels(row)
-        if reason := verdict(row, labels, ceilings, refs, dims_of):
+        if reason := verdict(row, labels, ceilings, refs, dims_of, on_device):
             flagged_runs.setdefault(_run_key(row, labels), reason)
     return {
         int(row["sample_id"]): flagged_runs[key]
@@ -204,19 +214,23 @@ def implausible(
 
 
 def unchecked(
-    rows: Iterable[dict[str, Any]], description: RunDescription, ceilings: Iterable[Ceiling] = ()
+    rows: Iterable[dict[str, Any]],
+    description: RunDescription,
+    ceilings: Iterable[Ceiling] = (),
+    on_device: OnDevice | None = None,
 ) -> list[str]:
     """Test cases with O_DIRECT figures off native that neither a ceiling nor a native
     figure could check."""
+    on_device = on_device or platform_facts.host_device({})
     rows, ceilings = list(rows), list(ceilings)
     dims_of = dimension_keys(rows, description)
-    refs = references(rows, dims_of)
+    refs = references(rows, dims_of, on_device)
     out = []
     for row in rows:
         labels = _labels(row)
         if not (row["higher_is_better"] and _direct(labels)):
             continue
-        if _platform(row).get("platform_type") == NATIVE:
+        if on_device(row):
             continue
         if ceiling_for(ceilings, labels, row["metric"]) is not None:
             continue

@@ -7,9 +7,14 @@ mean from the store and never import a workload.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from .. import suites
+from ..analysis import platform_facts as stored
 from ..campaign.rounds import ORDER_LABELS
+from ..platforms import registry as platform_registry
+from ..platforms.base import PlatformSpec
+from ..platforms.capabilities import HostDevice, RuntimeTools
 from ..results import DISTURBANCE_LABELS, PEAK_LIMIT_LABEL, SUMMARY_LABELS
 from ..store.description import (
     MetricInfo,
@@ -66,3 +71,22 @@ def tools_used(test_cases: Iterable[str]) -> dict[str, list[str]]:
         for tc in dict.fromkeys(test_cases)
         if tc in workloads
     }
+
+
+def platform_facts(specs: Iterable[PlatformSpec]) -> dict[str, Any]:
+    """What analysis needs to know of each platform, asked of its type once at the run's
+    start (platforms/capabilities.py RuntimeTools, HostDevice) and stored with the host
+    facts (analysis/platform_facts.py reads it), so analysis never asks a platform's type."""
+    out: dict[str, dict[str, Any]] = {}
+
+    def facts(spec: PlatformSpec) -> dict[str, Any]:
+        cls = platform_registry.get(spec.type)
+        tools = set(cls.runtime_tools(spec.options)) if issubclass(cls, RuntimeTools) else set()
+        if spec.host is not None:  # it runs on its host's runtime too (QEMU of a VM)
+            tools |= set(facts(spec.host)[stored.RUNTIME_TOOLS])
+        device = issubclass(cls, HostDevice) and cls.host_device()
+        return {stored.RUNTIME_TOOLS: sorted(tools), stored.HOST_DEVICE: device}
+
+    for spec in specs:
+        out.setdefault(spec.name, facts(spec))
+    return {stored.PLATFORMS: out}

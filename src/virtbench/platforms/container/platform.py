@@ -63,6 +63,12 @@ class ContainerPlatform(Platform):
     Options = ContainerOptions
     opts: ContainerOptions
 
+    @classmethod
+    def runtime_tools(cls, options: dict[str, Any]) -> frozenset[str]:
+        """capabilities.RuntimeTools: its OCI runtime (podman runs crun)."""
+        runtime = options.get("runtime") or "crun"
+        return frozenset({"podman", "crun"} if runtime == "podman" else {runtime})
+
     def __init__(self, spec_, instance: str, host: Platform | None = None) -> None:
         super().__init__(spec_, instance, host)
         o = self.opts

@@ -44,6 +44,11 @@ class VmPlatform(Platform):
     Options = options.VmOptions
     opts: options.VmOptions
 
+    @classmethod
+    def runtime_tools(cls, options: dict[str, Any]) -> frozenset[str]:
+        """capabilities.RuntimeTools: QEMU (the one whose version moves its figures)."""
+        return frozenset({"qemu-system-x86_64"})
+
     def __init__(self, spec, instance, host=None) -> None:
         super().__init__(spec, instance, host)
         self.machine: Machine | None = None

@@ -8,7 +8,7 @@ from collections import Counter
 from typing import Any
 
 from ... import labelkeys, netstack
-from ...analysis import fingerprint
+from ...analysis import fingerprint, platform_facts
 from .. import fmt
 from ..data import ReportData
 from ..html import Raw, Td, badge, details, h, kv_table, scroll, table
@@ -225,7 +225,7 @@ def tools_shown(data: ReportData) -> tuple[dict[str, str], bool]:
     if used is None:
         return dict(versions), True
     for spec in {c.platform_json or "{}" for c in data.cells}:
-        used |= fingerprint.platform_tools(json.loads(spec))
+        used |= platform_facts.runtime_tools(data.host, json.loads(spec))
     return {t: v for t, v in versions.items() if t in used}, False
 
 
