@@ -25,7 +25,7 @@ POLICY = "policy"  # the scheduling policy the tool's threads ran under
 PLATFORM = "platform"  # cell label: the platform's own labels (Platform.labels())
 PARAMS = "params"  # cell label: the test case's parameters as run
 WARMUP = "warmup"  # cell label ({"failed": error}) or export label: how the warm-up went
-CLIENT = "client"  # cell label: facts of the remote client host that drove the load
+CLIENT = "client"  # cell label: the remote client host's facts (clock offset, RTT to the target)
 OVERLAPPED_RUNS = "overlapped_runs"  # other runs of the host that overlapped this cell
 ROUND_POSITION = "round_position"  # where the cell ran in its repetition round (campaign/rounds.py)
 DUET = "duet"  # the duet set and partner a cell ran beside (campaign/rounds.py)
@@ -81,7 +81,7 @@ WEIGHTS = "weights"  # the CPU weights of host, target and neighbour (a weights 
 STAT = "stat"  # the statistic of a summary sample (its mean over the window)
 STDEV = "stdev"  # the spread of its 1 s readings
 COV = "cov"  # their coefficient of variation
-N = "n"  # how many readings (hpcc: the HPL problem size)
+N = "n"  # how many readings it summarizes (hpcc: HPL's problem size N)
 FROM = "from"  # report-made summary: where its figures came from ("series")
 
 # web (httperf, wrk, nginx)
@@ -91,7 +91,7 @@ STEP = "step"  # the sweep step (0, 1, ...) a sample was measured at
 PHASE = "phase"  # a web point outside the sweep: "probe" or "fixed-rate"
 STOPPED = "stopped"  # why a sweep or a user ramp stopped
 CLOSES = "closes"  # which side closed the connections ("server" or "client")
-CLIENT_ERRORS = "client_errors"  # requests the client could not make (starved of sockets)
+CLIENT_ERRORS = "client_errors"  # connections httperf could not open (no fd or port)
 CLIENT_SATURATED = "client_saturated"  # the load generator, not the server, was the limit
 CLIENT_CPUS_BUSY_PCT = "client_cpus_busy_pct"  # how busy the clients' CPUs were, %
 CLIENTS = "clients"  # load generator processes
@@ -101,7 +101,7 @@ TIMEOUT_S = "timeout_s"  # httperf's --timeout, seconds
 CALLS_PER_CONN = "calls_per_conn"  # requests per connection
 CLIENT_NOFILE = "client_nofile"  # the clients' open-file limit
 CLIENT_RECV_BUFFER = "client_recv_buffer"  # the clients' receive buffer
-PROBE_USED = "probe_used"  # the sample whose probe set the sweep's rates
+PROBE_USED = "probe_used"  # on the capacity probe that set a sweep's scale
 NET_PATH = "net_path"  # the network path the client took to its server (serving/netpath.py)
 
 # network (iperf3, sockperf)
@@ -152,7 +152,7 @@ RT_THROTTLE_AMBIGUOUS_US = "rt_throttle_ambiguous_us"  # a maximum at or above i
 RT_BUDGET_SPLIT = "rt_budget_split"  # how many groups the RT budget was split between
 RT_BUDGET_NEIGHBOUR_PERIOD_US = "rt_budget_neighbour_period_us"  # the antagonists' RT period
 QUANTUM_POLICY = "quantum_policy"  # the policy a quantum scenario ran under ("rr")
-QUANTUM_EFFECTIVE = "quantum_effective"  # whether the quantum setting could take effect
+QUANTUM_EFFECTIVE = "quantum_effective"  # False: SCHED_RR in a VM is moot (vCPUs are CFS tasks)
 
 # antagonists
 ANTAGONIST = "antagonist"  # the antagonist's kind

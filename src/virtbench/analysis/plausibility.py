@@ -20,7 +20,8 @@ metrics too) with the reason:
 Pure: rows of Store.sample_rows (with sample_id), the run's description and its ceilings
 in, the sample ids to flag and their reasons out. The runner writes them to the store after
 the run (runner/validate.py), so the report and the scores read them as any other invalid
-sample. No rule asks which kind of platform a sample came from beyond the labels it carries.
+sample. No rule asks which kind of platform a sample came from: the reference is the platform
+the run stored as reaching the host device (analysis/platform_facts.py), the rest are labels.
 """
 
 from __future__ import annotations
