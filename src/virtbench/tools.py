@@ -110,7 +110,7 @@ def require(names: list[str] | tuple[str, ...], needed_by: str = "") -> None:
 def missing_hint(name: str) -> str:
     """Where `name` comes from, for a command that was not found where a workload ran it
     (exit 127): the host needs its Debian package; containers and VMs run the shared image,
-    whose package list has every workload tool (images/rootfs.py PACKAGES)."""
+    whose package list holds every workload tool (TOOLS marked `in_image`)."""
     tool = TOOLS.get(name.rsplit("/", 1)[-1])
     if tool is None:
         return f"'{name}' is not installed in that environment"

@@ -19,12 +19,10 @@ from .. import labelkeys, suites
 from .stats import Summary, summarize
 
 SUITE = suites.CONFERENCE
-USERS = labelkeys.USERS
-SATURATED = labelkeys.SATURATED  # label of a step measured past the server's saturation
 
 
 def _users(row: dict[str, Any]) -> int | None:
-    u = row["labels"].get(USERS)
+    u = row["labels"].get(labelkeys.USERS)
     return int(u) if isinstance(u, int | float) and not isinstance(u, bool) else None
 
 
@@ -38,7 +36,7 @@ def excluded_steps(rows: list[dict[str, Any]]) -> set[tuple[str, int]]:
     out = set()
     for r in rows:
         u = _users(r)
-        if u is not None and (not r["valid"] or r["labels"].get(SATURATED)):
+        if u is not None and (not r["valid"] or r["labels"].get(labelkeys.SATURATED)):
             out.add((r["cell_id"], u))
     return out
 
@@ -48,7 +46,7 @@ def saturated_steps(rows: list[dict[str, Any]]) -> set[tuple[str, int]]:
     return {
         (r["cell_id"], u)
         for r in rows
-        if (u := _users(r)) is not None and r["valid"] and r["labels"].get(SATURATED)
+        if (u := _users(r)) is not None and r["valid"] and r["labels"].get(labelkeys.SATURATED)
     }
 
 

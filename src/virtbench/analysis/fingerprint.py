@@ -119,16 +119,13 @@ def compare(
     return Gate(diffs, unknown)
 
 
-ENGINE = labelkeys.ENGINE  # a cell's platform label: the engine's own configuration
-
-
 def engines_of(cells: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
     """platform -> the engine configuration its cells recorded (platform label `engine`,
     platforms/engine_config.py), from (platform, cell labels) pairs; the first cell that
     has one speaks for the platform (a run provisions each platform the same way)."""
     out: dict[str, dict[str, Any]] = {}
     for platform, labels in cells:
-        engine = (labels.get(labelkeys.PLATFORM) or {}).get(ENGINE)
+        engine = (labels.get(labelkeys.PLATFORM) or {}).get(labelkeys.ENGINE)
         if isinstance(engine, dict) and platform not in out:
             out[platform] = engine
     return out

@@ -40,7 +40,6 @@ from .groups import dimension_keys
 # fallback rule: beyond native's largest figure by more than this: a factor, not a
 # tolerance, because a cache is several times faster than the device it hides (3-5x seen)
 LIMIT_FACTOR = 1.25
-IO_PATTERN = labelkeys.IO_PATTERN  # workloads/disk.py: "<fio rw> <bs>", the ceiling's pattern
 # which rows' platforms reach the host's device directly (analysis/platform_facts.py)
 OnDevice = Callable[[dict[str, Any]], bool]
 # platform labels that say how its storage reaches the device, quoted when none explains
@@ -122,7 +121,7 @@ def _run_key(row: dict[str, Any], labels: dict[str, Any]) -> tuple[str, str]:
 def ceiling_for(ceilings: Iterable[Ceiling], labels: dict[str, Any], metric: str) -> Ceiling | None:
     """The ceiling bounding this figure: of the run's devices, the one with the highest
     limit for its pattern (a figure above the fastest device came from none of them)."""
-    pattern = labels.get(IO_PATTERN)
+    pattern = labels.get(labelkeys.IO_PATTERN)
     if metric not in METRICS or not isinstance(pattern, str):
         return None
     known = [c for c in ceilings if c.limit(pattern, metric) is not None]
@@ -144,7 +143,7 @@ def _above_ceiling(row: dict[str, Any], ceiling: Ceiling, labels: dict[str, Any]
     u, metric = row["unit"], row["metric"]
     return (
         f"implausible O_DIRECT figure: {metric} {float(row['value']):.0f} {u} is above the"
-        f" {ceiling.describe(labels[IO_PATTERN], metric, u)}: served from a cache, not a"
+        f" {ceiling.describe(labels[labelkeys.IO_PATTERN], metric, u)}: served from a cache, not a"
         " disk figure"
     )
 
@@ -177,7 +176,7 @@ def verdict(
         return None
     value, platform = float(row["value"]), _platform(row)
     if ceiling := ceiling_for(ceilings, labels, row["metric"]):
-        limit = ceiling.limit(labels[IO_PATTERN], row["metric"]) or 0.0
+        limit = ceiling.limit(labels[labelkeys.IO_PATTERN], row["metric"]) or 0.0
         if value <= limit:
             return None
         return f"{_above_ceiling(row, ceiling, labels)}; {hint(platform, labels)}"

@@ -27,7 +27,6 @@ from .scratch import Deadline, remove, scratch_dir
 
 # filesystems that accept O_DIRECT but keep the data in memory: the figure is not disk I/O
 MEMORY_FILESYSTEMS = hostfs.MEMORY_FILESYSTEMS
-IO_PATTERN = labelkeys.IO_PATTERN  # "<fio rw> <bs>" of an O_DIRECT sample: its device ceiling's key
 
 _METRICS = (
     Metric("bandwidth_mib_s", "MiB/s", True),
@@ -57,7 +56,7 @@ class _Fio(Workload):
     tools = ("fio",)
     dimension_labels = ("direct", "rw", "iodepth", "file_size", "file_size_bytes", "phase")
     # facts of how an O_DIRECT figure was made, never a result's identity
-    ignored_labels = (directio.LABEL, IO_PATTERN)
+    ignored_labels = (labelkeys.DIRECT_IO, labelkeys.IO_PATTERN)
     rw: ClassVar[str]  # fio --rw
     bs: ClassVar[str]  # fio --bs
     op: ClassVar[str]  # "read" or "write": the section of fio's JSON that holds the figures
@@ -156,8 +155,8 @@ class _Fio(Workload):
         }
         if direct:
             labels[labelkeys.DIRECT_HONOURED] = honoured == directio.HONOURED
-            labels[directio.LABEL] = honoured
-            labels[IO_PATTERN] = f"{ph.rw} {ph.bs}"
+            labels[labelkeys.DIRECT_IO] = honoured
+            labels[labelkeys.IO_PATTERN] = f"{ph.rw} {ph.bs}"
         if result.timed_out:
             check(result, what)
         if result.returncode != 0 and direct and fio.refused_einval(result):

@@ -121,7 +121,7 @@ class VmPlatform(Platform):
         if self.net.fallback_reason:
             self.facts["network_fallback"] = self.net.fallback_reason
         if engine := self._engine_config():
-            self.facts[engine_config.LABEL] = engine
+            self.facts[labelkeys.ENGINE] = engine
         self._guest(["mkdir", "-p", self.workdir], "creating the guest work directory")
         if self.net.mode in ("bridge", "nat"):
             # the first TCP connect after boot can fail until ARP settles: resolve it now

@@ -23,7 +23,6 @@ from ...sections import Section, register_section
 from . import figures, roles, steps, weights
 
 # every sample of a co-location cell carries the scenario's kind under this label
-KIND_LABEL = labelkeys.SCENARIO_KIND
 
 
 def _fmt(v: float | None, spec: str = ".3g") -> str:
@@ -103,7 +102,7 @@ def budget_ref_note(stats: list[coloc.CellStats]) -> str:
 
 @register_section(order=55, name="colocation")
 def colocation_section(data) -> Section | None:
-    if not any(KIND_LABEL in s["labels"] for s in data.samples):
+    if not any(labelkeys.SCENARIO_KIND in s["labels"] for s in data.samples):
         return None
     primary = data.description.primary_metrics()
     dims = {tc: data.description.labels_of(DIMENSION, tc) for tc in primary}
