@@ -258,6 +258,7 @@ def list_(what: str, fmt: str | None) -> None:
             )
             table.add_row(kind, cls.description, opts)
     elif what in ("suites", "workloads"):
+        from .suites import SUITES
         from .workloads import registry
 
         registry.load_all()
@@ -267,10 +268,10 @@ def list_(what: str, fmt: str | None) -> None:
                 table.add_column("description"),
                 table.add_column("test cases"),
             )
-            for suite, desc in registry.SUITES.items():
-                names = [w.name for w in registry.by_suite(suite)]
+            for suite in SUITES.values():
+                names = [w.name for w in registry.by_suite(suite.name)]
                 if names:
-                    table.add_row(suite, desc, ", ".join(names))
+                    table.add_row(suite.name, suite.description, ", ".join(names))
         else:
             for col in ("test case", "suite", "metric (unit, better)", "tools", "description"):
                 table.add_column(col)
@@ -937,7 +938,7 @@ def _engine_differences(side_a: dict, side_b: dict, plat_a, plat_b) -> list:
 
 def _compare_side(store, run_id: str, platform: str | None, threshold: float) -> dict:
     """What compare needs of one run: its groups, host facts, and its platforms' runtimes."""
-    from .analysis import fingerprint, floors
+    from .analysis import fingerprint, floors, platform_facts
     from .analysis import groups as groups_mod
     from .report.compare_page import Side
 
@@ -959,7 +960,7 @@ def _compare_side(store, run_id: str, platform: str | None, threshold: float) ->
         "groups": groups,
         "floor_of": lambda g: floor_of(g.key),
         "host": host,
-        "tools": set().union(*(fingerprint.platform_tools(s) for s in used)),
+        "tools": set().union(*(platform_facts.runtime_tools(host, s) for s in used)),
         "engines": fingerprint.engines_of((c.platform, c.labels) for c in cells),
         "side": Side(run_id, run["name"], str(store.path), platform),
     }

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-LABEL = "direct_io"  # on every O_DIRECT sample: HONOURED or "cached:<why>"
+from . import labelkeys
+
 HONOURED = "honoured"
 _CACHED = "cached:"
-DIRECT = "direct"  # fio's O_DIRECT flag label (1 = O_DIRECT)
 
 
 def cached(why: str) -> str:
@@ -31,12 +31,12 @@ def why_cached(value: Any) -> str | None:
 
 
 def is_direct(labels: Mapping[str, Any]) -> bool:
-    return labels.get(DIRECT) in (1, True)
+    return labels.get(labelkeys.DIRECT) in (1, True)
 
 
 def invalid_reason(labels: Mapping[str, Any]) -> str | None:
     """Why an O_DIRECT sample is not a device figure by mechanism, or None."""
     if not is_direct(labels):
         return None
-    why = why_cached(labels.get(LABEL))
+    why = why_cached(labels.get(labelkeys.DIRECT_IO))
     return None if why is None else f"O_DIRECT not honoured: {why}; not a disk figure"

@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from . import labelkeys
 from .analysis import groups
 from .store.db import Store
 
@@ -43,9 +44,9 @@ def records(store: Store, run_id: str) -> Iterator[dict[str, Any]]:
         cell = json.loads(row["cell_labels"] or "{}")
         accel = cell.get("platform", {}).get("accel_used")
         if accel:
-            labels.setdefault("accel", accel)
+            labels.setdefault(labelkeys.ACCEL, accel)
         if cell.get("warmup"):  # measured after a failed warm-up (runner/run.py)
-            labels.setdefault("warmup", cell["warmup"])
+            labels.setdefault(labelkeys.WARMUP, cell["warmup"])
         rec["labels"] = labels
         yield rec
 

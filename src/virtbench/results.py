@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import labelkeys
+
 
 @dataclass(frozen=True)
 class Metric:
@@ -33,10 +35,10 @@ class Sample:
 # scenario of its own.
 SOLO_PEAK_SCENARIO = "solo-peak"
 # the CPU limit a solo peak was measured under (two limits, two results): a run-wide dimension
-PEAK_LIMIT_LABEL = "peak_cpu_limit"
+PEAK_LIMIT_LABEL = labelkeys.PEAK_CPU_LIMIT
 # on a solo peak's headline whose sweep never saturated, kept (the last attempt) as what it
 # is, a lower bound of the peak (scenarios/peaks.py)
-LOWER_BOUND_LABEL = "peak_lower_bound"
+LOWER_BOUND_LABEL = labelkeys.PEAK_LOWER_BOUND
 
 
 def is_solo_peak(scenario: str) -> bool:
@@ -55,22 +57,22 @@ def shown_scenario(scenario: str, labels: dict[str, Any]) -> str:
 # The label saying which network path a client-server sample's load generator took to its
 # server (serving/netpath.py: loopback, host-bridge, bridge, remote). Analysis gives no ratio
 # between samples taken over different paths: the ratio would measure the path.
-NET_PATH_LABEL = "net_path"
+NET_PATH_LABEL = labelkeys.NET_PATH
 PATH_LABELS = (NET_PATH_LABEL,)
 # a co-location environment offered this % of its own solo peak (`load=PCT`)
-LOAD_PCT_LABEL = "load_pct"
+LOAD_PCT_LABEL = labelkeys.LOAD_PCT
 # on a sample of a finished scene (one start-up storm per size) whose cell failed in a later
 # scene: the later error's first line. Its own experiment finished, so the runner keeps it
 # valid (runner/cell.flag_unfinished); the cell's status still says failed.
-LATER_SCENE_FAILED_LABEL = "later_scene_failed"
+LATER_SCENE_FAILED_LABEL = labelkeys.LATER_SCENE_FAILED
 
 # The labels of a per-environment summary sample (metrics/sampler.py `summary_samples`): its
 # statistic and the spread of its 1 s readings. Facts of one sample, never a result's identity:
 # a cell stores one summary per served point, whose spreads differ.
-SUMMARY_LABELS = ("stat", "stdev", "cov", "n")
+SUMMARY_LABELS = (labelkeys.STAT, labelkeys.STDEV, labelkeys.COV, labelkeys.N)
 # what else used the machine while the cell ran (metrics/disturbance.py: outside CPU, steal,
 # PSI, run queue), on every sample of the cell; and on a cell past the thresholds, what
 # disturbed it ("outside CPU", "steal"). Facts of a cell, never a result's identity.
-DISTURBANCE_LABEL = "disturbance"
-DISTURBED_LABEL = "disturbed"
+DISTURBANCE_LABEL = labelkeys.DISTURBANCE
+DISTURBED_LABEL = labelkeys.DISTURBED
 DISTURBANCE_LABELS = (DISTURBANCE_LABEL, DISTURBED_LABEL)

@@ -10,8 +10,9 @@ from collections.abc import Callable
 from . import tools
 from .errors import NeedsRootError, VirtbenchError
 
-# Packages needed beyond the tools' own (libraries, kernel for guests, helpers).
-EXTRA_PACKAGES = ["procps", "util-linux", "iproute2", "ca-certificates"]
+# Packages needed beyond the tools' own (libraries, kernel for guests, helpers); a tool's
+# package is named in tools.TOOLS only.
+EXTRA_PACKAGES = ["procps", "ca-certificates"]
 # the VM platform boots Debian's kernel from /boot (direct kernel boot, modules in initramfs)
 EXTRA_PACKAGES.append("linux-image-amd64")
 # the latency probes link statically (libc.a); gcc only recommends it

@@ -18,29 +18,37 @@ class Tool:
     version_args: tuple[str, ...] = ("--version",)
     purpose: str = ""
     optional: bool = False  # `virtbench setup` skips it; `doctor` only warns when missing
+    in_image: bool = False  # its package goes into the shared root filesystem (images/rootfs.py)
 
 
 # One table for every tool any platform or workload uses; `virtbench setup` installs these
-# packages and `virtbench doctor` reports which are missing.
+# packages, `virtbench doctor` reports which are missing, and the shared root filesystem
+# that containers and VMs run holds the packages of those marked `in_image`.
 TOOLS: dict[str, Tool] = {
     t.name: t
     for t in [
-        Tool("sysbench", "sysbench", purpose="cpu and memory benchmarks"),
-        Tool("stress-ng", "stress-ng", purpose="cpu stressors, antagonists"),
+        Tool("sysbench", "sysbench", purpose="cpu and memory benchmarks", in_image=True),
+        Tool("stress-ng", "stress-ng", purpose="cpu stressors, antagonists", in_image=True),
         # hpcc has no version flag: any invocation runs the whole benchmark and writes
         # hpccoutf.txt into the cwd, so its version comes from dpkg (empty version_args).
-        Tool("hpcc", "hpcc", (), purpose="LINPACK (HPL) GFLOPS"),
-        Tool("mpirun", "openmpi-bin", purpose="launcher for hpcc"),
-        Tool("fio", "fio", purpose="disk benchmarks"),
-        Tool("mbw", "mbw", (), purpose="memory copy bandwidth"),
-        Tool("iperf3", "iperf3", purpose="TCP/UDP throughput"),
-        Tool("sockperf", "sockperf", ("--version",), purpose="request/response latency"),
+        Tool("hpcc", "hpcc", (), purpose="LINPACK (HPL) GFLOPS", in_image=True),
+        Tool("mpirun", "openmpi-bin", purpose="launcher for hpcc", in_image=True),
+        Tool("fio", "fio", purpose="disk benchmarks", in_image=True),
+        Tool("mbw", "mbw", (), purpose="memory copy bandwidth", in_image=True),
+        Tool("iperf3", "iperf3", purpose="TCP/UDP throughput", in_image=True),
+        Tool(
+            "sockperf",
+            "sockperf",
+            ("--version",),
+            purpose="request/response latency",
+            in_image=True,
+        ),
         Tool("httperf", "httperf", purpose="open-loop web rate sweeps"),
         Tool("wrk", "wrk", ("-v",), purpose="closed-loop web load"),
-        Tool("nginx", "nginx-light", ("-v",), purpose="web server under test"),
+        Tool("nginx", "nginx-light", ("-v",), purpose="web server under test", in_image=True),
         Tool("ffmpeg", "ffmpeg", ("-version",), purpose="conference users (publish and play RTMP)"),
-        Tool("cyclictest", "rt-tests", ("--help",), purpose="timer latency"),
-        Tool("crun", "crun", purpose="OCI runtime (default)"),
+        Tool("cyclictest", "rt-tests", ("--help",), purpose="timer latency", in_image=True),
+        Tool("crun", "crun", purpose="OCI runtime (default)", in_image=True),
         Tool("runc", "runc", purpose="OCI runtime"),
         Tool("runsc", "runsc", ("--version",), purpose="gVisor sandboxed runtime"),
         Tool("podman", "podman", purpose="container engine (runtime = podman)", optional=True),
@@ -49,13 +57,25 @@ TOOLS: dict[str, Tool] = {
         Tool("qemu-img", "qemu-utils", purpose="VM disk images"),
         Tool("mkfs.ext4", "e2fsprogs", ("-V",), purpose="VM root image"),
         Tool("busybox", "busybox-static", ("--help",), purpose="VM guest init (static)"),
-        Tool("ip", "iproute2", ("-V",), purpose="bridges, veths, namespaces"),
-        Tool("nft", "nftables", ("--version",), purpose="NAT port publishing"),
-        Tool("taskset", "util-linux", ("--version",), purpose="CPU pinning"),
-        Tool("nsenter", "util-linux", ("--version",), purpose="clients in their own netns"),
+        Tool("ip", "iproute2", ("-V",), purpose="bridges, veths, namespaces", in_image=True),
+        Tool("nft", "nftables", ("--version",), purpose="NAT port publishing", in_image=True),
+        Tool("taskset", "util-linux", ("--version",), purpose="CPU pinning", in_image=True),
+        Tool(
+            "nsenter",
+            "util-linux",
+            ("--version",),
+            purpose="clients in their own netns",
+            in_image=True,
+        ),
         Tool("cc", "gcc", purpose="builds the latency probes"),
         # java -version writes to stderr; version() reads both streams
-        Tool("java", "openjdk-17-jre-headless", ("-version",), purpose="JVM of the java suite"),
+        Tool(
+            "java",
+            "openjdk-17-jre-headless",
+            ("-version",),
+            purpose="JVM of the java suite",
+            in_image=True,
+        ),
         # the application suite's client (Debian's JMeter 2.13; its HTTP sampler is in
         # jmeter-http, setup_host.EXTRA_PACKAGES); no version flag that does not start a JVM
         Tool("jmeter", "jmeter", (), purpose="application suite load generator"),
@@ -65,9 +85,14 @@ TOOLS: dict[str, Tool] = {
         Tool("lxc-start", "lxc", purpose="LXC container engine (runtime = lxc)"),
         Tool("lxc-attach", "lxc", purpose="runs workloads in LXC containers"),
         # installed by setup (docker.io brings containerd and runc); virtbench starts dockerd
-        Tool("dockerd", "docker.io", purpose="Docker engine (runtime = docker)"),
+        Tool("dockerd", "docker.io", purpose="Docker engine (runtime = docker)", in_image=True),
     ]
 }
+
+
+def image_packages() -> set[str]:
+    """The Debian packages of the tools the shared root filesystem holds."""
+    return {t.package for t in TOOLS.values() if t.in_image}
 
 
 def which(name: str) -> str | None:
@@ -85,7 +110,7 @@ def require(names: list[str] | tuple[str, ...], needed_by: str = "") -> None:
 def missing_hint(name: str) -> str:
     """Where `name` comes from, for a command that was not found where a workload ran it
     (exit 127): the host needs its Debian package; containers and VMs run the shared image,
-    whose package list has every workload tool (images/rootfs.py PACKAGES)."""
+    whose package list holds every workload tool (TOOLS marked `in_image`)."""
     tool = TOOLS.get(name.rsplit("/", 1)[-1])
     if tool is None:
         return f"'{name}' is not installed in that environment"

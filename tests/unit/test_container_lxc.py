@@ -194,16 +194,14 @@ def test_options_accept_lxc_and_list_it_when_wrong():
 
 
 def test_doctor_says_what_lxc_cannot_do_here(monkeypatch, tmp_path):
-    from virtbench import doctor
-
     monkeypatch.setattr(lxc, "APPARMOR", tmp_path / "none")
     monkeypatch.setattr(tools, "which", lambda name: "/usr/bin/" + name)
     monkeypatch.setattr(tools, "version", lambda name: "5.0.2")
-    check = doctor.lxc_check()
+    check = lxc.doctor_check()
     assert check.status == "warn"
     assert "lxc.apparmor.profile = unconfined" in check.detail
     assert "AppArmor is not enabled in this kernel" in check.detail
     assert "lxc-net" in check.detail and hostnet.BRIDGE in check.detail
     monkeypatch.setattr(tools, "which", lambda name: None)
-    check = doctor.lxc_check()
+    check = lxc.doctor_check()
     assert check.status == "missing" and check.fix == "apt-get install lxc"

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from virtbench.analysis import plausibility
+from virtbench.analysis import platform_facts, plausibility
 from virtbench.report import build
 from virtbench.report.data import ReportData
 from virtbench.runner import validate
@@ -121,6 +121,20 @@ def test_without_a_native_figure_nothing_is_flagged_and_it_says_so(store):
     d = store.description(RUN)
     assert plausibility.implausible(rows, d) == {}
     assert plausibility.unchecked(rows, d) == ["fio-seq-read"]
+
+
+def test_the_reference_is_the_platform_the_run_says_reaches_the_device(store):
+    # what the runner stored of each platform (runner/describe.platform_facts), not its type:
+    # were the VM the one on the host's device, its figures would be the reference
+    said = {p: {"runtime_tools": [], "host_device": p == "vm"} for p in PLATFORMS}
+    on_device = platform_facts.host_device({platform_facts.PLATFORMS: said})
+    rows, d = store.sample_rows(RUN), store.description(RUN)
+    flagged = plausibility.implausible(rows, d, (), on_device)
+    # the VM is no longer judged; only gVisor beats 1.25 x its largest figure (4,125)
+    assert {r["platform"] for r in rows if r["sample_id"] in flagged} == {"gvisor"}
+    reason = next(iter(flagged.values()))
+    assert "native 2467 MiB/s, n=3" in reason and "limit 4125" in reason
+    assert plausibility.unchecked(rows, d, (), on_device) == []
 
 
 def test_seed004_disk_score_excludes_invalid_samples_and_says_so(store):

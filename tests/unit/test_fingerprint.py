@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from virtbench import hostinfo, netstack
-from virtbench.analysis import fingerprint
+from virtbench.analysis import fingerprint, platform_facts
+from virtbench.platforms.base import PlatformSpec
+from virtbench.runner import describe
 
 HOST = {
     "cpu_model": "AMD EPYC",
@@ -94,16 +96,34 @@ def test_old_runs_are_unknown_not_refused():
     ]
 
 
-def test_platform_tools():
-    assert fingerprint.platform_tools({"type": "native", "options": {}}) == set()
-    assert fingerprint.platform_tools({"type": "container", "options": {}}) == {"crun"}
-    assert fingerprint.platform_tools({"type": "container", "options": {"runtime": "podman"}}) == {
-        "podman",
-        "crun",
-    }
-    assert fingerprint.platform_tools({"type": "vm"}) == {"qemu-system-x86_64"}
+def test_platform_tools_of_runs_stored_before_they_were_declared():
+    def tools(spec):
+        return platform_facts.runtime_tools({}, spec)
+
+    assert tools({"type": "native", "options": {}}) == set()
+    assert tools({"type": "container", "options": {}}) == {"crun"}
+    assert tools({"type": "container", "options": {"runtime": "podman"}}) == {"podman", "crun"}
+    assert tools({"type": "vm"}) == {"qemu-system-x86_64"}
     stacked = {"type": "container", "options": {"runtime": "runc"}, "host": "vm"}
-    assert fingerprint.platform_tools(stacked) == {"runc", "qemu-system-x86_64"}
+    assert tools(stacked) == {"runc", "qemu-system-x86_64"}
+
+
+def test_platforms_are_asked_their_tools_and_the_run_keeps_the_answer():
+    vm = PlatformSpec("vm", "vm")
+    specs = [
+        PlatformSpec("native", "native"),
+        PlatformSpec("pod", "container", {"runtime": "podman"}),
+        PlatformSpec("c@vm", "container", {"runtime": "runc"}, host=vm),
+    ]
+    host = describe.platform_facts(specs)
+    said = host[platform_facts.PLATFORMS]
+    assert said["native"] == {"runtime_tools": [], "host_device": True}
+    assert said["pod"] == {"runtime_tools": ["crun", "podman"], "host_device": False}
+    assert said["c@vm"]["runtime_tools"] == ["qemu-system-x86_64", "runc"]
+    # analysis reads what the run stored, not the spec's type
+    assert platform_facts.runtime_tools(host, {"name": "pod", "type": "vm"}) == {"podman", "crun"}
+    on_device = platform_facts.host_device(host)
+    assert on_device({"platform": "native"}) and not on_device({"platform": "pod"})
 
 
 def test_hostinfo_turbo_cpuidle_microcode(monkeypatch):

@@ -8,6 +8,7 @@ import pytest
 
 from virtbench.errors import WorkloadError
 from virtbench.platforms.base import ExecResult
+from virtbench.suites import SUITES
 from virtbench.workloads import registry
 from virtbench.workloads.base import RunContext
 from virtbench.workloads.multicore import (
@@ -102,4 +103,4 @@ def test_bad_threads_and_registration():
     with pytest.raises(WorkloadError, match="threads must be integers"):
         w.run(Scripted(lambda a: ""), ctx(w, threads=[-1]))
     names = {c.name for c in registry.by_suite("multicore")}
-    assert len(names) == 4 and "multicore" in registry.SUITES
+    assert len(names) == 4 and "multicore" in SUITES

@@ -109,10 +109,27 @@ def test_v4_unscored_test_cases_become_their_suites_flag(tmp_path):
 def test_every_suite_of_every_workload_is_described_and_scored():
     """A suite missing from the registry's descriptions once lost its scoring row, and so
     read as a seed 004 suite (wasm got a seed 004 total)."""
+    from virtbench.suites import SUITES
     from virtbench.workloads import registry
 
     every = registry.load_all()
     d = describe(list(every))
     suites = {w.suite for w in every.values()}
-    assert suites <= set(registry.SUITES) and suites == set(d.suites) == set(d.scoring)
+    assert suites <= set(SUITES) and suites == set(d.suites) == set(d.scoring)
     assert not d.scoring_of("wasm").seed004 and d.scoring_of("java").seed004
+
+
+def test_a_suites_facts_live_in_suites_py(monkeypatch):
+    """Description and scoring of a run's suite are read from suites.py, the one place."""
+    from dataclasses import replace
+
+    from virtbench import suites
+    from virtbench.workloads import registry
+
+    wasm = suites.SUITES[suites.WASM]
+    monkeypatch.setitem(
+        suites.SUITES, suites.WASM, replace(wasm, description="kernels", seed004=True)
+    )
+    d = describe([w.name for w in registry.by_suite(suites.WASM)])
+    assert d.suites == {suites.WASM: "kernels"} and d.scoring_of(suites.WASM).seed004
+    assert not hasattr(registry, "SUITES")  # no second table of descriptions

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import labelkeys
 from ..results import LOAD_PCT_LABEL, is_solo_peak, shown_scenario
 from .colocation import labels_of, lockstep_points, value_order
 
@@ -56,8 +57,8 @@ class StepPoint:
 def intensity(labels: dict[str, Any]) -> float | None:
     """A step's intensity in % of the environment's own capacity (a `load=PCT` run, or a
     capacity-mode sweep whose parameters were recorded), else None."""
-    p = labels.get("env_params") or {}
-    step = labels.get("step")
+    p = labels.get(labelkeys.ENV_PARAMS) or {}
+    step = labels.get(labelkeys.STEP)
     if labels.get(LOAD_PCT_LABEL) is not None:  # one fixed-rate step at PCT % of its solo peak
         return float(labels[LOAD_PCT_LABEL])
     if step is None or p.get("mode", "capacity") != "capacity":
@@ -73,7 +74,7 @@ def _spread(values: list[float]) -> tuple[float, float | None, float | None]:
 
 
 def _reason(r: dict[str, Any], lab: dict[str, Any]) -> str:
-    return r.get("invalid_reason") or str(lab.get("invalid") or "") or "invalid"
+    return r.get("invalid_reason") or str(lab.get(labelkeys.INVALID) or "") or "invalid"
 
 
 def _valid_or_flagged(reps: list[tuple]) -> tuple[list[tuple], str | None]:
@@ -98,22 +99,22 @@ def sweep_points(
         if r["role"].startswith("client") or r["role"] == "host":
             continue
         lab = labels_of(r)
-        if lab.get("step") is None:
+        if lab.get(labelkeys.STEP) is None:
             continue
         scenario = shown_scenario(r["scenario"], lab)
-        size, role = lab.get("file_size_kb"), r["role"]
+        size, role = lab.get(labelkeys.FILE_SIZE_KB), r["role"]
         if there is not None:
             # a different:SIZE neighbour runs its size once beside each of the target's: one
             # sweep per target size, never pooled as if they were repetitions
             role = beside_role(role, there)
         key = (r["platform"], r["test_case"], scenario, role, size)
         reason = _reason(r, lab)
-        acc[key][int(lab["step"])].append(
+        acc[key][int(lab[labelkeys.STEP])].append(
             (
                 float(r["value"]),
                 bool(r["valid"]),
                 reason,
-                lab.get("offered_rate"),
+                lab.get(labelkeys.OFFERED_RATE),
                 intensity(lab),
                 r.get("cell_id"),
             )
@@ -153,13 +154,15 @@ def _beside_sizes(rows: list[dict[str, Any]], every: list[dict[str, Any]]) -> li
     for r in every:
         if r["role"] == "target":
             lab = labels_of(r)
-            target[r.get("cell_id")].append((lab.get("lockstep_step"), lab.get("file_size_kb")))
+            target[r.get("cell_id")].append(
+                (lab.get(labelkeys.LOCKSTEP_STEP), lab.get(labelkeys.FILE_SIZE_KB))
+            )
     others: dict[tuple[Any, str], list[tuple[int, Any, Any]]] = defaultdict(list)
     for i, r in enumerate(rows):
         if r["role"] != "target":
             lab = labels_of(r)
             others[(r.get("cell_id"), r["role"])].append(
-                (i, lab.get("lockstep_step"), lab.get("file_size_kb"))
+                (i, lab.get(labelkeys.LOCKSTEP_STEP), lab.get(labelkeys.FILE_SIZE_KB))
             )
     out: list[Any] = [None] * len(rows)
     for (cell, _role), own in others.items():
@@ -198,10 +201,14 @@ def env_by_step(
     why_of: dict[tuple[str, Any, int], tuple[bool, str]] = {}  # the target's step sample
     for r in samples:
         lab = labels_of(r)
-        if r["metric"] == "reply_rate" and r["role"] == "target" and lab.get("step") is not None:
-            off = lab.get("offered_rate")
+        if (
+            r["metric"] == "reply_rate"
+            and r["role"] == "target"
+            and lab.get(labelkeys.STEP) is not None
+        ):
+            off = lab.get(labelkeys.OFFERED_RATE)
             if off is not None:  # x: the target's offered rate (the papers' request rate)
-                at = (r["cell_id"], lab.get("file_size_kb"), int(lab["step"]))
+                at = (r["cell_id"], lab.get(labelkeys.FILE_SIZE_KB), int(lab[labelkeys.STEP]))
                 x_of[at] = float(off)
                 why_of[at] = (bool(r["valid"]), _reason(r, lab))
     by_cell: dict[str, list[dict[str, Any]]] = defaultdict(list)

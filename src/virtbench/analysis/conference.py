@@ -15,15 +15,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from .. import labelkeys, suites
 from .stats import Summary, summarize
 
-SUITE = "conference"
-USERS = "users"
-SATURATED = "saturated"  # label of a step measured past the server's saturation
+SUITE = suites.CONFERENCE
 
 
 def _users(row: dict[str, Any]) -> int | None:
-    u = row["labels"].get(USERS)
+    u = row["labels"].get(labelkeys.USERS)
     return int(u) if isinstance(u, int | float) and not isinstance(u, bool) else None
 
 
@@ -37,7 +36,7 @@ def excluded_steps(rows: list[dict[str, Any]]) -> set[tuple[str, int]]:
     out = set()
     for r in rows:
         u = _users(r)
-        if u is not None and (not r["valid"] or r["labels"].get(SATURATED)):
+        if u is not None and (not r["valid"] or r["labels"].get(labelkeys.SATURATED)):
             out.add((r["cell_id"], u))
     return out
 
@@ -47,7 +46,7 @@ def saturated_steps(rows: list[dict[str, Any]]) -> set[tuple[str, int]]:
     return {
         (r["cell_id"], u)
         for r in rows
-        if (u := _users(r)) is not None and r["valid"] and r["labels"].get(SATURATED)
+        if (u := _users(r)) is not None and r["valid"] and r["labels"].get(labelkeys.SATURATED)
     }
 
 
@@ -118,8 +117,8 @@ def users_served(rows: list[dict[str, Any]]) -> dict[str, Served]:
         valid = [float(r["value"]) for r in rs if r["valid"]]
         out[platform] = Served(
             summarize(valid),
-            [str(r["labels"].get("stopped", "")) for r in rs],
-            sum(1 for r in rs if r["valid"] and r["labels"].get("bound")),
+            [str(r["labels"].get(labelkeys.STOPPED, "")) for r in rs],
+            sum(1 for r in rs if r["valid"] and r["labels"].get(labelkeys.BOUND)),
             sum(1 for r in rs if not r["valid"]),
         )
     return out

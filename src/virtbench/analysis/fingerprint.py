@@ -14,6 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from .. import labelkeys
+
 MATTERS = ("cpu_model", "microcode", "kernel", "governor", "turbo", "smt", "virtualization")
 # matter when both runs record them; runs stored before they were recorded say nothing
 # (no "unknown" line: hostinfo.hypervisor() came with issue 14, `tuned` with `virtbench tune`)
@@ -36,7 +38,6 @@ NOTED = (
 )
 TOOLS_USED = "tools_used"  # test case -> tools it runs (absent in runs before it was stored)
 TOOL_VERSIONS = "tool_versions"
-VM_TOOLS = ("qemu-system-x86_64",)
 
 
 @dataclass(frozen=True)
@@ -67,20 +68,6 @@ class Gate:
 
 def _show(v: Any) -> str:
     return "not readable" if v is None else str(v)
-
-
-def platform_tools(spec: dict[str, Any]) -> set[str]:
-    """The runtime a stored platform spec ran on (an OCI runtime, QEMU for a VM or the VM
-    a container is stacked on)."""
-    kind = spec.get("type")
-    opts = spec.get("options") or {}
-    out: set[str] = set()
-    if kind == "container":
-        runtime = opts.get("runtime") or "crun"
-        out |= {"podman", "crun"} if runtime == "podman" else {runtime}
-    if kind == "vm" or spec.get("host"):
-        out |= set(VM_TOOLS)
-    return out
 
 
 def tools_of(host: dict[str, Any], test_cases: Iterable[str]) -> set[str] | None:
@@ -132,16 +119,13 @@ def compare(
     return Gate(diffs, unknown)
 
 
-ENGINE = "engine"  # a cell's platform label: the engine's own configuration
-
-
 def engines_of(cells: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
     """platform -> the engine configuration its cells recorded (platform label `engine`,
     platforms/engine_config.py), from (platform, cell labels) pairs; the first cell that
     has one speaks for the platform (a run provisions each platform the same way)."""
     out: dict[str, dict[str, Any]] = {}
     for platform, labels in cells:
-        engine = (labels.get("platform") or {}).get(ENGINE)
+        engine = (labels.get(labelkeys.PLATFORM) or {}).get(labelkeys.ENGINE)
         if isinstance(engine, dict) and platform not in out:
             out[platform] = engine
     return out

@@ -18,13 +18,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import labelkeys
 from ..store.description import DIMENSION, IGNORED, RunDescription
 from .colocation import BESIDE_LABEL, beside_targets
-from .stalls import AMBIGUOUS_LABEL, sample_stall
+from .stalls import sample_stall
 from .stats import Summary, summarize
 
 # the reason of an invalid sample (the store's valid flag), never a result's identity
-VALIDITY_LABEL = "invalid"
 
 
 def _scalar(value: Any) -> Any:
@@ -183,7 +183,7 @@ class _SplitPairs:
         skip = self.ignored.get(test_case)
         if skip is None:
             ignored = self.description.labels_of(IGNORED, test_case)
-            skip = self.ignored[test_case] = ignored | {VALIDITY_LABEL}
+            skip = self.ignored[test_case] = ignored | {labelkeys.INVALID}
         return skip
 
 
@@ -279,7 +279,7 @@ def build(rows: list[dict[str, Any]], description: RunDescription) -> list[Group
         if row.get("valid", 1):
             g.values.append(float(row["value"]))
             g.repetitions.append(int(row["repetition"]))
-            if AMBIGUOUS_LABEL in labels:
+            if labelkeys.RT_THROTTLE_AMBIGUOUS_US in labels:
                 stall = sample_stall(float(row["value"]), labels)
                 if stall is not None:
                     g.stalls.append((int(row["repetition"]), stall))
@@ -288,7 +288,7 @@ def build(rows: list[dict[str, Any]], description: RunDescription) -> list[Group
                 InvalidSample(
                     int(row["repetition"]),
                     float(row["value"]),
-                    row.get("invalid_reason") or str(labels.get("invalid") or "invalid"),
+                    row.get("invalid_reason") or str(labels.get(labelkeys.INVALID) or "invalid"),
                     row["cell_id"],
                 )
             )

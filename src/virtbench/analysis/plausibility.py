@@ -20,27 +20,29 @@ metrics too) with the reason:
 Pure: rows of Store.sample_rows (with sample_id), the run's description and its ceilings
 in, the sample ids to flag and their reasons out. The runner writes them to the store after
 the run (runner/validate.py), so the report and the scores read them as any other invalid
-sample. No rule asks which kind of platform a sample came from beyond the labels it carries.
+sample. No rule asks which kind of platform a sample came from: the reference is the platform
+the run stored as reaching the host device (analysis/platform_facts.py), the rest are labels.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .. import directio
+from .. import directio, labelkeys
 from ..ceiling.record import METRICS, Ceiling, from_facts
 from ..store.description import RunDescription
+from . import platform_facts
 from .groups import dimension_keys
 
 # fallback rule: beyond native's largest figure by more than this: a factor, not a
 # tolerance, because a cache is several times faster than the device it hides (seen:
 # docs/code-measurements.md)
 LIMIT_FACTOR = 1.25
-IO_PATTERN = "io_pattern"  # workloads/disk.py: "<fio rw> <bs>", the ceiling's pattern
-NATIVE = "native"
+# which rows' platforms reach the host's device directly (analysis/platform_facts.py)
+OnDevice = Callable[[dict[str, Any]], bool]
 # platform labels that say how its storage reaches the device, quoted when none explains
 STORAGE_LABELS = ("runtime", "storage", "disk_cache", "stacked_on")
 
@@ -75,7 +77,7 @@ def _platform(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _direct(labels: dict[str, Any]) -> bool:
-    return directio.is_direct(labels) and labels.get("direct_honoured") is not False
+    return directio.is_direct(labels) and labels.get(labelkeys.DIRECT_HONOURED) is not False
 
 
 def _judged(row: dict[str, Any], labels: dict[str, Any]) -> bool:
@@ -84,14 +86,17 @@ def _judged(row: dict[str, Any], labels: dict[str, Any]) -> bool:
 
 
 def references(
-    rows: list[dict[str, Any]], dims_of: dict[tuple[str, str, str], set[str]]
+    rows: list[dict[str, Any]],
+    dims_of: dict[tuple[str, str, str], set[str]],
+    on_device: OnDevice | None = None,
 ) -> dict[tuple, Reference]:
     """test key -> the native reference, for O_DIRECT higher-is-better figures."""
+    on_device = on_device or platform_facts.host_device({})
     values: dict[tuple, list[float]] = {}
     units: dict[tuple, str] = {}
     for row in rows:
         labels = _labels(row)
-        if not _judged(row, labels) or _platform(row).get("platform_type") != NATIVE:
+        if not _judged(row, labels) or not on_device(row):
             continue
         key = _test_key(row, labels, dims_of)
         values.setdefault(key, []).append(float(row["value"]))
@@ -117,7 +122,7 @@ def _run_key(row: dict[str, Any], labels: dict[str, Any]) -> tuple[str, str]:
 def ceiling_for(ceilings: Iterable[Ceiling], labels: dict[str, Any], metric: str) -> Ceiling | None:
     """The ceiling bounding this figure: of the run's devices, the one with the highest
     limit for its pattern (a figure above the fastest device came from none of them)."""
-    pattern = labels.get(IO_PATTERN)
+    pattern = labels.get(labelkeys.IO_PATTERN)
     if metric not in METRICS or not isinstance(pattern, str):
         return None
     known = [c for c in ceilings if c.limit(pattern, metric) is not None]
@@ -127,7 +132,7 @@ def ceiling_for(ceilings: Iterable[Ceiling], labels: dict[str, Any], metric: str
 def hint(platform: dict[str, Any], labels: dict[str, Any]) -> str:
     """Where to look, from what the platform recorded (no platform kind is assumed)."""
     said = [f"{k}={platform[k]}" for k in STORAGE_LABELS if platform.get(k) is not None]
-    said.append(f"workdir fs={labels.get('fs_type', 'unknown')}")
+    said.append(f"workdir fs={labels.get(labelkeys.FS_TYPE, 'unknown')}")
     return (
         f"this platform ({', '.join(said)}) did not say it caches O_DIRECT: find the cache"
         " between its workdir and the host device (a VM disk_cache other than none or"
@@ -139,7 +144,7 @@ def _above_ceiling(row: dict[str, Any], ceiling: Ceiling, labels: dict[str, Any]
     u, metric = row["unit"], row["metric"]
     return (
         f"implausible O_DIRECT figure: {metric} {float(row['value']):.0f} {u} is above the"
-        f" {ceiling.describe(labels[IO_PATTERN], metric, u)}: served from a cache, not a"
+        f" {ceiling.describe(labels[labelkeys.IO_PATTERN], metric, u)}: served from a cache, not a"
         " disk figure"
     )
 
@@ -160,8 +165,10 @@ def verdict(
     ceilings: list[Ceiling],
     refs: dict[tuple, Reference],
     dims_of,
+    on_device: OnDevice | None = None,
 ) -> str | None:
     """Why this still-valid sample is not a disk figure, or None."""
+    on_device = on_device or platform_facts.host_device({})
     if not (row["valid"] and directio.is_direct(labels)):
         return None
     if mechanism := directio.invalid_reason(labels):
@@ -170,11 +177,11 @@ def verdict(
         return None
     value, platform = float(row["value"]), _platform(row)
     if ceiling := ceiling_for(ceilings, labels, row["metric"]):
-        limit = ceiling.limit(labels[IO_PATTERN], row["metric"]) or 0.0
+        limit = ceiling.limit(labels[labelkeys.IO_PATTERN], row["metric"]) or 0.0
         if value <= limit:
             return None
         return f"{_above_ceiling(row, ceiling, labels)}; {hint(platform, labels)}"
-    if platform.get("platform_type") == NATIVE:
+    if on_device(row):
         return None  # native is the fallback's reference, not its subject
     ref = refs.get(_test_key(row, labels, dims_of))
     if ref is None or value <= ref.limit:
@@ -186,16 +193,19 @@ def implausible(
     rows: Iterable[dict[str, Any]],
     description: RunDescription,
     ceilings: Iterable[Ceiling] = (),
+    on_device: OnDevice | None = None,
 ) -> dict[int, str]:
     """sample_id -> reason, for every still-valid sample of a fio run that is not a disk
-    figure (by mechanism, above the ceiling, or above native where no ceiling is known)."""
+    figure (by mechanism, above the ceiling, or above native where no ceiling is known).
+    `on_device`: which rows' platforms reach the host's device directly (native), from the
+    run's host facts (analysis/platform_facts.host_device)."""
     rows, ceilings = list(rows), list(ceilings)
     dims_of = dimension_keys(rows, description)
-    refs = references(rows, dims_of)
+    refs = references(rows, dims_of, on_device)
     flagged_runs: dict[tuple[str, str], str] = {}
     for row in rows:
         labels = _labels(row)
-        if reason := verdict(row, labels, ceilings, refs, dims_of):
+        if reason := verdict(row, labels, ceilings, refs, dims_of, on_device):
             flagged_runs.setdefault(_run_key(row, labels), reason)
     return {
         int(row["sample_id"]): flagged_runs[key]
@@ -205,19 +215,23 @@ def implausible(
 
 
 def unchecked(
-    rows: Iterable[dict[str, Any]], description: RunDescription, ceilings: Iterable[Ceiling] = ()
+    rows: Iterable[dict[str, Any]],
+    description: RunDescription,
+    ceilings: Iterable[Ceiling] = (),
+    on_device: OnDevice | None = None,
 ) -> list[str]:
     """Test cases with O_DIRECT figures off native that neither a ceiling nor a native
     figure could check."""
+    on_device = on_device or platform_facts.host_device({})
     rows, ceilings = list(rows), list(ceilings)
     dims_of = dimension_keys(rows, description)
-    refs = references(rows, dims_of)
+    refs = references(rows, dims_of, on_device)
     out = []
     for row in rows:
         labels = _labels(row)
         if not (row["higher_is_better"] and _direct(labels)):
             continue
-        if _platform(row).get("platform_type") == NATIVE:
+        if on_device(row):
             continue
         if ceiling_for(ceilings, labels, row["metric"]) is not None:
             continue

@@ -13,12 +13,12 @@ import re
 import statistics
 from typing import TYPE_CHECKING, Any
 
+from .. import labelkeys
 from . import ratios
 
 if TYPE_CHECKING:
     from .groups import Group
 
-AMBIGUOUS_LABEL = "rt_throttle_ambiguous_us"
 STALL_FACTOR = 5.0  # one round this many times the others' median: that round had a stall
 MIN_ROUNDS = 3  # a median of the other rounds needs two of them
 _MAXIMUM = re.compile(r"(^|_)max(_|$)")  # max_us, raw_max_us, latency_max_ms; not max_connect
@@ -30,7 +30,7 @@ def is_maximum(metric: str) -> bool:
 
 def sample_stall(value: float, labels: dict[str, Any]) -> float | None:
     """The stall (µs) that is this sample's maximum, as the probe classified it."""
-    amb = labels.get(AMBIGUOUS_LABEL)
+    amb = labels.get(labelkeys.RT_THROTTLE_AMBIGUOUS_US)
     try:
         return float(amb) if amb and value >= float(amb) else None
     except (TypeError, ValueError):

@@ -19,6 +19,7 @@ from ..platforms.base import PlatformSpec
 from ..platforms.options import OptionError
 from ..scenarios import registry as scenario_registry
 from ..scenarios.base import Scenario
+from ..suites import SUITES as KNOWN_SUITES
 from ..workloads import registry as workload_registry
 from ..workloads.base import Param
 from . import duet, expand, source
@@ -562,7 +563,7 @@ def _suites(file: str, suites: Any) -> list[TestSelection]:
             file,
             "suites",
             "is required: at least one [suites.NAME] table",
-            allowed=sorted(workload_registry.SUITES),
+            allowed=sorted(KNOWN_SUITES),
         )
     suites = _table(file, "suites", suites)
     workload_registry.load_all()

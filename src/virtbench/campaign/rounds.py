@@ -22,13 +22,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import TypeVar
 
+from .. import labelkeys
 from .model import Campaign, Cell, DuetSlot
 
 DUET = "duet"
 # sample labels the run order adds (runner/run.py, runner/duet.py); declared ignored
 # (runner/describe.py): they say where a sample was measured and never split its group
-ROUND_POSITION_LABEL = "round_position"
-DUET_LABEL = "duet"
+ROUND_POSITION_LABEL = labelkeys.ROUND_POSITION
+DUET_LABEL = labelkeys.DUET
 ORDER_LABELS = (ROUND_POSITION_LABEL, DUET_LABEL)
 
 T = TypeVar("T")

@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from .. import labelkeys
 from ..errors import WorkloadError
 
 
@@ -60,9 +61,9 @@ def parse_cyclictest(text: str) -> CyclictestResult:
         "return_code": data.get("return_code"),
     }
     if data.get("return_code", 0) != 0:
-        labels["invalid"] = f"cyclictest reported return_code {data.get('return_code')}"
+        labels[labelkeys.INVALID] = f"cyclictest reported return_code {data.get('return_code')}"
     elif labels["cycles"] == 0:
-        labels["invalid"] = "cyclictest completed no cycle"
+        labels[labelkeys.INVALID] = "cyclictest completed no cycle"
     return CyclictestResult(threads, hist, labels)
 
 

@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import labelkeys
 from ..errors import WorkloadError
 
 # exit codes of the probes (probes/vb_probe.h)
@@ -111,7 +112,7 @@ def parse_probe(stdout: str, what: str) -> ProbeResult:
     if warnings:
         labels["warning"] = "; ".join(warnings)
     if labels["samples"] == 0:
-        labels["invalid"] = "the probe recorded no samples"
+        labels[labelkeys.INVALID] = "the probe recorded no samples"
     return ProbeResult(data, stats, labels)
 
 

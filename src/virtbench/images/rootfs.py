@@ -32,33 +32,22 @@ IMAGES_DIR = Path(os.environ.get("VIRTBENCH_IMAGES", "/var/lib/virtbench/images"
 # Bump when the build recipe (trimming, config) changes so old trees are not reused.
 RECIPE = 1
 
-# The tools inside the image. Other platforms append what they need (then the key changes).
-PACKAGES: list[str] = [
-    "sysbench",
-    "stress-ng",
-    "fio",
-    "hpcc",
-    "openmpi-bin",
-    "mbw",
-    "iperf3",
-    "sockperf",
-    "nginx-light",
+# The tools inside the image are tools.py's (`in_image`: each tool's package is named once,
+# there); these are the image's packages that no tool of that table stands for. Other
+# platforms append what they need (then the key changes).
+IMAGE_ONLY = [
     "libnginx-mod-rtmp",  # the conference suite's RTMP media server (workloads/conference.py)
-    "rt-tests",
     "qemu-guest-agent",
-    "iproute2",
     "procps",
-    "util-linux",
-    "crun",
     "ca-certificates",
-    "nftables",  # in-guest DNAT for containers inside a VM (container@vm, network = "nat")
-    "openjdk-17-jre-headless",  # the java suite's JVM
     "python3",  # runs the Wasm runtime's Python package (wasm_runtime.py) in environments
-    # Docker inside a VM guest (container@vm, runtime = "docker"): dockerd, its client,
-    # containerd, runc, tini and iptables; never started in the tree (debootstrap's
-    # policy-rc.d), only by virtbench in a guest
-    "docker.io",
 ]
+# the tools' packages include nftables (in-guest DNAT for containers inside a VM:
+# container@vm, network = "nat"), openjdk-17-jre-headless (the java suite's JVM) and
+# docker.io (Docker inside a VM guest, container@vm with runtime = "docker": dockerd, its
+# client, containerd, runc, tini and iptables; never started in the tree (debootstrap's
+# policy-rc.d), only by virtbench in a guest)
+PACKAGES: list[str] = sorted(tools.image_packages()) + IMAGE_ONLY
 
 # What is removed after the build to keep the tree small (docs, manuals, locales, caches).
 TRIM = [

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import labelkeys
 from ..platforms.base import Accounting, Platform
 from ..results import Sample
 from . import hostwork, resources, schedstat
@@ -133,7 +134,14 @@ def summary_samples(window: Window, spans: list[Span], labels: dict[str, Any]) -
             st.unit,
             False,
             role,
-            labels | point | {"stat": SUMMARY_STAT, "stdev": st.stdev, "cov": st.cov, "n": st.n},
+            labels
+            | point
+            | {
+                labelkeys.STAT: SUMMARY_STAT,
+                labelkeys.STDEV: st.stdev,
+                labelkeys.COV: st.cov,
+                labelkeys.N: st.n,
+            },
         )
         for role, metric, point, st in sorted(
             window.per_point(spans), key=lambda x: (x[0], x[1], repr(sorted(x[2].items())))

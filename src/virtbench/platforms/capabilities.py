@@ -15,6 +15,12 @@ never a platform's kind or internals.
 | DiskImages     | vm                           | workloads/vm_lifecycle.py                |
 | BackendThreads | vm, c@vm (its VM's)          | scenarios/weights.py (host weight)       |
 | VcpuThreads    | vm                           | scenarios/antagonist.py (RR quantum)     |
+| RuntimeTools   | container, vm (type-level)   | runner/describe.py -> analysis, report   |
+| HostDevice     | native (type-level)          | runner/describe.py -> plausibility       |
+
+The last two are asked of a platform type before anything is provisioned, by
+`runner/describe.platform_facts`, which stores the answers with the run (host fact
+`platforms`): analysis and report read them there, never the platform's type.
 """
 
 from __future__ import annotations
@@ -143,6 +149,27 @@ class VcpuThreads(Protocol):
     scheduler policies on its own processes (SCHED_RR inside) do not reach the host."""
 
     def vcpu_threads(self) -> list[int]: ...
+
+
+@runtime_checkable
+class RuntimeTools(Protocol):
+    """Host executables a platform of this type runs on (an OCI runtime, QEMU): their versions
+    matter to a comparison of its figures (analysis/fingerprint.py)."""
+
+    @classmethod
+    def runtime_tools(cls, options: dict[str, Any]) -> frozenset[str]:
+        """From the options as written in the campaign (`PlatformSpec.options`)."""
+        ...
+
+
+@runtime_checkable
+class HostDevice(Protocol):
+    """Its disk I/O reaches the host's device with no layer between: its O_DIRECT figures
+    are the device's own, the reference for a run without a disk ceiling
+    (analysis/plausibility.py)."""
+
+    @classmethod
+    def host_device(cls) -> bool: ...
 
 
 # what each capability gives, for the message when a platform lacks it

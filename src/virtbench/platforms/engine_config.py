@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-LABEL = "engine"  # the platform label holding one engine's configuration
 ABSENT = "not in this release"
 
 # runsc's configuration in its debug log: the summary between its "*****" lines ("Key:

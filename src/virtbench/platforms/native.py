@@ -119,6 +119,10 @@ class NativePlatform(Platform):
     Options = NativeOptions
     opts: NativeOptions
 
+    @classmethod
+    def host_device(cls) -> bool:  # capabilities.HostDevice: nothing between it and the disk
+        return True
+
     def provision(self) -> None:
         self._pids: set[int] = set()
         self._procs: list[HostProcess] = []

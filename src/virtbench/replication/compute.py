@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .. import cpubudget
+from .. import cpubudget, labelkeys
 from ..analysis import ratios, stalls
 from ..analysis.floors import floor_function
 from ..analysis.groups import Group
@@ -184,7 +184,9 @@ def _accel(data: ReportData, f: Finding, platform: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for name in names:
         lab = labels.get(name) or {}
-        accel = lab.get("accel_used") or (labels.get(lab.get("host") or "") or {}).get("accel_used")
+        accel = lab.get(labelkeys.ACCEL_USED) or (
+            labels.get(lab.get(labelkeys.HOST) or "") or {}
+        ).get(labelkeys.ACCEL_USED)
         if accel:
             out[name] = str(accel)
     return out

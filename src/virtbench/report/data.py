@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import labelkeys
 from ..analysis import groups as groups_mod
 from ..analysis import scores
 from ..analysis.floors import floor_function
@@ -116,7 +117,7 @@ class ReportData:
         """platform -> the labels its platform recorded (type, options, accel used...)."""
         out: dict[str, dict[str, Any]] = {}
         for c in self.cells:
-            plat = c.labels.get("platform")
+            plat = c.labels.get(labelkeys.PLATFORM)
             if plat and c.platform not in out:
                 out[c.platform] = plat
         for c in self.cells:  # platforms whose cells all failed still get their spec

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from .. import suites
 from ..campaign.model import Cell
 from ..ceiling import record
 from ..ceiling.ensure import ensure
@@ -21,7 +22,7 @@ def has_direct_io(cells: Iterable[Cell]) -> bool:
     for c in cells:
         direct = c.params.get("direct")
         modes = direct if isinstance(direct, list) else [direct]
-        if c.suite == "disk" and any(m == 1 and m is not True for m in modes):
+        if c.suite == suites.DISK and any(m == 1 and m is not True for m in modes):
             return True
     return False
 
@@ -48,7 +49,7 @@ def facts(cells: list[Cell], say: Callable[[str], None]) -> dict[str, Any]:
     """Host facts of the run's ceilings ({} when it has no O_DIRECT cell)."""
     if not has_direct_io(cells):
         return {}
-    specs = {c.platform.name: c.platform for c in cells if c.suite == "disk"}
+    specs = {c.platform.name: c.platform for c in cells if c.suite == suites.DISK}
     ceilings, notes = ensure(data_dirs(specs.values()), say)
     out: dict[str, Any] = {record.FACT: [c.to_fact() for c in ceilings]}
     if notes:

@@ -1,4 +1,4 @@
-"""A run's description (store/description.py), read from the workload registry.
+"""A run's description (store/description.py), read from the workload registry and suites.py.
 
 The runner writes it when it creates a run, so analysis and report read what the samples
 mean from the store and never import a workload.
@@ -7,8 +7,14 @@ mean from the store and never import a workload.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
+from .. import suites
+from ..analysis import platform_facts as stored
 from ..campaign.rounds import ORDER_LABELS
+from ..platforms import registry as platform_registry
+from ..platforms.base import PlatformSpec
+from ..platforms.capabilities import HostDevice, RuntimeTools
 from ..results import DISTURBANCE_LABELS, PEAK_LIMIT_LABEL, SUMMARY_LABELS
 from ..store.description import (
     MetricInfo,
@@ -18,24 +24,10 @@ from ..store.description import (
 )
 from ..workloads import registry
 
-# Seed 004 scores seven suites (Table 2: cpu, multicore, memory, java, disk, network,
-# application). Other suites get no seed 004 total.
-SEED004_SUITES = frozenset({"cpu", "multicore", "memory", "java", "disk", "network", "application"})
-# Suites whose figures are a cost of creating the isolation (start-up, boot, teardown), not a
-# slowdown of the workload inside it: shown beside the workload geomean "all", never in it.
-COST_SUITES = frozenset({"lifecycle"})
-# Suites whose figures enter no score at all: maxima of rare events are not throughputs, so a
-# geometric mean or seed 004 sum of them means nothing; users served before saturation is
-# often only a lower bound (max_users came first), and its curves are the result.
-UNSCORED_SUITES = frozenset({"latency", "conference"})
-
 
 def scoring(suite: str) -> SuiteScoring:
-    return SuiteScoring(
-        workload=suite not in COST_SUITES,
-        seed004=suite in SEED004_SUITES,
-        scored=suite not in UNSCORED_SUITES,
-    )
+    facts = suites.get(suite)
+    return SuiteScoring(workload=facts.workload, seed004=facts.seed004, scored=facts.scored)
 
 
 def describe(test_cases: Iterable[str]) -> RunDescription:
@@ -60,13 +52,13 @@ def describe(test_cases: Iterable[str]) -> RunDescription:
             *DISTURBANCE_LABELS,  # a cell's disturbance never splits groups
         ),
     )
-    suites = {w.suite for w in used}
+    used_suites = {w.suite for w in used}
     return RunDescription(
         metrics,
         labels,
         # every suite gets its row (and so its scoring flags), described or not
-        {s: registry.SUITES.get(s, "") for s in sorted(suites)},
-        {s: scoring(s) for s in sorted(suites)},
+        {s: suites.get(s).description for s in sorted(used_suites)},
+        {s: scoring(s) for s in sorted(used_suites)},
     )
 
 
@@ -79,3 +71,22 @@ def tools_used(test_cases: Iterable[str]) -> dict[str, list[str]]:
         for tc in dict.fromkeys(test_cases)
         if tc in workloads
     }
+
+
+def platform_facts(specs: Iterable[PlatformSpec]) -> dict[str, Any]:
+    """What analysis needs to know of each platform, asked of its type once at the run's
+    start (platforms/capabilities.py RuntimeTools, HostDevice) and stored with the host
+    facts (analysis/platform_facts.py reads it), so analysis never asks a platform's type."""
+    out: dict[str, dict[str, Any]] = {}
+
+    def facts(spec: PlatformSpec) -> dict[str, Any]:
+        cls = platform_registry.get(spec.type)
+        tools = set(cls.runtime_tools(spec.options)) if issubclass(cls, RuntimeTools) else set()
+        if spec.host is not None:  # it runs on its host's runtime too (QEMU of a VM)
+            tools |= set(facts(spec.host)[stored.RUNTIME_TOOLS])
+        device = issubclass(cls, HostDevice) and cls.host_device()
+        return {stored.RUNTIME_TOOLS: sorted(tools), stored.HOST_DEVICE: device}
+
+    for spec in specs:
+        out.setdefault(spec.name, facts(spec))
+    return {stored.PLATFORMS: out}

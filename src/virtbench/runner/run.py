@@ -209,7 +209,8 @@ class Runner:
             hostinfo.facts(
                 tools_used=describe.tools_used(c.test_case for c in cells),
                 extra=ceilings.facts(cells, lambda m: self.console.print(escape(m)))
-                | calibrated_floors(lambda m: self.console.print(escape(m))),
+                | calibrated_floors(lambda m: self.console.print(escape(m)))
+                | describe.platform_facts(c.platform for c in cells),
             ),
             settings,
             __version__,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from ..analysis import plausibility
+from ..analysis import platform_facts, plausibility
 from ..store.db import Store
 
 
@@ -17,7 +17,10 @@ def flag_implausible(store: Store, run_id: str) -> dict[int, str]:
     candidates."""
     host = json.loads(store.run(run_id).get("host_json") or "{}")
     found = plausibility.implausible(
-        store.sample_rows(run_id), store.description(run_id), plausibility.ceilings(host)
+        store.sample_rows(run_id),
+        store.description(run_id),
+        plausibility.ceilings(host),
+        platform_facts.host_device(host),
     )
     if found:
         store.invalidate(found)

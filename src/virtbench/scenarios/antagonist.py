@@ -43,7 +43,7 @@ import contextlib
 import dataclasses
 import functools
 
-from .. import parsing
+from .. import labelkeys, parsing
 from ..errors import WorkloadError
 from ..parsing import ParseError
 from ..platforms import registry as platform_registry
@@ -161,7 +161,7 @@ class AntagonistScenario(Scenario):
                 if "policy" in params:
                     params["policy"] = policy
                 if policy == "rr":
-                    labels["quantum_policy"] = "rr"
+                    labels[labelkeys.QUANTUM_POLICY] = "rr"
             if policy == "rr" and isinstance(env.target, VcpuThreads):
                 # a VM's vCPU threads are host CFS tasks: RR inside guests is moot
                 labels["quantum_effective"] = False
@@ -203,7 +203,9 @@ class AntagonistScenario(Scenario):
         for s in samples:
             s.labels.update(labels, **budget.labels)
             if died:
-                s.labels.setdefault("invalid", f"an antagonist stopped during the run: {died}")
+                s.labels.setdefault(
+                    labelkeys.INVALID, f"an antagonist stopped during the run: {died}"
+                )
         granted = dict(zip((p.role for p in plans), budget.neighbour_labels, strict=True))
         for n in group.finished:
             if n.result is not None:

@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import cgroups
+from .. import cgroups, labelkeys
 from ..errors import PlatformError, VirtbenchError
 from ..platforms import registry as platform_registry
 from ..platforms.base import Platform, PlatformSpec
@@ -132,7 +132,7 @@ def split(
         )
     common: dict[str, Any] = {
         "rt_budget_pool_us": pool,
-        "rt_budget_split": n,
+        labelkeys.RT_BUDGET_SPLIT: n,
         "rt_budget_period_us": p,
         "rt_budget_us": share,
         "rt_throttle_stall_us": p - share,
@@ -158,7 +158,7 @@ def split(
                 "rt_budget_period_us": pt,
                 "rt_budget_us": granted,
                 "rt_throttle_stall_us": pt - granted,
-                "rt_budget_neighbour_period_us": p,
+                labelkeys.RT_BUDGET_NEIGHBOUR_PERIOD_US: p,
             },
             neighbour,
         )

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import ownedtmp
+from .. import labelkeys, ownedtmp
 from ..errors import VirtbenchError
 from ..results import SOLO_PEAK_SCENARIO, Sample
 from . import backend, checked, readonly, schema, stops
@@ -309,8 +309,8 @@ class Store:
                         s.value,
                         s.unit,
                         int(s.higher_is_better),
-                        0 if s.labels.get("invalid") else 1,
-                        s.labels.get("invalid") or None,
+                        0 if s.labels.get(labelkeys.INVALID) else 1,
+                        s.labels.get(labelkeys.INVALID) or None,
                         json.dumps(s.labels, default=str),
                     )
                     for s in samples
@@ -340,7 +340,7 @@ class Store:
                     "SELECT labels_json FROM samples WHERE sample_id = ?", (sample_id,)
                 ).fetchone()
                 labels = json.loads((row[0] if row else None) or "{}")
-                labels["invalid"] = reason
+                labels[labelkeys.INVALID] = reason
                 c.execute(
                     "UPDATE samples SET valid = 0, invalid_reason = ?, labels_json = ?"
                     " WHERE sample_id = ?",
@@ -443,7 +443,7 @@ def _storable(sample: Sample) -> Sample:
     if math.isfinite(sample.value):
         return sample
     labels = dict(sample.labels)
-    labels.setdefault("invalid", f"the value was {sample.value}, not a finite number")
+    labels.setdefault(labelkeys.INVALID, f"the value was {sample.value}, not a finite number")
     value = 0.0 if math.isnan(sample.value) else sample.value
     return dataclasses.replace(sample, value=value, labels=labels)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .. import probes_build
+from .. import labelkeys, probes_build
 from ..drivers.probe import load_json
 from ..platforms.base import ExecResult, Platform
 from .base import Sample
@@ -80,7 +80,7 @@ class Antagonist:
         if self.kind == "stress-ng":
             m = _METRC.search(result.stdout + result.stderr)
             if not m:
-                labels["invalid"] = "stress-ng printed no metrics (did it start?)"
+                labels[labelkeys.INVALID] = "stress-ng printed no metrics (did it start?)"
                 return [Sample("antagonist_bogo_ops_per_s", 0.0, "ops/s", True, role, labels)]
             labels["bogo_ops"] = int(m.group("ops"))
             return [
@@ -89,7 +89,7 @@ class Antagonist:
         try:
             data = load_json(result.stdout, f"{self.name} ({role})")
         except Exception as exc:  # noqa: BLE001 - a neighbour's report must not fail the cell
-            labels["invalid"] = f"no report from the antagonist: {exc}"
+            labels[labelkeys.INVALID] = f"no report from the antagonist: {exc}"
             return [Sample("antagonist_rate", 0.0, "1/s", True, role, labels)]
         labels.update(seconds=data.get("seconds"), policy=data.get("policy"))
         if self.kind == "memory-load":

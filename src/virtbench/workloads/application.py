@@ -18,7 +18,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from .. import ownedtmp, safefs
+from .. import labelkeys, ownedtmp, safefs, suites
 from ..appstack import build as appstack
 from ..drivers import jmeter, jvm
 from ..errors import WorkloadError, WorkloadTimeout
@@ -41,7 +41,7 @@ INTERVAL_PCT_METRICS = tuple(
 
 @register
 class DayTraderJMeter(Workload):
-    suite = "application"
+    suite = suites.APPLICATION
     name = "daytrader-jmeter"
     description = (
         "a DayTrader-like trading application (servlet on embedded Tomcat 10, HSQLDB, fresh"
@@ -51,8 +51,8 @@ class DayTraderJMeter(Workload):
     )
     tools = ("java",)
     host_tools = ("jmeter",)
-    dimension_labels = ("interval", NET_PATH_LABEL)
-    ignored_labels = ("late_requests", "client_jvm_flags", "app_jars")
+    dimension_labels = (labelkeys.INTERVAL, NET_PATH_LABEL)
+    ignored_labels = (labelkeys.LATE_REQUESTS, labelkeys.CLIENT_JVM_FLAGS, labelkeys.APP_JARS)
     metrics = (
         Metric("throughput", "req/s", True, primary=True),
         Metric("response_time_mean_ms", "ms", False),
@@ -195,10 +195,10 @@ class DayTraderJMeter(Workload):
             remove(platform, workdir)
         labels = {
             **jvm_labels,
-            "users": int(p["users"]),
+            labelkeys.USERS: int(p["users"]),
             "dry_run_s": int(p["dry_run"]),
             "measured_s": int(p["duration"]),
-            "interval_s": int(p["interval"]),
+            labelkeys.INTERVAL_S: int(p["interval"]),
             "db": p["db"],
             "client_jvm_flags": " ".join(self.client_flags(ctx)),
         }

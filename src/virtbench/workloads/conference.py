@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from .. import labelkeys, suites
 from ..drivers import ffmpeg, rtmp
 from ..drivers.validity import CLIENT_SATURATED, client_limit
 from ..errors import WorkloadError
@@ -118,7 +119,7 @@ def measure_step(
 
 @register
 class ConferenceRtmp(Workload):
-    suite = "conference"
+    suite = suites.CONFERENCE
     name = "conference-rtmp"
     description = (
         "nginx-rtmp media server; ffmpeg users join one at a time, each publishing a webcam"
@@ -139,8 +140,9 @@ class ConferenceRtmp(Workload):
         Metric("client_cpu_total_pct", "%", False),
     )
     # a step is identified by its user count; the rest are facts of the step or the run
-    dimension_labels = ("users", NET_PATH_LABEL)
-    ignored_labels = ("stopped", "publishers", "streams", "bound", "saturated", "client_limit")
+    dimension_labels = (labelkeys.USERS, NET_PATH_LABEL)
+    ignored_labels = (labelkeys.STOPPED, labelkeys.PUBLISHERS, labelkeys.STREAMS, labelkeys.BOUND)
+    ignored_labels += (labelkeys.SATURATED, labelkeys.CLIENT_LIMIT)
     params = {
         "join_interval": Param(30.0, "seconds between two users joining (seed 002: 30)", 2, 3600),
         "settle": Param(
@@ -286,11 +288,11 @@ class ConferenceRtmp(Workload):
                 served_users = n
         finally:
             stop_all(clients)
-        labels: dict[str, Any] = {"stopped": stopped}
+        labels: dict[str, Any] = {labelkeys.STOPPED: stopped}
         if stopped == STOP_MAX_USERS:
-            labels["bound"] = "lower bound: never saturated"
+            labels[labelkeys.BOUND] = "lower bound: never saturated"
         elif stopped.startswith("client"):
-            labels["invalid"] = "the clients, not the server, were the limit: " + stopped
+            labels[labelkeys.INVALID] = "the clients, not the server, were the limit: " + stopped
         samples.append(self.sample("users_served", served_users, **labels))
         return samples
 
@@ -322,12 +324,12 @@ class ConferenceRtmp(Workload):
     def step_samples(
         self, step: Step, publishers: int, client: str | None, server: str | None
     ) -> list[Sample]:
-        labels: dict[str, Any] = {"users": step.users, "publishers": publishers}
+        labels: dict[str, Any] = {labelkeys.USERS: step.users, "publishers": publishers}
         labels["streams"] = step.streams
         if client:
-            labels["invalid"] = client
+            labels[labelkeys.INVALID] = client
         elif server:
-            labels["saturated"] = server  # a measured point past saturation: kept and drawn
+            labels[labelkeys.SATURATED] = server  # a measured point past saturation: kept and drawn
         values = {
             "delivery_ratio": step.delivery,
             "delivered_fps": step.delivered_fps,

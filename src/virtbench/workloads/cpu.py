@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .. import ownedtmp
+from .. import labelkeys, ownedtmp, suites
 from ..drivers import hpcc, stress_ng, sysbench
 from ..errors import WorkloadError
 from ..platforms import stall
@@ -17,7 +17,7 @@ from .scratch import Deadline, read_file, remove, scratch_dir
 
 
 class _SysbenchCpu(Workload):
-    suite = "cpu"
+    suite = suites.CPU
     tools = ("sysbench",)
     metrics = (Metric("events_per_s", "events/s", True, primary=True),)
     params = {
@@ -74,7 +74,7 @@ class SysbenchCpuAll(_SysbenchCpu):
 
 
 class _StressNg(Workload):
-    suite = "cpu"
+    suite = suites.CPU
     tools = ("stress-ng",)
     metrics = (
         Metric("bogo_ops_per_s", "bogo-ops/s", True, primary=True),  # real (wall) time
@@ -131,7 +131,7 @@ class _StressNg(Workload):
         invalid = stress_ng.too_few_ops(m)
         if invalid:  # keep them, flagged
             for s in samples:
-                s.labels["invalid"] = invalid
+                s.labels[labelkeys.INVALID] = invalid
         return samples
 
 
@@ -166,7 +166,7 @@ HPCC_STALL_S = 10
 
 
 class _Hpcc(Workload):
-    suite = "cpu"
+    suite = suites.CPU
     tools = ("hpcc",)
 
     def hpcc_output(self, platform: Platform, ctx: RunContext, ns: int | list[int]) -> str:
@@ -225,7 +225,7 @@ class HpccLinpack(_Hpcc):
         for metric, value in r.figures.items():
             s = self.sample(metric, value, **r.labels)
             if r.invalid:
-                s.labels["invalid"] = r.invalid
+                s.labels[labelkeys.INVALID] = r.invalid
             samples.append(s)
         return samples
 
@@ -272,6 +272,6 @@ class HpccLinpackSweep(_Hpcc):
                 hpl_time_s=run.time_s,
             )
             if not run.passed:
-                s.labels["invalid"] = "HPL residual check FAILED"
+                s.labels[labelkeys.INVALID] = "HPL residual check FAILED"
             samples.append(s)
         return samples

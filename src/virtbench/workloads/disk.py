@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
-from .. import directio, hostfs
+from .. import directio, hostfs, labelkeys, suites
 from ..drivers import fio
 from ..errors import WorkloadError
 from ..platforms.base import NAME_PREFIX, ExecResult, Platform
@@ -27,7 +27,6 @@ from .scratch import Deadline, remove, scratch_dir
 
 # filesystems that accept O_DIRECT but keep the data in memory: the figure is not disk I/O
 MEMORY_FILESYSTEMS = hostfs.MEMORY_FILESYSTEMS
-IO_PATTERN = "io_pattern"  # "<fio rw> <bs>" of an O_DIRECT sample: its device ceiling's key
 
 _METRICS = (
     Metric("bandwidth_mib_s", "MiB/s", True),
@@ -53,11 +52,11 @@ def _metrics(primary: str) -> tuple[Metric, ...]:
 
 
 class _Fio(Workload):
-    suite = "disk"
+    suite = suites.DISK
     tools = ("fio",)
     dimension_labels = ("direct", "rw", "iodepth", "file_size", "file_size_bytes", "phase")
     # facts of how an O_DIRECT figure was made, never a result's identity
-    ignored_labels = (directio.LABEL, IO_PATTERN)
+    ignored_labels = (labelkeys.DIRECT_IO, labelkeys.IO_PATTERN)
     rw: ClassVar[str]  # fio --rw
     bs: ClassVar[str]  # fio --bs
     op: ClassVar[str]  # "read" or "write": the section of fio's JSON that holds the figures
@@ -146,18 +145,18 @@ class _Fio(Workload):
         # a phase names its I/O pattern: rw would only repeat it
         pattern = {"phase": ph.name} if ph.name else {"rw": ph.rw}
         labels: dict[str, Any] = {
-            "direct": direct,
+            labelkeys.DIRECT: direct,
             **pattern,
             "bs": ph.bs,
             "iodepth": ctx.params["iodepth"],
             "ioengine": ctx.params["ioengine"],
             "size_mib": ctx.params["size_mib"],
-            "fs_type": fs,
+            labelkeys.FS_TYPE: fs,
         }
         if direct:
-            labels["direct_honoured"] = honoured == directio.HONOURED
-            labels[directio.LABEL] = honoured
-            labels[IO_PATTERN] = f"{ph.rw} {ph.bs}"
+            labels[labelkeys.DIRECT_HONOURED] = honoured == directio.HONOURED
+            labels[labelkeys.DIRECT_IO] = honoured
+            labels[labelkeys.IO_PATTERN] = f"{ph.rw} {ph.bs}"
         if result.timed_out:
             check(result, what)
         if result.returncode != 0 and direct and fio.refused_einval(result):
@@ -171,17 +170,17 @@ class _Fio(Workload):
             value = figures[m.name]
             s = self.sample(m.name, 0.0 if value != value else value, **labels)  # nan -> 0
             if value != value:
-                s.labels["invalid"] = "fio reported no p99 completion latency"
+                s.labels[labelkeys.INVALID] = "fio reported no p99 completion latency"
             elif direct and (cached := directio.invalid_reason(labels)):
-                s.labels["invalid"] = cached
+                s.labels[labelkeys.INVALID] = cached
             elif figures["io_bytes"] <= 0:
-                s.labels["invalid"] = "fio moved no data"
+                s.labels[labelkeys.INVALID] = "fio moved no data"
             samples.append(s)
         return samples
 
     def _flagged(self, metric: str, value: float, labels: dict, reason: str) -> Sample:
         s = self.sample(metric, value, **labels)
-        s.labels["invalid"] = reason
+        s.labels[labelkeys.INVALID] = reason
         return s
 
 

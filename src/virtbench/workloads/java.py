@@ -13,6 +13,7 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
+from .. import suites
 from ..drivers import jmh, jvm, scimark
 from ..java import cache
 from ..platforms.base import Platform
@@ -41,7 +42,7 @@ def _put(platform: Platform, files: list[Path], workdir: str) -> list[str]:
 
 @register
 class Scimark(Workload):
-    suite = "java"
+    suite = suites.JAVA
     name = "scimark"
     description = (
         "SciMark 2.0 (FFT, SOR, Monte Carlo, sparse matmult, LU; Mflops) on OpenJDK 17, run"
@@ -108,7 +109,7 @@ JMH_BENCHMARKS = {
 
 @register
 class JmhThreads(Workload):
-    suite = "java"
+    suite = suites.JAVA
     name = "jmh-threads"
     description = (
         "a JMH sample benchmark (OpenJDK's jmh-samples) in N threads of one forked JVM,"

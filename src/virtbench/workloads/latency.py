@@ -20,7 +20,7 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from .. import probes_build
+from .. import labelkeys, probes_build, suites
 from ..drivers import cyclictest
 from ..drivers.cyclictest import parse_cyclictest, percentile_rank, value_at_rank
 from ..drivers.probe import (
@@ -144,7 +144,7 @@ def throttling_labels(th: Throttling | None) -> dict[str, Any]:
     if th.quantum_ns:  # the competitor's recurring gap, kept whole
         out["rt_throttle_quantum_us"] = round(th.quantum_ns / 1000.0, 1)
     if th.ambiguous_ns:  # kept in the maximum, though long enough to be a shortened window
-        out["rt_throttle_ambiguous_us"] = round(th.ambiguous_ns / 1000.0, 1)
+        out[labelkeys.RT_THROTTLE_AMBIGUOUS_US] = round(th.ambiguous_ns / 1000.0, 1)
     return out
 
 
@@ -161,7 +161,7 @@ def _timeout(ctx: RunContext, seconds: float, what: str) -> float:
 class _Probe(Workload):
     """Runs one of virtbench's probes inside the environment and parses its JSON."""
 
-    suite = "latency"
+    suite = suites.LATENCY
     probe: str  # vb-<probe>
 
     def probe_argv(self, ctx: RunContext) -> list[str]:
@@ -290,7 +290,7 @@ class Tick(_Probe):
         labels = dict(labels)
         labels["cpu_migrations"] = data.get("cpu", {}).get("migrations")
         if data.get("truncated"):
-            labels["invalid"] = "sample buffer filled before the duration ended"
+            labels[labelkeys.INVALID] = "sample buffer filled before the duration ended"
         bins = data.get("histogram", {}).get("bins", [])
         m = modes(bins)
         duration = float(data.get("duration_s") or 0) or 1.0
@@ -395,7 +395,7 @@ class ThreadSwitchSweep(_ThreadSwitch):
 
 @register
 class Cyclictest(Workload):
-    suite = "latency"
+    suite = suites.LATENCY
     name = "cyclictest"
     description = "cyclictest (rt-tests): timer wake-up latency of a SCHED_FIFO thread"
     tools = ("cyclictest",)

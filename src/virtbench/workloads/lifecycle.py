@@ -19,6 +19,7 @@ from __future__ import annotations
 import statistics
 import time
 
+from .. import labelkeys, suites
 from ..errors import WorkloadError, WorkloadTimeout
 from ..platforms.capabilities import ColdStart
 from .base import Metric, Param, RunContext, Workload
@@ -51,7 +52,7 @@ def _median_sample(w: Workload, metric: str, values_ms: list[float], **labels):
 
 @register
 class ContainerStartup(Workload):
-    suite = "lifecycle"
+    suite = suites.LIFECYCLE
     name = "container-startup"
     description = (
         "fresh instance: create -> first instruction of the workload, run to exit, teardown "
@@ -109,5 +110,7 @@ class ContainerStartup(Workload):
             samples.append(_median_sample(self, "teardown_ms", teardown, mode=mode))
         if min(startup) < 0 or min(runtime) < 0:
             for s in samples:  # clocks disagree (e.g. a guest clock): not a valid figure
-                s.labels["invalid"] = "probe clock earlier than the start: clocks not in sync"
+                s.labels[labelkeys.INVALID] = (
+                    "probe clock earlier than the start: clocks not in sync"
+                )
         return samples

@@ -3,6 +3,7 @@ cache levels the way seed 002's RAMspeed figure does (L1/L2/L3 plateaus, then DR
 
 from __future__ import annotations
 
+from .. import labelkeys, suites
 from ..drivers import mbw, sysbench
 from ..errors import WorkloadError
 from ..platforms.base import Platform
@@ -13,7 +14,7 @@ from .scratch import Deadline
 
 @register
 class Mbw(Workload):
-    suite = "memory"
+    suite = suites.MEMORY
     name = "mbw"
     description = "mbw memory copy bandwidth, one thread: memcpy, byte loop and 1 MiB-block memcpy"
     tools = ("mbw",)
@@ -39,7 +40,7 @@ class Mbw(Workload):
             invalid = mbw.untimed(entry)
             if invalid:  # keep it, flagged
                 s.value = 0.0
-                s.labels["invalid"] = invalid
+                s.labels[labelkeys.INVALID] = invalid
             samples.append(s)
         return samples
 
@@ -53,7 +54,7 @@ OPS = {"read": ("read",), "write": ("write",), "both": ("read", "write")}
 
 @register
 class SysbenchMemorySweep(Workload):
-    suite = "memory"
+    suite = suites.MEMORY
     name = "sysbench-memory-sweep"
     dimension_labels = ("block_size_bytes",)
     description = (
@@ -102,5 +103,5 @@ class SysbenchMemorySweep(Workload):
         )
         invalid = sysbench.too_few_blocks(r)
         if invalid:  # keep it, flagged
-            s.labels["invalid"] = invalid
+            s.labels[labelkeys.INVALID] = invalid
         return s

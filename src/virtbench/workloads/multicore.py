@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import labelkeys, suites
 from ..drivers import stress_ng, sysbench
 from ..errors import WorkloadError
 from ..platforms import stall
@@ -36,7 +37,7 @@ def default_threads(cpus: int) -> list[int]:
 
 
 class _Multicore(Workload):
-    suite = "multicore"
+    suite = suites.MULTICORE
     dimension_labels = ("threads",)
     rate_metric: str  # the metric efficiency is computed from
     params = {
@@ -70,7 +71,7 @@ class _Multicore(Workload):
         rates = {
             s.labels["threads"]: s.value
             for s in samples
-            if s.metric == m.name and "invalid" not in s.labels
+            if s.metric == m.name and labelkeys.INVALID not in s.labels
         }
         one = rates.get(1)
         if not one:
@@ -140,7 +141,7 @@ class MulticoreSysbenchCpuTime(_Sysbench):
         seconds, done = sysbench.parse_total_time(text, self.name)
         s = self.sample("elapsed_s", seconds, threads=threads, events=p["events"])
         if done < p["events"]:
-            s.labels["invalid"] = f"only {done} of {p['events']} events done"
+            s.labels[labelkeys.INVALID] = f"only {done} of {p['events']} events done"
         return [s]
 
 
@@ -169,7 +170,7 @@ class MulticoreStressNgMatrixprod(_Multicore):
         labels: dict[str, Any] = {"threads": threads}
         invalid = stress_ng.too_few_ops(m)
         if invalid:
-            labels["invalid"] = invalid
+            labels[labelkeys.INVALID] = invalid
         return [self.sample("bogo_ops_per_s", m[stress_ng.REAL_TIME_RATE], **labels)]
 
 
@@ -199,5 +200,5 @@ class MulticoreSysbenchMemory(_Sysbench):
         )
         invalid = sysbench.too_few_blocks(r)
         if invalid:
-            s.labels["invalid"] = invalid
+            s.labels[labelkeys.INVALID] = invalid
         return [s]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from .. import labelkeys, suites
 from ..drivers import iperf3, sockperf
 from ..errors import WorkloadTimeout
 from ..platforms.base import Platform
@@ -28,7 +29,7 @@ DURATION_PARAM = Param(3.0, "seconds per run", min=1, max=3600)
 
 
 class _NetWorkload(Workload):
-    suite = "network"
+    suite = suites.NETWORK
     dimension_labels = ("protocol", "message_size_bytes", "rate", NET_PATH_LABEL)
 
     def client_sample(self, run: ClientRun, **labels: Any) -> Sample:
@@ -116,7 +117,7 @@ class _Iperf3(_NetWorkload):
             "reverse": bool(ctx.params.get("reverse")),
         }
         if why := iperf3.invalid_reason(res, run.cpu_util):
-            labels["invalid"] = why
+            labels[labelkeys.INVALID] = why
         labels["cpu_limit"] = iperf3.cpu_limit(run.cpu_util, res.get("server_cpu_pct"))
         out = [
             self.sample("throughput", res["received_bps"] / 1e6, **labels),
@@ -200,7 +201,7 @@ class _Sockperf(_NetWorkload):
         res = sockperf.parse(run.result.stdout + "\n" + run.result.stderr)
         labels: dict[str, Any] = {"msg_size": p["msg_size"]}
         if why := sockperf.invalid_reason(res, run.cpu_util):
-            labels["invalid"] = why
+            labels[labelkeys.INVALID] = why
         out = [
             self.sample("rtt_mean_us", res["mean"], **labels),
             self.sample("rtt_stddev_us", res["stddev"], **labels),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import labelkeys
 from ..drivers import scimark
 from .base import Metric, Param, Sample, Workload
 
@@ -43,5 +44,5 @@ def samples(
     invalid = scimark.invalid_reason(steady)
     if invalid:
         for s in out:
-            s.labels["invalid"] = invalid
+            s.labels[labelkeys.INVALID] = invalid
     return out

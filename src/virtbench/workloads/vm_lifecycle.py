@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 
+from .. import labelkeys, suites
 from ..errors import VirtbenchError, WorkloadError
 from ..platforms.base import Platform
 from ..platforms.capabilities import DiskImages, FreshBoot, require
@@ -35,7 +36,7 @@ def _boot_sibling(w: Workload, platform: Platform) -> tuple[FreshBoot, float]:
 
 @register
 class VmBoot(Workload):
-    suite = "lifecycle"
+    suite = suites.LIFECYCLE
     name = "vm-boot"
     description = "fresh VM: QEMU start -> guest agent answers (boot_s); whole provision too"
     metrics = (
@@ -59,7 +60,7 @@ class VmBoot(Workload):
 
 @register
 class VmShutdown(Workload):
-    suite = "lifecycle"
+    suite = suites.LIFECYCLE
     name = "vm-shutdown"
     description = "fresh VM: guest poweroff request -> QEMU exited; then host-side teardown"
     metrics = (Metric("shutdown_s", "s", False, primary=True), Metric("teardown_s", "s", False))
@@ -67,7 +68,7 @@ class VmShutdown(Workload):
     def run(self, platform: Platform, ctx: RunContext) -> list[Sample]:
         vm, _ = _boot_sibling(self, platform)
         try:
-            labels = {"accel_used": vm.boot_phases().labels["accel_used"]}
+            labels = {labelkeys.ACCEL_USED: vm.boot_phases().labels[labelkeys.ACCEL_USED]}
             try:
                 shutdown_s = vm.shutdown(timeout=ctx.timeout or 60)
             except VirtbenchError as exc:
@@ -84,7 +85,7 @@ class VmShutdown(Workload):
 
 @register
 class VmImageCreate(Workload):
-    suite = "lifecycle"
+    suite = suites.LIFECYCLE
     name = "vm-image-create"
     dimension_labels = ("disk_gb",)
     description = (

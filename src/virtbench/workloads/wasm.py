@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-from .. import pychild
+from .. import pychild, suites
 from ..drivers import scimark
 from ..errors import WorkloadError
 from ..images import wasm_runtime
@@ -25,7 +25,7 @@ from .scratch import Deadline, remove, scratch_dir
 
 
 class _Kernels(Workload):
-    suite = "wasm"
+    suite = suites.WASM
     metrics = scimark_report.METRICS
     params = scimark_report.PARAMS
     runtime: str  # label: how the kernels run

@@ -33,7 +33,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ... import cleanup, tools
+from ... import cleanup, doctor_registry, tools
+from ...doctor_registry import Check
 from ...errors import PlatformError
 from ...filelock import file_lock
 from ..base import NAME_PREFIX
@@ -427,3 +428,20 @@ def current() -> Daemon | None:
     if own_pid() is not None and answers(str(SOCKET)):
         return Daemon(str(SOCKET), True, _mode_of_running() != IPTABLES)
     return None
+
+
+@doctor_registry.register(90, needs_root=True)
+def doctor_check() -> Check:
+    """Which dockerd virtbench would use (the user's running one, or its own on demand)."""
+    if tools.which("dockerd") is None:
+        return Check(
+            "docker",
+            "warn",
+            'dockerd not installed: runtime = "docker" platforms fail',
+            "apt-get install docker.io",
+        )
+    d = current()
+    if d is None:
+        return Check("docker", "ok", "no dockerd running: virtbench starts its own when needed")
+    who = "virtbench's" if d.owned else "the user's (used as is, never stopped)"
+    return Check("docker", "ok", f"{who} dockerd answers on {d.socket}; -p via {d.nat_mode}")

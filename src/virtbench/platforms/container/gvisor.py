@@ -27,7 +27,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from ... import cachedir, ownedtmp, probes_build, pychild, tools
+from ... import cachedir, doctor_registry, ownedtmp, probes_build, pychild, tools
+from ...doctor_registry import Check
 from ...errors import VirtbenchError
 from .. import engine_config
 
@@ -258,3 +259,25 @@ def effective_config(base: list[str]) -> dict[str, str]:
     if found:
         _CONFIG_CACHE[key] = found
     return found
+
+
+@doctor_registry.register(70, needs_root=True)
+def doctor_check() -> Check | None:
+    """runsc's host network, probed: what virtbench works around for which tools."""
+    if tools.which("runsc") is None:
+        return None
+    blocks, what = read_blocks()
+    version = tools.version("runsc")
+    if blocks is None:
+        return Check("gvisor network", "warn", f"runsc {version}: not probed ({what})")
+    if blocks:
+        return Check("gvisor network", "ok", f"runsc {version} --network=host: {what}")
+    return Check(
+        "gvisor network",
+        "warn",
+        f"runsc {version} --network=host: read(2) on a blocking socket returns {what}"
+        " (Linux waits); with 20221219 also recvfrom(2) refuses MSG_NOSIGNAL and a TCP"
+        " source-address buffer panics the sandbox. iperf3 and sockperf run there with a shim that"
+        " restores Linux's answers (platform label read_shim); nginx/wrk need none",
+        'other tools that read(2) a blocking socket fail under runtime = "runsc"',
+    )

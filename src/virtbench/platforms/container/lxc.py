@@ -24,7 +24,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from ... import cgroups, hostnet, tools
+from ... import cgroups, doctor_registry, hostnet, tools
+from ...doctor_registry import Check
 from ...errors import PlatformError
 from .. import engine_config
 from .podman import PID_DIR, pid_wrapped
@@ -285,13 +286,15 @@ def _config_env(path: Path) -> list[str]:
     return [ln[len(key) :] for ln in text.splitlines() if ln.startswith(key)]
 
 
-def host_check() -> tuple[str, str, str]:
-    """(status, detail, fix) for `virtbench doctor`: what LXC does differently on this host."""
+@doctor_registry.register(80)
+def doctor_check() -> Check:
+    """What LXC does differently on this host (AppArmor, lxc-net), for `virtbench doctor`."""
     if tools.which("lxc-start") is None:
-        return "missing", "not installed (runtime = lxc)", "apt-get install lxc"
+        return Check("lxc", "missing", "not installed (runtime = lxc)", "apt-get install lxc")
     version = tools.version("lxc-start")
     lxcbr = " (lxcbr0 absent)" if not hostnet.link_exists("lxcbr0") else ""
-    return (
+    return Check(
+        "lxc",
         "warn",
         f"LXC {version} runs privileged containers under {LXCPATH}; "
         + "; ".join(host_limits())

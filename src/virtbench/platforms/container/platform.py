@@ -12,10 +12,9 @@ import time
 from contextlib import AbstractContextManager
 from typing import Any
 
-from ... import cgroups, cleanup, directio, hostfs, hostnet, parsing, tools
+from ... import cgroups, cleanup, directio, hostfs, hostnet, labelkeys, parsing, tools
 from ...errors import NeedsRootError, PlatformError
 from ...images import rootfs
-from .. import engine_config
 from ..base import NAME_PREFIX, Accounting, ExecResult, Platform, PlatformSpec, Process
 from ..capabilities import StartupTiming
 from ..cpu_weight import weighted
@@ -62,6 +61,12 @@ class ContainerPlatform(Platform):
     description = "an OCI container (crun, runc, runsc, podman) from the shared Debian image"
     Options = ContainerOptions
     opts: ContainerOptions
+
+    @classmethod
+    def runtime_tools(cls, options: dict[str, Any]) -> frozenset[str]:
+        """capabilities.RuntimeTools: its OCI runtime (podman runs crun)."""
+        runtime = options.get("runtime") or "crun"
+        return frozenset({"podman", "crun"} if runtime == "podman" else {runtime})
 
     def __init__(
         self,
@@ -314,7 +319,7 @@ class ContainerPlatform(Platform):
     def _engine_label(self, runtime) -> dict[str, Any]:
         # what the engine ran with, read from it (runsc's config dump, docker info, LXC's file)
         found = runtime.engine(self._inst.name if self._inst is not None else None)
-        return {engine_config.LABEL: found} if found else {}
+        return {labelkeys.ENGINE: found} if found else {}
 
     def _rt_labels(self) -> dict[str, Any]:
         # what the container's group was granted (the option may say "auto")

@@ -15,7 +15,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from ... import cleanup, hostinfo, safefs, tools
+from ... import cleanup, doctor_registry, hostinfo, safefs, tools
+from ...doctor_registry import Check
 from ...errors import PlatformError, VirtbenchError
 from ..base import NAME_PREFIX
 from . import image, initramfs, kernel, paths
@@ -138,3 +139,20 @@ def resolve(requested: str) -> tuple[str, str]:
     if usable:
         return "kvm", f"auto: {why}"
     return "tcg", f"auto: KVM not usable ({why}); using TCG binary translation"
+
+
+@doctor_registry.register(50)
+def doctor_check() -> Check:
+    """Whether VMs get hardware assist here: /dev/kvm present, and a guest boots with it."""
+    flavour = hostinfo.kvm_flavour()
+    if flavour == "none":
+        return Check(
+            "kvm",
+            "warn",
+            "/dev/kvm absent: VMs will use TCG (binary translation)",
+            "enable virtualization in firmware or nested virt; TCG still works",
+        )
+    usable, why = probe_kvm()
+    if usable:
+        return Check("kvm", "ok", f"KVM ({flavour}) boots a guest: VMs use hardware assist")
+    return Check("kvm", "warn", f"KVM ({flavour}) present but not usable: {why}; VMs use TCG")

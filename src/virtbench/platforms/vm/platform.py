@@ -12,7 +12,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from ... import cleanup, directio, tools
+from ... import cleanup, directio, labelkeys, tools
 from ...cgroups import Cgroup
 from ...errors import PlatformError
 from ...metrics.schedstat import other_threads
@@ -43,6 +43,11 @@ class VmPlatform(Platform):
     )
     Options = options.VmOptions
     opts: options.VmOptions
+
+    @classmethod
+    def runtime_tools(cls, options: dict[str, Any]) -> frozenset[str]:
+        """capabilities.RuntimeTools: QEMU (the one whose version moves its figures)."""
+        return frozenset({"qemu-system-x86_64"})
 
     def __init__(self, spec, instance, host=None, budget=None) -> None:
         super().__init__(spec, instance, host, budget=budget)
@@ -116,7 +121,7 @@ class VmPlatform(Platform):
         if self.net.fallback_reason:
             self.facts["network_fallback"] = self.net.fallback_reason
         if engine := self._engine_config():
-            self.facts[engine_config.LABEL] = engine
+            self.facts[labelkeys.ENGINE] = engine
         self._guest(["mkdir", "-p", self.workdir], "creating the guest work directory")
         if self.net.mode in ("bridge", "nat"):
             # the first TCP connect after boot can fail until ARP settles: resolve it now
@@ -372,7 +377,7 @@ class VmPlatform(Platform):
         if self.machine is None:
             raise PlatformError(f"platform '{self.name}' is not provisioned")
         t = self.machine.timings
-        labels = {"accel_used": self.accel_used, "vcpus": self.options["vcpus"]}
+        labels = {labelkeys.ACCEL_USED: self.accel_used, "vcpus": self.options["vcpus"]}
         return BootPhases(t["boot_s"], t["qmp_s"], labels)
 
     @contextlib.contextmanager

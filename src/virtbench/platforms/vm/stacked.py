@@ -26,7 +26,7 @@ from contextlib import AbstractContextManager
 from pathlib import PurePosixPath
 from typing import Any
 
-from ... import cgroups, cleanup, directio, hostnet
+from ... import cgroups, cleanup, directio, hostnet, labelkeys
 from ...errors import PlatformError
 from ..base import Accounting, ExecResult, Platform, Process
 from ..capabilities import BackendThreads, ThreadGroup, VcpuThreads
@@ -459,7 +459,11 @@ class StackedContainer(Platform):
             **engine,
             "stacked_on": self.host.name,
             "host_platform_type": self.host.kind,
-            **({"host_engine": host_labels["engine"]} if "engine" in host_labels else {}),
+            **(
+                {"host_engine": host_labels[labelkeys.ENGINE]}
+                if labelkeys.ENGINE in host_labels
+                else {}
+            ),
             **{
                 f"host_{k}": host_labels[k]
                 for k in ("accel_used", "boot_s", "network_used")

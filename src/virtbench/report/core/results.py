@@ -3,6 +3,7 @@ charts with error bars of every test case's primary metric per platform."""
 
 from __future__ import annotations
 
+from ... import labelkeys
 from ...analysis import normalize
 from ...analysis.colocation import BESIDE_LABEL, UNPAIRED
 from ...analysis.groups import Group
@@ -293,7 +294,7 @@ def _per_step(g: Group) -> bool:
 
 def _per_step_summary(g: Group) -> bool:
     """A mean of one sweep step's 1 s samples (scheduler, network... per environment)."""
-    return "stat" in g.labels and _per_step(g)
+    return labelkeys.STAT in g.labels and _per_step(g)
 
 
 @register_section(30, "suites")

@@ -7,8 +7,8 @@ import time
 from collections import Counter
 from typing import Any
 
-from ... import netstack
-from ...analysis import fingerprint
+from ... import labelkeys, netstack
+from ...analysis import fingerprint, platform_facts
 from .. import fmt
 from ..data import ReportData
 from ..html import Raw, Td, badge, details, h, kv_table, scroll, table
@@ -192,7 +192,7 @@ def failed_warmups(data: ReportData) -> dict[tuple[str, str, str], list[int]]:
     (runner/run.py labels them `warmup.failed`)."""
     out: dict[tuple[str, str, str], list[int]] = {}
     for c in data.cells:
-        warmup = c.labels.get("warmup")
+        warmup = c.labels.get(labelkeys.WARMUP)
         if isinstance(warmup, dict) and warmup.get("failed"):
             out.setdefault((c.platform, c.test_case, str(warmup["failed"])), []).append(c.seq)
     return out
@@ -225,7 +225,7 @@ def tools_shown(data: ReportData) -> tuple[dict[str, str], bool]:
     if used is None:
         return dict(versions), True
     for spec in {c.platform_json or "{}" for c in data.cells}:
-        used |= fingerprint.platform_tools(json.loads(spec))
+        used |= platform_facts.runtime_tools(data.host, json.loads(spec))
     return {t: v for t, v in versions.items() if t in used}, False
 
 
@@ -272,8 +272,8 @@ def host_section(data: ReportData) -> Section:
     prow = []
     for name in data.platforms:
         lab = dict(plats.get(name, {}))
-        ptype = lab.pop("platform_type", lab.pop("type", "–"))
-        accel = lab.pop("accel_used", None) or lab.get("accel") or "–"
+        ptype = lab.pop(labelkeys.PLATFORM_TYPE, lab.pop(labelkeys.SPEC_TYPE, "–"))
+        accel = lab.pop(labelkeys.ACCEL_USED, None) or lab.get(labelkeys.ACCEL) or "–"
         opts = _platform_options(lab)
         prow.append(
             [name + (" (baseline)" if name == data.baseline else ""), ptype, accel, opts or "–"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...analysis import plausibility
+from ...analysis import platform_facts, plausibility
 from ...analysis.scores import GeoMean, Seed004Suite
 from .. import fmt
 from ..data import ReportData
@@ -171,7 +171,12 @@ def _unscored(data: ReportData) -> list[str]:
 
 
 def _unchecked(data: ReportData) -> str:
-    tcs = plausibility.unchecked(data.samples, data.description, plausibility.ceilings(data.host))
+    tcs = plausibility.unchecked(
+        data.samples,
+        data.description,
+        plausibility.ceilings(data.host),
+        platform_facts.host_device(data.host),
+    )
     if not tcs:
         return ""
     return (

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ... import labelkeys
 from ...results import PEAK_LIMIT_LABEL
 from ..data import ReportData
 from ..html import Raw
@@ -26,7 +27,7 @@ def _tags(labels: dict[str, Any]) -> dict[str, str]:
     """What a cell's labels say it measured beyond its platform, test case, scenario and
     repetition: a solo-peak cell's params and CPU limit (scenarios.peaks.peak_key)."""
     tags = {}
-    for k, v in (labels.get("params") or {}).items():
+    for k, v in (labels.get(labelkeys.PARAMS) or {}).items():
         v = v[0] if isinstance(v, list) and len(v) == 1 else v
         tags[k] = f"{k}={v}"
     if PEAK_LIMIT_LABEL in labels:

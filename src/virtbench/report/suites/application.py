@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from ... import labelkeys, suites
 from .. import html, svg
 from ..sections import Section, register_section
 from .web import _group_table
@@ -29,7 +30,7 @@ def interval_chart(data) -> str | None:
     groups = [
         g
         for g in data.select(test_case=TEST_CASE, role="target")
-        if g.key.metric == "interval_throughput" and g.key.dim("interval") is not None
+        if g.key.metric == "interval_throughput" and g.key.dim(labelkeys.INTERVAL) is not None
     ]
     if not groups:
         return None
@@ -43,9 +44,11 @@ def interval_chart(data) -> str | None:
     for i, key in enumerate(sorted(by_line, key=lambda k: (order.get(k[0], 99), k[1]))):
         platform, scenario = key
         pts, invalid = [], {}
-        for g in sorted(by_line[key], key=lambda g: int(g.key.dim("interval"))):
-            step = step or g.labels.get("interval_s")
-            x = (int(g.key.dim("interval")) + 1) * float(g.labels.get("interval_s") or 1)
+        for g in sorted(by_line[key], key=lambda g: int(g.key.dim(labelkeys.INTERVAL))):
+            step = step or g.labels.get(labelkeys.INTERVAL_S)
+            x = (int(g.key.dim(labelkeys.INTERVAL)) + 1) * float(
+                g.labels.get(labelkeys.INTERVAL_S) or 1
+            )
             s = g.summary
             if s.mean is not None:
                 pts.append((x, s.mean, s.minimum, s.maximum))
@@ -64,7 +67,7 @@ def interval_chart(data) -> str | None:
 
 @register_section(order=45, name="application")
 def application_section(data) -> Section | None:
-    if not any(r["suite"] == "application" for r in data.samples):
+    if not any(r["suite"] == suites.APPLICATION for r in data.samples):
         return None
     parts, md = [], ""
     headers, rows = _group_table(data, TEST_CASE, SUMMARY, None)

@@ -23,6 +23,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from ... import labelkeys
 from ...analysis.groups import Group
 from ...analysis.normalize import Comparison, compare
 from ...analysis.ratios import FASTER, SAME, SLOWER, UNDECIDED
@@ -91,7 +92,7 @@ def mode_of(axis: Axis, options: dict[str, Any], labels: dict[str, Any]) -> str:
     if axis is STORAGE:
         return str(options["storage"])
     net = str(options["network"])
-    nat = labels.get("docker_nat") or options.get("docker_nat")
+    nat = labels.get(labelkeys.DOCKER_NAT) or options.get("docker_nat")
     return f"{net} ({nat})" if net == "nat" and nat else net
 
 

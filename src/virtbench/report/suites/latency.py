@@ -10,6 +10,7 @@ one line per platform, and the first raw samples (Fig. 6).
 
 from __future__ import annotations
 
+from ... import labelkeys, suites
 from ...analysis.groups import Group
 from .. import fmt
 from ..data import ReportData
@@ -142,22 +143,25 @@ def _notes(data: ReportData, scenario: str) -> list[str]:
     ambiguous: dict[str, float] = {}
     for r in data.samples:
         if (
-            r["suite"] != "latency"
+            r["suite"] != suites.LATENCY
             or r["scenario"] != scenario
             or r["role"] != "target"
             or r["metric"] != "max_us"
         ):
             continue
         labels = r["labels"]
-        if "rt_budget_split" in labels and "rt_budget_neighbour_period_us" in labels:
+        if (
+            labelkeys.RT_BUDGET_SPLIT in labels
+            and labelkeys.RT_BUDGET_NEIGHBOUR_PERIOD_US in labels
+        ):
             split.setdefault(r["platform"], labels)
         # with an RR competitor (compete=rr) long gaps at no boundary are its quantum
         if (
-            labels.get("rt_throttle_ambiguous_us")
-            and labels.get("quantum_policy") != "rr"
-            and r["value"] >= float(labels["rt_throttle_ambiguous_us"])
+            labels.get(labelkeys.RT_THROTTLE_AMBIGUOUS_US)
+            and labels.get(labelkeys.QUANTUM_POLICY) != "rr"
+            and r["value"] >= float(labels[labelkeys.RT_THROTTLE_AMBIGUOUS_US])
         ):
-            amb = float(labels["rt_throttle_ambiguous_us"])
+            amb = float(labels[labelkeys.RT_THROTTLE_AMBIGUOUS_US])
             ambiguous[r["platform"]] = max(ambiguous.get(r["platform"], 0.0), amb)
     notes = []
     for p, lb in split.items():
@@ -181,7 +185,7 @@ def _notes(data: ReportData, scenario: str) -> list[str]:
 
 @register_section(46, "latency-tables")
 def latency(data: ReportData) -> list[Section] | None:
-    groups = [g for g in data.select(suite="latency") if not g.key.dims]
+    groups = [g for g in data.select(suite=suites.LATENCY) if not g.key.dims]
     if not any(g.key.metric == "max_us" for g in groups):
         return None
     by = {(g.key.scenario, g.key.platform, g.key.test_case, g.key.metric): g for g in groups}

@@ -15,6 +15,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
+from ... import labelkeys, suites
 from ...analysis.colocation_steps import sweep_points
 from ...results import PEAK_LIMIT_LABEL, shown_scenario
 from .. import fmt, html, svg
@@ -31,11 +32,11 @@ def client_text(labels: dict[str, Any]) -> str | None:
     "4 httperf, 4 per client CPU, 4.4 s timeout"; None for a step without them (a sweep's).
     It decides what its reply times hold: httperf busy-polls, so processes sharing a CPU
     wait for it, and a shorter timeout counts slow replies as errors sooner."""
-    if labels.get("timeout_s") is None or labels.get("clients") is None:
+    if labels.get(labelkeys.TIMEOUT_S) is None or labels.get(labelkeys.CLIENTS) is None:
         return None
-    per = labels.get("clients_per_cpu")
-    text = f"{labels['clients']} httperf" + (f", {per} per client CPU" if per else "")
-    return text + f", {labels['timeout_s']:g} s timeout"
+    per = labels.get(labelkeys.CLIENTS_PER_CPU)
+    text = f"{labels[labelkeys.CLIENTS]} httperf" + (f", {per} per client CPU" if per else "")
+    return text + f", {labels[labelkeys.TIMEOUT_S]:g} s timeout"
 
 
 def fixed_clients(data) -> dict[tuple[str, str, str], str]:
@@ -46,10 +47,10 @@ def fixed_clients(data) -> dict[tuple[str, str, str], str]:
         lab = r["labels"]
         if r["metric"] != "offered_rate" or r["role"] != "target":
             continue
-        if lab.get("phase") != "fixed-rate" or (text := client_text(lab)) is None:
+        if lab.get(labelkeys.PHASE) != "fixed-rate" or (text := client_text(lab)) is None:
             continue
         scenario = shown_scenario(r["scenario"], {PEAK_LIMIT_LABEL: lab.get(PEAK_LIMIT_LABEL)})
-        found[(r["platform"], scenario, str(lab.get("file_size_kb")))].add(text)
+        found[(r["platform"], scenario, str(lab.get(labelkeys.FILE_SIZE_KB)))].add(text)
     return {k: " / ".join(sorted(v)) for k, v in found.items()}
 
 
@@ -107,7 +108,9 @@ def _phases(data) -> dict[tuple[str, str, Any], str | None]:
     """(platform, scenario, file size) -> phase of the httperf headline there: "fixed-rate"
     when the workload ran one step at a set rate (co-location load=PCT), None for a sweep."""
     return {
-        (r["platform"], r["scenario"], r["labels"].get("file_size_kb")): r["labels"].get("phase")
+        (r["platform"], r["scenario"], r["labels"].get(labelkeys.FILE_SIZE_KB)): r["labels"].get(
+            labelkeys.PHASE
+        )
         for r in _rows(data, "httperf-sweep")
         if r["metric"] == "peak_throughput" and r["role"] == "target"
     }
@@ -157,7 +160,7 @@ def _section(title: str, parts: list[str], md: str = "") -> Section:
 
 @register_section(order=40, name="web")
 def web_section(data) -> Section | None:
-    if not any(r["suite"] == "web" for r in data.samples):
+    if not any(r["suite"] == suites.WEB for r in data.samples):
         return None
     parts = curves(data)
     md = ""
@@ -200,7 +203,7 @@ def web_section(data) -> Section | None:
 
 @register_section(order=41, name="network")
 def network_section(data) -> Section | None:
-    if not any(r["suite"] == "network" for r in data.samples):
+    if not any(r["suite"] == suites.NETWORK for r in data.samples):
         return None
     parts, md = [], ""
     lat = [

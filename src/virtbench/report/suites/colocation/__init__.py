@@ -14,6 +14,7 @@ Reads only the store's rows, through analysis/colocation.py and analysis/colocat
 
 from __future__ import annotations
 
+from .... import labelkeys
 from ....analysis import colocation as coloc
 from ....analysis import colocation_steps as coloc_steps
 from ....store.description import DIMENSION
@@ -22,7 +23,6 @@ from ...sections import Section, register_section
 from . import figures, roles, steps, weights
 
 # every sample of a co-location cell carries the scenario's kind under this label
-KIND_LABEL = "scenario_kind"
 
 
 def _fmt(v: float | None, spec: str = ".3g") -> str:
@@ -102,7 +102,7 @@ def budget_ref_note(stats: list[coloc.CellStats]) -> str:
 
 @register_section(order=55, name="colocation")
 def colocation_section(data) -> Section | None:
-    if not any(KIND_LABEL in s["labels"] for s in data.samples):
+    if not any(labelkeys.SCENARIO_KIND in s["labels"] for s in data.samples):
         return None
     primary = data.description.primary_metrics()
     dims = {tc: data.description.labels_of(DIMENSION, tc) for tc in primary}
@@ -316,7 +316,11 @@ def lockstep_note(data) -> str:
     unshared: dict[str, int] = {}
     for r in data.samples:
         lab = r["labels"]
-        if r["metric"] != "reply_rate" or "step" not in lab or not lab.get("lockstep"):
+        if (
+            r["metric"] != "reply_rate"
+            or labelkeys.STEP not in lab
+            or not lab.get(labelkeys.LOCKSTEP)
+        ):
             continue
         who = f"{r['platform']} · {r['scenario']} · {r['role']}"
         total[who] = total.get(who, 0) + 1

@@ -18,6 +18,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from .... import labelkeys
 from ....analysis.colocation import value_order
 from ... import html, svg
 from ..web import client_text
@@ -77,9 +78,13 @@ def startup_charts(data) -> tuple[list[str], str]:
     for s in data.samples:
         if s["cell_id"] in wanted and s["metric"] == "startup_s":
             newcomers[s["cell_id"]].append(s)
-        elif s["cell_id"] in wanted and s["role"] == "target" and "file_size_kb" in s["labels"]:
-            sizes[s["cell_id"]].add(s["labels"]["file_size_kb"])
-            if s["labels"].get("phase") == "fixed-rate":
+        elif (
+            s["cell_id"] in wanted
+            and s["role"] == "target"
+            and labelkeys.FILE_SIZE_KB in s["labels"]
+        ):
+            sizes[s["cell_id"]].add(s["labels"][labelkeys.FILE_SIZE_KB])
+            if s["labels"].get(labelkeys.PHASE) == "fixed-rate":
                 fixed_steps[s["cell_id"]].append(s)
     out, storms, fixed_drawn = [], 0, False
     for c in sorted(cells, key=lambda c: (c.repetition, c.seq)):
@@ -91,9 +96,9 @@ def startup_charts(data) -> tuple[list[str], str]:
                 break
             pts = by_cell[c.cell_id]
             if span is not None:  # this storm's size, while the target ran (it idles after)
-                run = news[0]["labels"].get("target_run_s") or span
+                run = news[0]["labels"].get(labelkeys.TARGET_RUN_S) or span
                 pts = [p for p in pts if run[0] < p["t"] <= run[1]]
-                served = {news[0]["labels"].get("file_size_kb")} - {None}
+                served = {news[0]["labels"].get(labelkeys.FILE_SIZE_KB)} - {None}
             else:
                 served = sizes[c.cell_id]
             fixed = fixed_rate(fixed_steps[c.cell_id], served)
@@ -142,16 +147,16 @@ def fixed_rate(steps: list[dict[str, Any]], served: set[Any]) -> Offered | None:
     found: dict[str, dict[str, Any]] = {}
     for s in steps:
         lab = s["labels"]
-        if lab.get("file_size_kb") == size:
-            found.setdefault(("mean " if "stdev" in lab else "") + s["metric"], s)
+        if lab.get(labelkeys.FILE_SIZE_KB) == size:
+            found.setdefault(("mean " if labelkeys.STDEV in lab else "") + s["metric"], s)
     if "offered_rate" not in found or "reply_rate" not in found:
         return None
     step, tx = found["reply_rate"], found.get("mean net_tx_bytes_per_s")
     return Offered(
         found["offered_rate"]["value"],
         step["value"],
-        step["labels"].get("load_pct"),
-        step["labels"].get("point_s"),
+        step["labels"].get(labelkeys.LOAD_PCT),
+        step["labels"].get(labelkeys.POINT_S),
         tx["value"] if tx else None,
     )
 
@@ -186,14 +191,14 @@ def startup_table(data) -> str:
     for s in data.samples:
         if s["metric"] == "startup_s" and _kind(s["scenario"]) == "startup":
             lab = s["labels"]
-            size = lab.get("file_size_kb")  # None: a cell from before one storm per size
+            size = lab.get(labelkeys.FILE_SIZE_KB)  # None: a cell from before one storm per size
             key = (s["platform"], s.get("test_case", ""), s["scenario"], size,
-                   lab.get("env_platform") or "?")  # fmt: skip
+                   lab.get(labelkeys.ENV_PLATFORM) or "?")  # fmt: skip
             acc[key]  # a row also when all its samples are invalid
             if s.get("valid", True):  # a failed cell's start-ups: flagged, not averaged
                 acc[key].append(s["value"])
-                if "under_load_s" in lab and s["value"] > 0:
-                    loaded[key].append(100.0 * lab["under_load_s"] / s["value"])
+                if labelkeys.UNDER_LOAD_S in lab and s["value"] > 0:
+                    loaded[key].append(100.0 * lab[labelkeys.UNDER_LOAD_S] / s["value"])
             else:
                 invalid[key] += 1
     if not acc:
@@ -232,12 +237,17 @@ def _target_loads(samples: list[dict[str, Any]]) -> dict[tuple[str, str, str, An
         if (
             s["metric"] == "offered_rate"
             and s["role"] == "target"
-            and lab.get("load_pct") is not None
+            and lab.get(labelkeys.LOAD_PCT) is not None
             and _kind(s.get("scenario", "")) == "startup"
         ):
-            key = (s["platform"], s.get("test_case", ""), s["scenario"], lab.get("file_size_kb"))
+            key = (
+                s["platform"],
+                s.get("test_case", ""),
+                s["scenario"],
+                lab.get(labelkeys.FILE_SIZE_KB),
+            )
             rates[key].add(s["value"])
-            pcts[key].add(lab["load_pct"])
+            pcts[key].add(lab[labelkeys.LOAD_PCT])
             if (text := client_text(lab)) is not None:
                 clients[key].add(text)
     out = {}
@@ -256,10 +266,13 @@ def _scenes(news: list[dict[str, Any]]) -> list[tuple[tuple[float, float] | None
     before one storm per size have no span: one storm over the whole cell."""
     groups: dict[tuple[float, float] | None, list[dict[str, Any]]] = defaultdict(list)
     for s in news:
-        span = s["labels"].get("scene_s")
+        span = s["labels"].get(labelkeys.SCENE_S)
         groups[tuple(span) if span else None].append(s)
     order = sorted(groups, key=lambda k: (k is not None, k or (0.0, 0.0)))
-    return [(k, sorted(groups[k], key=lambda s: s["labels"].get("ready_at_s", 0))) for k in order]
+    return [
+        (k, sorted(groups[k], key=lambda s: s["labels"].get(labelkeys.READY_AT_S, 0)))
+        for k in order
+    ]
 
 
 def _startup_chart(
@@ -312,13 +325,13 @@ def _startup_chart(
     lines = [line]
     for i, s in enumerate(news):
         lab = s["labels"]
-        started = lab.get("started_at_s")
-        t1 = lab.get("ready_at_s", (started or 0.0) + s["value"])
+        started = lab.get(labelkeys.STARTED_AT_S)
+        t1 = lab.get(labelkeys.READY_AT_S, (started or 0.0) + s["value"])
         if started is None:
             started = t1 - s["value"]
         colour = svg.PALETTE[(i + 3) % len(svg.PALETTE)]
         name = (
-            f"{s['role']} ({lab.get('env_platform') or '?'}): started {started:.1f} s, "
+            f"{s['role']} ({lab.get(labelkeys.ENV_PLATFORM) or '?'}): started {started:.1f} s, "
             f"ready {t1:.1f} s ({s['value']:.1f} s)"
         )
         # every newcomer is named: a vertical line at the moment it ran its first command
@@ -349,8 +362,8 @@ def solo_base(data, c, metric: str, served: set[Any]) -> tuple[float | None, str
         and _kind(s.get("scenario", "")) == "solo"
         and s.get("platform") == c.platform
         and s.get("test_case", c.test_case) == c.test_case
-        and "stdev" in s["labels"]
-        and s["labels"].get("file_size_kb") == size
+        and labelkeys.STDEV in s["labels"]
+        and s["labels"].get(labelkeys.FILE_SIZE_KB) == size
         and s.get("valid", True)
     ]
     if not values:
@@ -367,10 +380,12 @@ def startup_base(
     whose throughput sat near zero half the time made spikes (docs/code-measurements.md); a
     mean over the undisturbed part does not."""
     starts = [
-        s["labels"].get("started_at_s", s["labels"].get("ready_at_s", 0.0) - s["value"])
+        s["labels"].get(
+            labelkeys.STARTED_AT_S, s["labels"].get(labelkeys.READY_AT_S, 0.0) - s["value"]
+        )
         for s in news
     ]
-    readies = [s["labels"].get("ready_at_s", 0.0) for s in news]
+    readies = [s["labels"].get(labelkeys.READY_AT_S, 0.0) for s in news]
     running = [(t, v) for t, v in pts if v > 0]
     parts = []
     if starts:
@@ -404,7 +419,11 @@ def env_metrics_table(data) -> str:
     names = dict(ENV_METRICS + HOST_METRICS)
     invalid = roles.unplanned(data)
     for s in data.samples:
-        if s["metric"] in names and "stdev" in s["labels"] and _kind(s["scenario"]) != "solo":
+        if (
+            s["metric"] in names
+            and labelkeys.STDEV in s["labels"]
+            and _kind(s["scenario"]) != "solo"
+        ):
             point = roles.sample_point(data, s)
             key = (s["platform"], s["test_case"], point, s["scenario"], s["role"])
             if invalid(s):  # counted and said, never averaged in

@@ -18,6 +18,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
+from .... import labelkeys
 from ....analysis.colocation import dims_order, value_order
 from ....results import PATH_LABELS, SOLO_PEAK_SCENARIO
 from ....store.description import DIMENSION
@@ -152,7 +153,11 @@ def unplanned(data) -> Callable[[dict[str, Any]], bool]:
     # a cell's invalid points, once each (a bad step has a dozen invalid metrics)
     bad: dict[str, set[frozenset]] = defaultdict(set)
     for r in data.samples:
-        if r["role"] == "target" and not r.get("valid", True) and "stdev" not in r["labels"]:
+        if (
+            r["role"] == "target"
+            and not r.get("valid", True)
+            and labelkeys.STDEV not in r["labels"]
+        ):
             bad[r["cell_id"]].add(frozenset(sample_point(data, r)))
 
     def off_plan(row: dict[str, Any]) -> bool:
@@ -176,7 +181,7 @@ def _summaries(data, metrics: set[str]) -> dict[Key, list[dict]]:
     detailed = set()  # test cases whose cells store summaries (web, read in detail)
     invalid = unplanned(data)
     for r in data.samples:
-        if r["metric"] in metrics and r["role"] != "host" and "stdev" in r["labels"]:
+        if r["metric"] in metrics and r["role"] != "host" and labelkeys.STDEV in r["labels"]:
             summarized.add(r["cell_id"])
             detailed.add(r["test_case"])
             if invalid(r):
@@ -203,7 +208,11 @@ def _summaries(data, metrics: set[str]) -> dict[Key, list[dict]]:
             continue
         (pt,) = served.get(cell) or {()}
         m, sd = statistics.fmean(values), statistics.stdev(values)
-        labels = {"stdev": sd, "cov": sd / m if m else None, "from": "series"}
+        labels = {
+            labelkeys.STDEV: sd,
+            labelkeys.COV: sd / m if m else None,
+            labelkeys.FROM: "series",
+        }
         out[(platform, tc, pt, scenario, "target", metric)].append({"value": m, "labels": labels})
     return out
 
@@ -262,7 +271,7 @@ def _point_charts(
 
 def _mean_sd_bar(rs: list[dict]) -> svg.Bar:
     m = statistics.fmean(r["value"] for r in rs)
-    sds = [float(sd) for r in rs if (sd := r["labels"].get("stdev")) is not None]
+    sds = [float(sd) for r in rs if (sd := r["labels"].get(labelkeys.STDEV)) is not None]
     if not sds:  # one 1 s reading per point: no spread to draw
         return svg.Bar(m, None, None, f"one 1 s sample: no sd, n={len(rs)}")
     sd = statistics.fmean(sds)
@@ -270,7 +279,7 @@ def _mean_sd_bar(rs: list[dict]) -> svg.Bar:
 
 
 def _cov_bar(rs: list[dict]) -> svg.Bar:
-    covs = [float(r["labels"]["cov"]) for r in rs]
+    covs = [float(r["labels"][labelkeys.COV]) for r in rs]
     spread = (min(covs), max(covs)) if len(covs) > 1 else (None, None)
     return svg.Bar(statistics.fmean(covs), *spread, f"n={len(covs)} repetitions")
 
@@ -292,7 +301,9 @@ def cov_bars(data) -> list[str]:
     """Per platform, metric, test case and served point: CoV of the point's 1 s samples,
     every role, per scenario."""
     summ = _summaries(data, {m for m, _t in COV_METRICS})
-    summ = {k: [r for r in rs if r["labels"].get("cov") is not None] for k, rs in summ.items()}
+    summ = {
+        k: [r for r in rs if r["labels"].get(labelkeys.COV) is not None] for k, rs in summ.items()
+    }
     summ = {k: rs for k, rs in summ.items() if rs}
     out = []
     for platform in data.platforms:

@@ -16,6 +16,7 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
+from .... import labelkeys
 from ....analysis.colocation import dims_order
 from ... import html, svg
 from .roles import Point, point_text, sample_point, scenario_order
@@ -37,15 +38,19 @@ def _cells(data, primary: dict[str, str]) -> dict[tuple[str, str, Point], dict[s
     cpu: dict[str, list[tuple[set, str, float]]] = defaultdict(list)
     for r in data.samples:
         lab = r["labels"]
-        if lab.get("scenario_kind") != KIND or r["role"] not in ROLES or "step" in lab:
+        if (
+            lab.get(labelkeys.SCENARIO_KIND) != KIND
+            or r["role"] not in ROLES
+            or labelkeys.STEP in lab
+        ):
             continue
         pt = sample_point(data, r)
-        if r["metric"] == "cpu_util" and "stdev" in lab:
+        if r["metric"] == "cpu_util" and labelkeys.STDEV in lab:
             cpu[r["cell_id"]].append((set(pt), r["role"], float(r["value"])))
         elif r["metric"] == primary.get(r["test_case"]) and r["valid"]:
             cell = out[(r["platform"], r["test_case"], pt)].setdefault(
                 r["cell_id"],
-                {"scenario": r["scenario"], "weights": lab.get("weights") or {}, "rps": {}},
+                {"scenario": r["scenario"], "weights": lab.get(labelkeys.WEIGHTS) or {}, "rps": {}},
             )
             cell["rps"][r["role"]] = float(r["value"])
             cell["unit"] = r.get("unit") or ""
