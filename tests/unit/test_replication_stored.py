@@ -92,6 +92,39 @@ def test_seed003_network_bound_size_says_what_it_moved_here(tmp_path):
     assert f"= {gbit:.2f} Gbit/s, above it" in r.reason and "0.1 Gbit/s link" in r.reason
 
 
+def test_seed003_idle_cost_says_what_the_cpu_bought_alone_and_beside_them(tmp_path):
+    """The 70 kB "does not" carries the measured mechanism: idle neighbours at 0 % CPU, the
+    target at its same budget serving fewer requests per CPU-second (issue 38)."""
+    st, run = _open(tmp_path, "seed003-consolidation-reduced.db.gz")
+    f = next(f for f in load.load("003").findings if f.id == "table2-idle-70kb")
+    r = compute.evaluate(ReportData.load(st, run), (f,))[0]
+    rows = [json.loads(line) for line in export.to_jsonl(st, run).splitlines()]
+
+    def mean(scenario, metric, role="target"):
+        return statistics.fmean(
+            x["value"]
+            for x in rows
+            if x["scenario"] == scenario
+            and x["role"] == role
+            and x["metric"] == metric
+            and x["valid"]
+            and x["labels"].get("file_size_kb") == 70
+        )
+
+    idle, solo = "idle-neighbours:3", "solo"
+    cpu_x, cpu_b = mean(idle, "cpu_util"), mean(solo, "cpu_util")
+    us_x = cpu_x / 100 * 1e6 / mean(idle, "requests_per_s")
+    us_b = cpu_b / 100 * 1e6 / mean(solo, "requests_per_s")
+    assert us_x > 1.05 * us_b  # the same CPU bought fewer requests beside the idle ones
+    assert f"the target used {cpu_x:.1f} % CPU beside them (alone {cpu_b:.1f} %)" in r.reason
+    assert f"{us_x:.0f} vs {us_b:.0f} µs CPU per request" in r.reason
+    assert "the 3 idle neighbours used 0.0-0.0 % CPU" in r.reason
+    vol = mean(idle, "vol_switches_per_s")
+    assert f"it slept {vol:,.0f}/s" in r.reason
+    # stored before budgets said their weight: the reason says what it was then
+    assert "stored before budgets recorded their weight" in r.reason
+
+
 def test_seed001_reduced_run_maxima_driven_by_stalls_decide_nothing(tmp_path):
     st, run = _open(tmp_path, "seed001-rt-latency-reduced.db.gz")
     rows = [json.loads(line) for line in export.to_jsonl(st, run).splitlines()]
