@@ -419,5 +419,7 @@ def test_dom0_weight_applied_to_a_vms_back_end_is_judged(tmp_path):
 def test_unknown_requirement_names_the_allowed_ones():
     text = (load.resources.files("virtbench.replication") / "findings/seed003.toml").read_text()
     bad = text.replace('requires = ["host-weight"]', 'requires = ["host-weights"]')
-    with pytest.raises(FindingsError, match=r"finding\[4\]\.requires.*allowed: hw-accel, host-weight,"):
+    with pytest.raises(
+        FindingsError, match=r"finding\[4\]\.requires.*allowed: hw-accel, host-weight,"
+    ):
         parse(bad, "seed003.toml", "003")
