@@ -125,6 +125,32 @@ def test_seed003_idle_cost_says_what_the_cpu_bought_alone_and_beside_them(tmp_pa
     assert "stored before budgets recorded their weight" in r.reason
 
 
+def test_seed003_idle_neighbours_lending_no_weight_by_hand(tmp_path):
+    """Run 20261129-100837-982f, with idle neighbours lending the target no weight: its budget
+    weighed 1024 alone and beside them, and the 70 kB "does not" (-10.1 % in the run before)
+    became -2.6 %, undecided, inside the paper's band."""
+    st, run = _open(tmp_path, "seed003-idle-weight.db.gz")
+    rows = [json.loads(line) for line in export.to_jsonl(st, run).splitlines()]
+    seed = load.load("003")
+    results = {r.finding.id: r for r in compute.evaluate(ReportData.load(st, run), seed.findings)}
+    weights = {
+        x["labels"].get("cpu_budget_weight")
+        for x in rows
+        if x["role"] == "target" and x["metric"] == "requests_per_s"
+    }
+    assert weights == {"cpu.shares 1024"}
+    for fid in ("table2-idle-1kb", "table2-idle-70kb"):
+        r = results[fid]
+        f = r.finding
+        x = _by_hand(rows, f, f.x, r.platform, "wrk-max")
+        b = _by_hand(rows, f, f.base, r.platform, "wrk-max")
+        assert len(x) == len(b) == 3
+        assert r.ratio.value == pytest.approx(statistics.fmean(x) / statistics.fmean(b)), fid
+        assert "its budget weighed cpu.shares 1024 beside them (alone cpu.shares 1024)" in r.reason
+    assert results["table2-idle-70kb"].verdict == "partly"
+    assert 0.97 <= results["table2-idle-70kb"].ratio.value <= 1.03
+
+
 def test_seed001_reduced_run_maxima_driven_by_stalls_decide_nothing(tmp_path):
     st, run = _open(tmp_path, "seed001-rt-latency-reduced.db.gz")
     rows = [json.loads(line) for line in export.to_jsonl(st, run).splitlines()]
