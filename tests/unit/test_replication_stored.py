@@ -151,6 +151,41 @@ def test_seed003_idle_neighbours_lending_no_weight_by_hand(tmp_path):
     assert 0.97 <= results["table2-idle-70kb"].ratio.value <= 1.03
 
 
+def test_seed003_dom0_weight_on_the_vms_back_ends_by_hand(tmp_path):
+    """Run 20261129-100944-d0df: the back-end (Dom0) weight on two TCG guests' QEMU back-end
+    threads, 2:1:1 against 0.5:1:1; the reason says what the back ends used against the share
+    each weight gave them."""
+    st, run = _open(tmp_path, "seed003-dom0-weight.db.gz")
+    rows = [json.loads(line) for line in export.to_jsonl(st, run).splitlines()]
+    f = next(f for f in load.load("003").findings if f.id == "fig24-dom0-weight")
+    r = compute.evaluate(ReportData.load(st, run), (f,))[0]
+    assert r.platform == "vm-virtio"
+    x = _by_hand(rows, f, f.x, "vm-virtio", "wrk-max")
+    b = _by_hand(rows, f, f.base, "vm-virtio", "wrk-max")
+    assert len(x) == len(b) == 3
+    assert r.ratio.value == pytest.approx(statistics.fmean(x) / statistics.fmean(b))
+    assert r.verdict == "partly"  # -13 %, the paper's direction, undecided
+
+    def backends(scenario):
+        return sum(
+            statistics.fmean(
+                v["value"]
+                for v in rows
+                if v["scenario"] == scenario
+                and v["role"] == role
+                and v["metric"] == "backend_cpu_util"
+                and v["labels"].get("file_size_kb") == 10
+            )
+            for role in ("target", "neighbour-1")
+        )
+
+    assert f"weights:2:1:1: back ends {backends('weights:2:1:1'):.1f} % CPU (their weight's" in (
+        r.reason
+    )
+    assert f"weights:0.5:1:1: back ends {backends('weights:0.5:1:1'):.1f} % CPU" in r.reason
+    assert "share of the shared CPU 50 %" in r.reason and "shared CPU 20 %" in r.reason
+
+
 def test_seed001_reduced_run_maxima_driven_by_stalls_decide_nothing(tmp_path):
     st, run = _open(tmp_path, "seed001-rt-latency-reduced.db.gz")
     rows = [json.loads(line) for line in export.to_jsonl(st, run).splitlines()]

@@ -219,15 +219,36 @@ def _heterogeneous(read: _Reader, platform: str, x: str, base: Side) -> str:
 
 
 def _weights(read: _Reader, platform: str, x: str, base: str) -> str:
+    """What the back ends used under each weight against the share the weight entitled them
+    to when every thread wanted the CPU: a weight the back ends never reached decided
+    nothing (Xen's Dom0 was busy on every packet; QEMU's back ends under TCG are not)."""
     applied = {s: read.label(platform, s, "host_weight_applied_to") for s in (x, base)}
     if any(a.startswith("nothing") for a in applied.values()):
         return ""  # compute.py says it: not comparable
+    roles = ("target", "neighbour-1")
     parts = []
     for s in (x, base):
-        be = [read.mean(platform, s, "backend_cpu_util", role=r) for r in ("target", "neighbour-1")]
-        if None not in be:
-            parts.append(f"{s}: back ends {sum(be):.1f} % CPU")  # type: ignore[arg-type]
+        be = [read.mean(platform, s, "backend_cpu_util", role=r) for r in roles]
+        vcpu = [read.mean(platform, s, "vcpu_cpu_util", role=r) for r in roles]
+        if None in be:
+            continue
+        text = f"{s}: back ends {sum(be):.1f} % CPU"  # type: ignore[arg-type]
+        share = _entitled(s)
+        if share is not None:
+            text += f" (their weight's share of the shared CPU {share:.0f} %)"
+        if None not in vcpu:
+            text += f", vCPUs {sum(vcpu):.1f} %"  # type: ignore[arg-type]
+        parts.append(text)
     return ("measured here: " + "; ".join(parts)) if parts else ""
+
+
+def _entitled(scenario: str) -> float | None:
+    """weights:A:B:C -> A's share of one CPU in % when the back ends and both guests want it."""
+    try:
+        a, b, c = (float(v) for v in scenario.split(":")[1:4])
+    except ValueError:
+        return None
+    return 100.0 * a / (a + b + c)
 
 
 def unweighted(read_data: ReportData, f: Finding, platform: str, test: str) -> str:
