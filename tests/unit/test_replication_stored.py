@@ -125,6 +125,32 @@ def test_seed003_idle_cost_says_what_the_cpu_bought_alone_and_beside_them(tmp_pa
     assert "stored before budgets recorded their weight" in r.reason
 
 
+def test_seed003_neighbour_of_the_other_size_says_what_it_moved(tmp_path):
+    """Fig. 18-19's reason: the 70 kB neighbour's own rate as Gbit/s over the bridge (the
+    paper's was held by its 100 Mbps NIC) and its CPU against the same-size neighbour's."""
+    st, run = _open(tmp_path, "seed003-consolidation-reduced.db.gz")
+    f = next(f for f in load.load("003").findings if f.id == "fig18-1kb-beside-70kb")
+    r = compute.evaluate(ReportData.load(st, run), (f,))[0]
+    rows = [json.loads(line) for line in export.to_jsonl(st, run).splitlines()]
+
+    def mean(scenario, metric, size):
+        return statistics.fmean(
+            x["value"]
+            for x in rows
+            if x["scenario"] == scenario
+            and x["role"] == "neighbour-1"
+            and x["metric"] == metric
+            and x["valid"]
+            and x["labels"].get("file_size_kb") == size
+        )
+
+    rate = mean("different:70", "requests_per_s", 70)
+    gbit = rate * 70 * 1024 * 8 / 1e9
+    assert f"the 70 KB neighbour served {rate:,.0f} req/s = {gbit:.2f} Gbit/s" in r.reason
+    cpu, same = mean("different:70", "cpu_util", 1), mean("identical", "cpu_util", 1)
+    assert f"using {cpu:.1f} % CPU (the same-size neighbour {same:.1f} %)" in r.reason
+
+
 def test_seed003_idle_neighbours_lending_no_weight_by_hand(tmp_path):
     """Run 20261129-100837-982f, with idle neighbours lending the target no weight: its budget
     weighed 1024 alone and beside them, and the 70 kB "does not" (-10.1 % in the run before)
