@@ -26,10 +26,10 @@ def _open(tmp_path, name):
     return st, st.runs()[0]["run_id"]
 
 
-def _by_hand(rows, finding, side, platform, test):
+def _by_hand(rows, finding, side, platform, test, primary="requests_per_s"):
     """Per repetition, the sum over the side's roles of the valid exported values."""
     dims = dict(finding.dims) | dict(side.dims)
-    metric = finding.metric or "requests_per_s"
+    metric = finding.metric or primary
     per_role = []
     for role in side.roles:
         per_role.append(
@@ -210,6 +210,58 @@ def test_seed003_dom0_weight_on_the_vms_back_ends_by_hand(tmp_path):
     )
     assert f"weights:0.5:1:1: back ends {backends('weights:0.5:1:1'):.1f} % CPU" in r.reason
     assert "share of the shared CPU 50 %" in r.reason and "shared CPU 20 %" in r.reason
+
+
+def test_seed000_pairs_by_hand(tmp_path):
+    """Run 20261129-101125-b4c8 (Fig. 6a's pairs at 1 KB, one repetition): HVM-PVM is not the
+    best pair here, and the reason says what each pair's back ends used at its peak step."""
+    st, run = _open(tmp_path, "seed000-pairs.db.gz")
+    rows = [json.loads(line) for line in export.to_jsonl(st, run).splitlines()]
+    seed = load.load("000")
+    results = {r.finding.id: r for r in compute.evaluate(ReportData.load(st, run), seed.findings)}
+    for fid in ("fig6-hvm-pvm-vs-hvm-hvm", "fig6-hvm-pvm-vs-pvm-pvm", "fig4-pvm-pair"):
+        r = results[fid]
+        f = r.finding
+        x = _by_hand(rows, f, f.x, r.platform, "httperf-sweep", "peak_throughput")
+        b = _by_hand(rows, f, f.base, r.platform, "httperf-sweep", "peak_throughput")
+        assert len(x) == len(b) == 1
+        assert r.ratio.value == pytest.approx(x[0] / b[0]), fid
+    verdicts = {k: r.verdict for k, r in results.items()}
+    assert verdicts["fig6-hvm-pvm-vs-hvm-hvm"] == "does not"  # -13.0 %: the paper saw +25 %
+    assert verdicts["fig6-hvm-pvm-vs-pvm-pvm"] == "does not"  # -1.6 %: the paper saw +21 %
+    assert verdicts["fig4-pvm-pair"] == "partly"  # +8.7 %, one repetition: no interval
+
+    def at_peak(platform, scenario, role, metric):
+        cell = {
+            v["labels"]["peak_step"]
+            for v in rows
+            if v["platform"] == platform
+            and v["scenario"] == scenario
+            and v["role"] == "target"
+            and v["metric"] == "peak_throughput"
+        }
+        (step,) = cell
+        (value,) = [
+            v["value"]
+            for v in rows
+            if v["platform"] == platform
+            and v["scenario"] == scenario
+            and v["role"] == role
+            and v["metric"] == metric
+            and v["labels"].get("step") == step
+            and v["labels"].get("file_size_kb") == 1
+        ]
+        return value
+
+    pairs = (
+        ("vm-virtio", "heterogeneous:vm-e1000", "the mixed pair"),
+        ("vm-e1000", "identical", "the vm-e1000 pair"),
+    )
+    for platform, scenario, what in pairs:
+        be = [at_peak(platform, scenario, r, "backend_cpu_util") for r in ("target", "neighbour-1")]
+        cpu = [at_peak(platform, scenario, r, "cpu_util") for r in ("target", "neighbour-1")]
+        said = f"{what}: back ends {be[0]:.1f} + {be[1]:.1f} % of {cpu[0]:.1f} + {cpu[1]:.1f} % CPU"
+        assert said in results["fig6-hvm-pvm-vs-hvm-hvm"].reason
 
 
 def test_seed001_reduced_run_maxima_driven_by_stalls_decide_nothing(tmp_path):
