@@ -123,6 +123,7 @@ def test_seed003_idle_cost_says_what_the_cpu_bought_alone_and_beside_them(tmp_pa
     assert f"it slept {vol:,.0f}/s" in r.reason
     # stored before budgets said their weight: the reason says what it was then
     assert "stored before budgets recorded their weight" in r.reason
+    assert r.reason.endswith("its CPU budget: 50 % of one CPU")  # at it alone and beside them
 
 
 def test_seed003_neighbour_of_the_other_size_says_what_it_moved(tmp_path):

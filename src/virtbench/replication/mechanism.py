@@ -165,7 +165,21 @@ def _idle(read: _Reader, platform: str, x: str, base: str) -> str:
             f"stored before budgets recorded their weight: then {n} environments' default "
             "weights, the idle ones' lent to the target (cgroups.idle_weight)"
         )
+    budget = _budget_pct(read.label(platform, x, "cpu_budget"))
+    if budget is not None:  # a target at its budget both ways was CPU bound, not link bound
+        parts.append(f"its CPU budget: {budget:.0f} % of one CPU")
     return "measured here: " + "; ".join(parts)
+
+
+def _budget_pct(label: str) -> float | None:
+    """ "shared:50000/100000" -> 50.0 (% of one CPU); None for anything else."""
+    if not label.startswith("shared:"):
+        return None
+    try:
+        quota, period = (float(v) for v in label.split(":", 1)[1].split("/"))
+    except ValueError:
+        return None
+    return 100.0 * quota / period if period > 0 else None
 
 
 def _different(read: _Reader, platform: str, x: str, base: str) -> str:
