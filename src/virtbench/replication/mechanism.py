@@ -20,6 +20,7 @@ import statistics
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
+from ..analysis.colocation import BESIDE_LABEL
 from .model import Finding, Side
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ class _Reader:
     """Per-cell values of one test case's samples at the finding's served point."""
 
     def __init__(self, data: ReportData, test: str, dims: dict[str, Any]) -> None:
-        self.dims = dims
+        self.data, self.test, self.dims = data, test, dims
         self.rows: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
         for r in data.samples:
             if r["test_case"] == test and r["valid"]:
@@ -73,23 +74,17 @@ class _Reader:
         }
 
     def values(
-        self, platform: str, scenario: str, metric: str, role: str = "target", size: Any = None
+        self, platform: str, scenario: str, metric: str, role: str = "target"
     ) -> list[float]:
         """One value per cell: `role`'s `metric` at the served point (at the target's peak
-        step where the samples are per step); `size` = the role's own file size where it
-        serves another one (a `different:SIZE` neighbour)."""
+        step where the samples are per step: a neighbour's are cut by the target's points)."""
         rows = self.rows.get((platform, scenario), [])
         steps = self._peak_steps(rows)
         per_cell: dict[str, list[float]] = defaultdict(list)
         for r in rows:
-            if r["role"] != role or r["metric"] != metric:
+            if r["role"] != role or r["metric"] != metric or not self._at_point(r):
                 continue
             lab = r["labels"]
-            if size is not None:
-                if not _same(lab.get("file_size_kb"), size):
-                    continue
-            elif not self._at_point(r):
-                continue
             if STEP in lab and r["cell_id"] in steps and not _same(lab[STEP], steps[r["cell_id"]]):
                 continue
             per_cell[r["cell_id"]].append(r["value"])
@@ -98,6 +93,26 @@ class _Reader:
     def mean(self, platform: str, scenario: str, metric: str, **kw: Any) -> float | None:
         vals = self.values(platform, scenario, metric, **kw)
         return statistics.fmean(vals) if vals else None
+
+    def beside(self, platform: str, scenario: str, role: str, size: float) -> float | None:
+        """The mean headline of `role` serving `size` in the runs it made beside the target's
+        point: a `different:SIZE` neighbour runs once beside each of the target's sizes
+        (analysis/colocation.beside_targets pairs them; the groups carry the pairing)."""
+        here = self.dims.get("file_size_kb")
+        for g in self.data.groups:
+            k = g.key
+            if (k.platform, k.test_case, k.scenario, k.role) != (
+                platform,
+                self.test,
+                scenario,
+                role,
+            ):
+                continue
+            if k.metric != self.primary or not _same(k.dim("file_size_kb"), size):
+                continue
+            if here is None or _same(k.dim(BESIDE_LABEL), here):
+                return g.summary.mean
+        return None
 
     def neighbours(self, platform: str, scenario: str) -> list[str]:
         rows = self.rows.get((platform, scenario), [])
@@ -188,7 +203,7 @@ def _different(read: _Reader, platform: str, x: str, base: str) -> str:
         kb = float(size)
     except ValueError:
         return ""
-    rate = read.mean(platform, x, read.primary, role="neighbour-1", size=kb)
+    rate = read.beside(platform, x, "neighbour-1", kb)
     cpu = read.mean(platform, x, "cpu_util", role="neighbour-1")
     cpu_same = read.mean(platform, base, "cpu_util", role="neighbour-1")
     target_cpu = {s: read.mean(platform, s, "cpu_util") for s in (x, base)}
