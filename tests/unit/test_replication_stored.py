@@ -303,6 +303,45 @@ def test_seed000_beside_a_100kb_neighbour_by_hand(tmp_path):
     assert f"the 100 KB neighbour served {rate:,.0f} req/s = {gbit:.2f} Gbit/s" in r.reason
 
 
+def test_seed000_idle_against_a_cold_solo_says_what_the_target_served_warm(tmp_path):
+    """Run 20261129-101639-e079 has no warm-up and its solo cell ran first on a freshly booted
+    TCG guest: idle neighbours read +9.7 % at 1 KB. The reason sets the idle figure against
+    the same target alone measured later in the run (its solo-peak cells, same budget)."""
+    st, run = _open(tmp_path, "seed000-sizes.db.gz")
+    rows = [json.loads(line) for line in export.to_jsonl(st, run).splitlines()]
+    results = {
+        r.finding.id: r
+        for r in compute.evaluate(ReportData.load(st, run), load.load("000").findings)
+    }
+
+    def peaks(scenario, size):
+        return [
+            v["value"]
+            for v in rows
+            if v["scenario"] == scenario
+            and v["role"] == "target"
+            and v["metric"] == "peak_throughput"
+            and v["labels"].get("file_size_kb") == size
+            and v["labels"].get("peak_cpu_limit") in (None, "cpu quota 100000 100000")
+        ]
+
+    for fid, size in (("fig3-idle-small", 1), ("fig3-idle-large", 50)):
+        r = results[fid]
+        (solo,), (idle,), (warm,) = (
+            peaks("solo", size),
+            peaks("idle-neighbours:3", size),
+            peaks("solo-peak", size),
+        )
+        assert r.ratio.value == pytest.approx(idle / solo) and r.ratio.value > 1.05
+        assert r.verdict == "does not"
+        assert "the solo cell ran first after its target was provisioned, with no warm-up" in (
+            r.reason
+        )
+        assert f"served {warm:,.0f} req/s, and beside the idle neighbours {idle / warm:.2f}" in (
+            r.reason
+        )
+
+
 def test_seed001_reduced_run_maxima_driven_by_stalls_decide_nothing(tmp_path):
     st, run = _open(tmp_path, "seed001-rt-latency-reduced.db.gz")
     rows = [json.loads(line) for line in export.to_jsonl(st, run).splitlines()]

@@ -21,6 +21,8 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 from ..analysis.colocation import BESIDE_LABEL
+from ..results import PEAK_LIMIT_LABEL
+from ..results import SOLO_PEAK_SCENARIO as SOLO_PEAK
 from .model import Finding, Side
 
 if TYPE_CHECKING:
@@ -74,10 +76,16 @@ class _Reader:
         }
 
     def values(
-        self, platform: str, scenario: str, metric: str, role: str = "target"
+        self,
+        platform: str,
+        scenario: str,
+        metric: str,
+        role: str = "target",
+        where: dict[str, Any] | None = None,
     ) -> list[float]:
         """One value per cell: `role`'s `metric` at the served point (at the target's peak
-        step where the samples are per step: a neighbour's are cut by the target's points)."""
+        step where the samples are per step: a neighbour's are cut by the target's points),
+        of the samples whose labels hold `where`."""
         rows = self.rows.get((platform, scenario), [])
         steps = self._peak_steps(rows)
         per_cell: dict[str, list[float]] = defaultdict(list)
@@ -85,6 +93,8 @@ class _Reader:
             if r["role"] != role or r["metric"] != metric or not self._at_point(r):
                 continue
             lab = r["labels"]
+            if where and any(not _same(lab.get(k), v) for k, v in where.items()):
+                continue
             if STEP in lab and r["cell_id"] in steps and not _same(lab[STEP], steps[r["cell_id"]]):
                 continue
             per_cell[r["cell_id"]].append(r["value"])
@@ -183,7 +193,33 @@ def _idle(read: _Reader, platform: str, x: str, base: str) -> str:
     budget = _budget_pct(read.label(platform, x, "cpu_budget"))
     if budget is not None:  # a target at its budget both ways was CPU bound, not link bound
         parts.append(f"its CPU budget: {budget:.0f} % of one CPU")
+    warm = _warm_alone(read, platform, base, rate[x])
+    if warm:
+        parts.append(warm)
     return "measured here: " + "; ".join(parts)
+
+
+def _warm_alone(read: _Reader, platform: str, base: str, beside: float | None) -> str:
+    """A solo cell that ran first on a freshly provisioned target with no warm-up (a TCG
+    guest translates its code then: docs/colocation.md "Cold neighbours") against the same
+    target alone measured later in the run (its solo-peak cells, same budget)."""
+    budget = read.label(platform, base, "cpu_budget")
+    if not budget.startswith("shared:") or "/" not in budget:
+        return ""
+    quota, period = budget.split(":", 1)[1].split("/", 1)
+    limit = {PEAK_LIMIT_LABEL: f"cpu quota {quota} {period}"}  # alone in the same budget
+    warm = read.mean(platform, SOLO_PEAK, read.primary, where=limit)
+    cells = [c for c in read.data.cells if c.platform == platform and c.scenario != SOLO_PEAK]
+    if warm is None or beside is None or not cells or read.data.settings.get("warmup"):
+        return ""
+    first = min(cells, key=lambda c: c.seq)
+    if first.scenario != base:
+        return ""
+    return (
+        f"the {base} cell ran first after its target was provisioned, with no warm-up: the "
+        f"same target alone later in the run (solo-peak cells, same budget) served "
+        f"{warm:,.0f} req/s, and beside the idle neighbours {beside / warm:.2f} of that"
+    )
 
 
 def _budget_pct(label: str) -> float | None:
