@@ -407,11 +407,11 @@ def test_dom0_weight_that_went_nowhere_is_not_comparable(tmp_path):
     assert r.verdict == "not comparable here"
     assert "back-end weight of weights:2:1:1 was applied to nothing" in r.reason
     assert r.ratio is not None  # the ratio is still shown
-
-
-def test_dom0_weight_applied_to_a_vms_back_end_is_judged(tmp_path):
-    st = _weights_store(tmp_path, "vm-virtio", "cpu.shares=2048 on /x: 4 QEMU non-vCPU threads")
-    r = _result(st, "003", "fig24-dom0-weight")
+    # the same figures where the weight went to a VM's back-end threads are judged
+    vm = tmp_path / "vm"
+    vm.mkdir()
+    applied = "cpu.shares=2048 on /x: 4 QEMU non-vCPU threads"
+    r = _result(_weights_store(vm, "vm-virtio", applied), "003", "fig24-dom0-weight")
     assert r.verdict == "reproduces", r.reason
     assert r.ratio.value == pytest.approx(1000.0 / 1400.0)
 
