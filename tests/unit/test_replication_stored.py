@@ -342,6 +342,32 @@ def test_seed000_idle_against_a_cold_solo_says_what_the_target_served_warm(tmp_p
         )
 
 
+def test_seed000_idle_against_a_warm_solo_by_hand(tmp_path):
+    """Run 20261129-111227-ad30: the guest warmed up once after its boot, two repetitions in a
+    shuffled order. Idle guests cost the 1 KB target 5.6 % (undecided: partly); the reason
+    no longer names a cold solo, and says the target slept more beside them."""
+    st, run = _open(tmp_path, "seed000-idle-warm.db.gz")
+    rows = [json.loads(line) for line in export.to_jsonl(st, run).splitlines()]
+    results = {
+        r.finding.id: r
+        for r in compute.evaluate(ReportData.load(st, run), load.load("000").findings)
+    }
+    for fid in ("fig3-idle-small", "fig3-idle-large"):
+        r = results[fid]
+        f = r.finding
+        x = _by_hand(rows, f, f.x, "vm-virtio", "httperf-sweep", "peak_throughput")
+        b = _by_hand(rows, f, f.base, "vm-virtio", "httperf-sweep", "peak_throughput")
+        assert len(x) == len(b) == 2
+        assert r.ratio.value == pytest.approx(statistics.fmean(x) / statistics.fmean(b)), fid
+        assert "no warm-up" not in r.reason
+    small = results["fig3-idle-small"]
+    assert small.verdict == "partly" and small.ratio.value < 0.95
+    # the idle guests lent no weight: the budget weighed the same alone and beside them
+    said = "its budget weighed cpu.shares 1024 beside them (alone cpu.shares 1024)"
+    assert said in small.reason
+    assert results["fig3-idle-large"].verdict == "does not"  # -10.5 %, one disturbed cell
+
+
 def test_seed001_reduced_run_maxima_driven_by_stalls_decide_nothing(tmp_path):
     st, run = _open(tmp_path, "seed001-rt-latency-reduced.db.gz")
     rows = [json.loads(line) for line in export.to_jsonl(st, run).splitlines()]
