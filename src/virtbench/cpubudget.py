@@ -27,6 +27,7 @@ PERIOD_KEY = "cpu_budget_period_us"
 NOTE_KEY = "cpu_budget_note"
 MEMBERS_KEY = "cpu_budget_members"  # the environment groups inside a shared budget (a scene)
 THROTTLED_KEY = "cpu_budget_throttled"  # "N/M periods" it ran out in
+WEIGHT_KEY = "cpu_budget_weight"  # its CPU weight against the host's tasks (idle members lend none)
 KEYS = (MODE_KEY, QUOTA_KEY, PERIOD_KEY, NOTE_KEY)
 
 

@@ -174,6 +174,9 @@ class _CountingBudget:
     def throttled(self) -> dict[str, int]:
         return self.reads.pop(0)
 
+    def weight(self) -> str:
+        return ""
+
 
 def test_throttle_count_is_the_change_between_making_and_reading():
     budget = _CountingBudget(

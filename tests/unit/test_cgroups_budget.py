@@ -242,3 +242,41 @@ def test_provisioned_refuses_a_platform_that_stayed_outside_the_budget(tmp_path,
         pass
     assert made[0].budget is b  # it was asked to
     assert log == ["down"]  # and torn down when it did not
+
+
+def test_idle_neighbours_lend_the_busy_target_no_weight(tmp_path):
+    """CFS gives a group's weight to its runnable children: three idle neighbours' default
+    weights made a lone busy target's budget weigh 4096 against the host's tasks where alone
+    it weighed 1024 (a 70 kB container served 10 % less beside them, issue 38)."""
+    layout = _fake_v1(tmp_path)
+    b = CpuBudget.create(50_000, layout=layout)
+    bdir = tmp_path / "cpu/virtbench" / b.name
+    Cgroup.create(b.child("vb-target"), layout=layout)
+    idle = [Cgroup.create(b.child(f"vb-idle{i}"), layout=layout) for i in range(3)]
+    top_idle = Cgroup.create("vb-idletop", layout=layout)  # an idle neighbour of its own quota
+    assert (bdir / "cpu.shares").read_text() == "4096"
+    assert (tmp_path / "cpu/virtbench/cpu.shares").read_text() == "5120"
+    dirs = [g.paths()["cpu"] for g in [*idle, top_idle]]
+    with cgroups.idle_weight(dirs, layout):
+        assert (bdir / "cpu.shares").read_text() == "1024"  # as the solo's budget
+        assert (tmp_path / "cpu/virtbench/cpu.shares").read_text() == "1024"
+        assert b.weight() == "cpu.shares 1024"
+    # the scene over, they count again (a busy pair weighs two)
+    assert (bdir / "cpu.shares").read_text() == "4096"
+    assert (tmp_path / "cpu/virtbench/cpu.shares").read_text() == "5120"
+
+
+def test_idle_weight_of_nothing_touches_no_cgroup(tmp_path, monkeypatch):
+    monkeypatch.setattr(cgroups.Layout, "detect", lambda: pytest.fail("read the host"))
+    with cgroups.idle_weight([]):
+        pass
+
+
+def test_throttle_count_says_the_budgets_weight(tmp_path):
+    """What the budget weighed against the host's tasks, beside how often it ran out."""
+    budget = CpuBudget.create(50_000, layout=_fake_v1(tmp_path))
+    d = tmp_path / "cpu/virtbench" / budget.name
+    (d / "cpu.stat").write_text("nr_periods 10\nnr_throttled 2\nthrottled_time 0\n")
+    count = cgroups.ThrottleCount(budget)
+    (d / "cpu.shares").write_text("1024\n")
+    assert count.labels()["cpu_budget_weight"] == "cpu.shares 1024"

@@ -191,6 +191,9 @@ class FakeBudget:
         self.periods += 10
         return {"nr_periods": self.periods, "nr_throttled": self.periods // 2}
 
+    def weight(self):
+        return "cpu.shares 1024"
+
 
 def _budget_env(log, budget, note=None):
     env = _env(log)
@@ -657,3 +660,29 @@ def test_load_on_a_workload_without_a_rate_knob_names_scenario_test_case_and_all
     assert f"scenario '{scenario}'" in text and "test case norate" in text
     assert "needs a workload with a 'rate' parameter" in text and "allowed:" in text
     assert log == []
+
+
+def test_idle_neighbours_are_marked_idle_for_the_scene_only(monkeypatch):
+    """The engine tells the cgroup layer which groups hold idle neighbours, so their weights
+    do not go to the busy target (cgroups.idle_weight); busy neighbours keep theirs."""
+    from virtbench.platforms.base import Accounting
+
+    marked: list[list[str]] = []
+
+    @contextlib.contextmanager
+    def idle_weight(dirs, layout=None):
+        marked.append(list(dirs))
+        yield
+
+    monkeypatch.setattr(engine, "idle_weight", idle_weight)
+    monkeypatch.setattr(
+        FakePlatform,
+        "accounting",
+        lambda self: Accounting(cgroups={"cpu": f"/cg/virtbench/vb-b-cpu/vb-{self.name}"}),
+    )
+    log: list[str] = []
+    registry.parse("idle-neighbours:2:other").run(_env(log))
+    assert marked == [["/cg/virtbench/vb-b-cpu/vb-other", "/cg/virtbench/vb-b-cpu/vb-other"]]
+    marked.clear()
+    registry.parse("identical").run(_env(log))
+    assert marked == [[]]  # a busy pair: nothing idle

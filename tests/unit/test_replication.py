@@ -386,3 +386,49 @@ def test_a_pair_with_its_own_cpu_quota_says_so(tmp_path, stated, said):
     st = _store(tmp_path, "consolidation-quick", "wrk-max", cells)
     r = _result(st, "003", "fig15-identical-pair")
     assert r.verdict == "does not" and f"its own CPU quota (cpu_budget = {said})" in r.reason
+
+
+def _weights_store(tmp_path, platform, applied):
+    cells = []
+    for rep in (1, 2, 3):
+        for sc, v in (("weights:2:1:1", 500.0), ("weights:0.5:1:1", 700.0)):
+            lab = {"file_size_kb": 10, "host_weight_applied_to": applied}
+            cells.append(
+                (
+                    platform,
+                    sc,
+                    rep,
+                    [
+                        ("target", "requests_per_s", v + rep, lab),
+                        ("neighbour-1", "requests_per_s", v - rep, lab),
+                    ],
+                )
+            )
+    return _store(tmp_path, "consolidation-quick", "wrk-max", cells)
+
+
+def test_dom0_weight_that_went_nowhere_is_not_comparable(tmp_path):
+    """A container's weights cell weights no back end (its network work is softirq work):
+    its 2:1:1 and 0.5:1:1 are the same configuration, so no verdict on Dom0's weight."""
+    nothing = "nothing: no separable back-end threads (native/container I/O runs in softirq"
+    st = _weights_store(tmp_path, "container", nothing)
+    r = _result(st, "003", "fig24-dom0-weight")
+    assert r.verdict == "not comparable here"
+    assert "back-end weight of weights:2:1:1 was applied to nothing" in r.reason
+    assert r.ratio is not None  # the ratio is still shown
+    # the same figures where the weight went to a VM's back-end threads are judged
+    vm = tmp_path / "vm"
+    vm.mkdir()
+    applied = "cpu.shares=2048 on /x: 4 QEMU non-vCPU threads"
+    r = _result(_weights_store(vm, "vm-virtio", applied), "003", "fig24-dom0-weight")
+    assert r.verdict == "reproduces", r.reason
+    assert r.ratio.value == pytest.approx(1000.0 / 1400.0)
+
+
+def test_unknown_requirement_names_the_allowed_ones():
+    text = (load.resources.files("virtbench.replication") / "findings/seed003.toml").read_text()
+    bad = text.replace('requires = ["host-weight"]', 'requires = ["host-weights"]')
+    with pytest.raises(
+        FindingsError, match=r"finding\[4\]\.requires.*allowed: hw-accel, host-weight,"
+    ):
+        parse(bad, "seed003.toml", "003")

@@ -144,6 +144,9 @@ class _Budget:
         self.periods = getattr(self, "periods", 0) + 10
         return {"nr_periods": self.periods, "nr_throttled": self.periods // 2}
 
+    def weight(self):
+        return "cpu.shares 1024"
+
 
 def test_a_peak_inside_a_shared_budget_is_not_the_unlimited_peak(store):
     """A VM is unlimited as a target but inside a container target's 0.5-CPU budget as its

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import secrets
 from pathlib import Path
+from typing import Any
 
 from .. import cleanup
-from ..cpubudget import SHARED, THROTTLED_KEY, BudgetFacts
+from ..cpubudget import SHARED, THROTTLED_KEY, WEIGHT_KEY, BudgetFacts
 from ..naming import NAME_PREFIX
 from .group import Cgroup
 from .layout import Layout, read
@@ -84,6 +85,18 @@ class CpuBudget:
         """The budget's cpu.stat (nr_periods, nr_throttled, throttled time)."""
         return self.group.cpu_stat()
 
+    def weight(self) -> str:
+        """The budget's weight against the host's other tasks now (v1 `cpu.shares`, v2
+        `cpu.weight`, as "cpu.shares 1024"); "" if unreadable."""
+        d = self._dir()
+        for fname in ("cpu.shares", "cpu.weight"):
+            if (d / fname).exists():
+                try:
+                    return f"{fname} {read(d / fname)}"
+                except OSError:
+                    return ""
+        return ""
+
     def quota_in_effect(self) -> str:
         """The quota the kernel holds now (tests, messages)."""
         d = self._dir()
@@ -101,7 +114,9 @@ class CpuBudget:
 
 class ThrottleCount:
     """How often a budget ran out from this object's making to labels() (its cpu.stat): the
-    evidence that its environments contended for it, or that a solo filled it alone."""
+    evidence that its environments contended for it, or that a solo filled it alone; and
+    what it weighed against the host's other tasks (`cpu_budget_weight`), which a solo's and
+    a co-location cell's budget must share for their ratio to be the neighbours' cost."""
 
     def __init__(self, budget: CpuBudget | None) -> None:
         self.budget = budget
@@ -113,4 +128,9 @@ class ThrottleCount:
         after = self.budget.throttled()
         periods = after.get("nr_periods", 0) - self.before.get("nr_periods", 0)
         throttled = after.get("nr_throttled", 0) - self.before.get("nr_throttled", 0)
-        return {THROTTLED_KEY: f"{throttled}/{periods} periods"}
+        out: dict[str, Any] = {THROTTLED_KEY: f"{throttled}/{periods} periods"}
+        # its weight against the host's tasks, read at the end (idle neighbours lend none)
+        weight = self.budget.weight()
+        if weight:
+            out[WEIGHT_KEY] = weight
+        return out

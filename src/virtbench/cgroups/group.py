@@ -11,6 +11,7 @@ import errno
 import os
 import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from .. import cleanup
@@ -316,8 +317,44 @@ class Cgroup:
         rt.release_rt(self.layout)
 
 
+# Environment groups that hold an idle neighbour now (its one sleeping process), by their
+# name under the `virtbench` parent ("vb-x" or "vb-budget/vb-x"): they lend no weight to their
+# budget or to the parent (rebalance_parent). In-process: the one measuring run marks them
+# for its scene (`idle_weight`); a group is unmarked before it goes.
+_IDLE: set[str] = set()
+
+
+def _key(group: Path) -> str:
+    """A group's name under the parent, from its directory in any hierarchy."""
+    return "/".join(p for p in group.parts[-2:] if p.startswith(NAME_PREFIX))
+
+
+@contextlib.contextmanager
+def idle_weight(dirs: list[str], layout: Layout | None = None) -> Iterator[None]:
+    """While inside, the environment groups at `dirs` (each one's `Accounting.cgroups` cpu or
+    unified directory) count as idle: their budget and the parent weigh only the busy ones.
+
+    Why: CFS hands a group's weight to whichever children are runnable, so three idle
+    neighbours' default weights went to the one busy target: beside them its budget weighed
+    4x what it weighed alone against the host's own tasks (the load generator, softirq
+    work), and a CPU-bound 70 kB container served 10 % less at the same CPU (issue 38). Xen's
+    credit scheduler, the papers', shares credit among active domains only."""
+    keys = [_key(Path(d)) for d in dirs if d]
+    if not keys:  # nothing to mark: leave the host's weights alone
+        yield
+        return
+    layout = layout or Layout.detect()
+    _IDLE.update(keys)
+    rebalance_parent(layout)
+    try:
+        yield
+    finally:
+        _IDLE.difference_update(keys)
+        rebalance_parent(layout)
+
+
 def rebalance_parent(layout: Layout) -> None:
-    """Give the `virtbench` parent one default weight per environment.
+    """Give the `virtbench` parent one default weight per busy environment.
 
     Without this, every group under the parent (containers, VMs, neighbours of several runs)
     shares ONE default weight against the host's root-level tasks, so under host load a
@@ -325,7 +362,8 @@ def rebalance_parent(layout: Layout) -> None:
     cost of containers. Siblings' relative weights (256 vs 1024) are unaffected. A group
     holding environments of its own (a shared CPU budget, cgroups/budget.py) counts as that
     many and gets their weight too: two environments weigh the same whether or not they share
-    a budget.
+    a budget. An environment marked idle (`idle_weight`) counts as none: its weight would go
+    to the busy ones beside it.
     """
     parent = layout.parent_dirs().get("cpu" if layout.version == "v1" else "unified")
     if parent is None or not parent.is_dir():
@@ -336,11 +374,14 @@ def rebalance_parent(layout: Layout) -> None:
         fname, unit, top = "cpu.weight", 100, 10000
     n = 0
     for group in _ours(parent):
-        inner = len(_ours(group))
-        n += max(1, inner)
-        if inner:
-            with contextlib.suppress(OSError):  # going away meanwhile
-                (group / fname).write_text(str(min(top, unit * inner)))
+        inner = _ours(group)
+        if not inner:
+            n += _key(group) not in _IDLE
+            continue
+        busy = max(1, sum(_key(g) not in _IDLE for g in inner))
+        n += busy
+        with contextlib.suppress(OSError):  # going away meanwhile
+            (group / fname).write_text(str(min(top, unit * busy)))
     with contextlib.suppress(OSError):  # the parent may be going away under `cleanup`
         (parent / fname).write_text(str(min(top, unit * max(1, n))))
 

@@ -14,7 +14,17 @@ from ..analysis import ratios, stalls
 from ..analysis.floors import floor_function
 from ..analysis.groups import Group
 from ..analysis.ratios import Ratio, Verdict
-from .model import AGGREGATE, HW_ACCEL, HYPERVISOR, MAX_RATIO, SUITE_SCORE, Finding, Side
+from . import mechanism
+from .model import (
+    AGGREGATE,
+    HOST_WEIGHT,
+    HW_ACCEL,
+    HYPERVISOR,
+    MAX_RATIO,
+    SUITE_SCORE,
+    Finding,
+    Side,
+)
 from .verdict import NOT_COMPARABLE, NOT_MEASURED, pct, replicate
 
 if TYPE_CHECKING:
@@ -104,9 +114,12 @@ def _evaluate(data: ReportData, f: Finding, floors) -> Result:
         if stall:
             why = f"undecided, a maximum driven by one stall ({stall}): here {pct(r.value)}"
             return Result(f, data.run_id, NOT_MEASURED, why, platform, r, judged, cells)
+    if HOST_WEIGHT in f.requires and (why := mechanism.unweighted(data, f, platform, test)):
+        return Result(f, data.run_id, NOT_COMPARABLE, why, platform, r, judged, cells)
     verdict, reason = replicate(f, r, judged)
     link = _link(data, f, platform, test)
-    for extra in (_own_budget(x[1]), _own_budget(b[1]), link, f.note):
+    measured = mechanism.explain(data, f, platform, test) if verdict != "reproduces" else ""
+    for extra in (_own_budget(x[1]), _own_budget(b[1]), link, measured, f.note):
         if extra and verdict != "reproduces":
             reason += f"; {extra}"
     return Result(f, data.run_id, verdict, reason, platform, r, judged, cells)

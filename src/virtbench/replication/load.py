@@ -9,6 +9,7 @@ from typing import Any
 from ..errors import CampaignError, VirtbenchError
 from .model import (
     EXPECTS,
+    HOST_WEIGHT,
     HW_ACCEL,
     HYPERVISOR,
     MAX_RATIO,
@@ -86,7 +87,9 @@ def _finding(row: Any, file: str, seed: str, i: int) -> Finding:
         raise FindingsError(file, where + ".band", "must be [low, high], 0 < low <= high", band)
     requires = tuple(r.strs("requires", []))
     for req in requires:
-        if req != HW_ACCEL and not (req.startswith(HYPERVISOR) and len(req) > len(HYPERVISOR)):
+        if req not in (HW_ACCEL, HOST_WEIGHT) and not (
+            req.startswith(HYPERVISOR) and len(req) > len(HYPERVISOR)
+        ):
             raise FindingsError(file, where + ".requires", "unknown requirement", req, REQUIREMENTS)
     common = dict(
         seed=seed,

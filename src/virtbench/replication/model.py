@@ -21,7 +21,10 @@ EXPECTS = (HIGHER, LOWER, SAME)
 
 HW_ACCEL = "hw-accel"  # a VM of the finding ran with hardware assist (KVM), not TCG
 HYPERVISOR = "hypervisor:"  # the host's hypervisor fact is this (a fleet host on ESXi ...)
-REQUIREMENTS = (HW_ACCEL, HYPERVISOR + "NAME")
+# the cells applied the driver-domain weight of `weights:A:B:C` to back-end threads (a VM's
+# QEMU); a container's network work is softirq work and cannot be weighted
+HOST_WEIGHT = "host-weight"
+REQUIREMENTS = (HW_ACCEL, HOST_WEIGHT, HYPERVISOR + "NAME")
 
 
 @dataclass(frozen=True)

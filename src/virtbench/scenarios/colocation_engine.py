@@ -19,7 +19,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..cgroups import CpuBudget, ThrottleCount
+from ..cgroups import CpuBudget, ThrottleCount, idle_weight
 from ..cpubudget import MEMBERS_KEY, NONE, BudgetFacts
 from ..drivers.sweep import Lockstep
 from ..errors import VirtbenchError, WorkloadError
@@ -292,6 +292,8 @@ def _scene(
         )
         active = [e for e in envs if e.plan.start_after_s is None]
         late = [e for e in envs if e.plan.start_after_s is not None]
+        # idle neighbours lend the busy target no weight against the host's tasks
+        stack.enter_context(idle_weight(_idle_groups(active)))
         target = next(e for e in envs if e.plan.role == "target")
         busy = [e for e in active if e.plan.activity == "workload"]
         lockstep = _lockstep(env, busy)
@@ -334,6 +336,16 @@ def _scene(
         if target.error:  # the cell fails; what was measured before goes with it (runner)
             raise WorkloadError(target.error, samples=out) from target.cause
         return out
+
+
+def _idle_groups(envs: list[_Env]) -> list[str]:
+    """The cpu (v2: unified) group directories of the scene's idle environments."""
+    out = []
+    for e in envs:
+        if e.plan.activity == "idle" and e.platform is not None:
+            own = e.platform.accounting().cgroups
+            out.append(own.get("cpu") or own.get("unified") or "")
+    return [d for d in out if d]
 
 
 def _target_peaks_first(env: ScenarioEnv, plans: list[EnvPlan]) -> None:
