@@ -20,6 +20,7 @@ import statistics
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
+from .. import labelkeys
 from ..analysis.colocation import BESIDE_LABEL
 from ..results import PEAK_LIMIT_LABEL
 from ..results import SOLO_PEAK_SCENARIO as SOLO_PEAK
@@ -108,7 +109,7 @@ class _Reader:
         """The mean headline of `role` serving `size` in the runs it made beside the target's
         point: a `different:SIZE` neighbour runs once beside each of the target's sizes
         (analysis/colocation.beside_targets pairs them; the groups carry the pairing)."""
-        here = self.dims.get("file_size_kb")
+        here = self.dims.get(labelkeys.FILE_SIZE_KB)
         for g in self.data.groups:
             k = g.key
             if (k.platform, k.test_case, k.scenario, k.role) != (
@@ -118,7 +119,7 @@ class _Reader:
                 role,
             ):
                 continue
-            if k.metric != self.primary or not _same(k.dim("file_size_kb"), size):
+            if k.metric != self.primary or not _same(k.dim(labelkeys.FILE_SIZE_KB), size):
                 continue
             if here is None or _same(k.dim(BESIDE_LABEL), here):
                 return g.summary.mean
