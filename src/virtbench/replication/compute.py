@@ -79,10 +79,7 @@ def _evaluate(data: ReportData, f: Finding, floors) -> Result:
     test = _first(f.test_cases, {g.key.test_case for g in data.groups})
     if test is None:
         return _with(missing, f"no test case {' / '.join(f.test_cases)} in this run", platform)
-    assert f.x is not None and f.base is not None
-    x, x_what = _side(data, f, f.x, platform, test)
-    b, b_what = _side(data, f, f.base, platform, test)
-    cells = f"{test}: {x_what} / {b_what}"
+    x, b, cells = _sides(data, f, platform, test)
     if isinstance(x, str) or isinstance(b, str):
         why = x if isinstance(x, str) else b
         return Result(f, data.run_id, NOT_MEASURED, str(why), platform, cells=cells)
@@ -109,6 +106,24 @@ def _evaluate(data: ReportData, f: Finding, floors) -> Result:
         if extra and verdict != "reproduces":
             reason += f"; {extra}"
     return Result(f, data.run_id, verdict, reason, platform, r, judged, cells)
+
+
+def _sides(data: ReportData, f: Finding, platform: str, test: str) -> tuple[Any, Any, str]:
+    """Both sides of a ratio or aggregate (each: per-round values and a group, or why not)
+    and what was divided by what."""
+    assert f.x is not None and f.base is not None
+    x, x_what = _side(data, f, f.x, platform, test)
+    b, b_what = _side(data, f, f.base, platform, test)
+    return x, b, f"{test}: {x_what} / {b_what}"
+
+
+def measure(data: ReportData, f: Finding, platform: str, test: str) -> Ratio | None:
+    """x / base of `f` on `platform` and `test`, paired over the run's rounds, as a finding's
+    quantity is; None when a side is missing (replication/curves.py: one point of a curve)."""
+    x, b, _cells = _sides(data, f, platform, test)
+    if isinstance(x, str) or isinstance(b, str):
+        return None
+    return ratios.ratio(x[0], b[0], paired=True)
 
 
 def _link(data: ReportData, f: Finding, platform: str, test: str) -> str:
