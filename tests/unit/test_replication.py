@@ -377,3 +377,69 @@ def test_a_pair_with_its_own_cpu_quota_says_so(tmp_path):
     st = _store(tmp_path, "consolidation-quick", "wrk-max", cells)
     r = _result(st, "003", "fig15-identical-pair")
     assert r.verdict == "does not" and "its own CPU quota (cpu_budget = own)" in r.reason
+
+
+NAT_PLATFORMS = {
+    "metal.local": ({"type": "native"}, 1000.0),
+    "metal.aufs.host": ({"runtime": "docker", "network": "host"}, 990.0),
+    "metal.aufs.nat": (
+        {"runtime": "docker", "network": "nat", "docker_nat": "userland-proxy"},
+        800.0,
+    ),
+    "metal.aufs.nat.dnat": (
+        {"runtime": "docker", "network": "nat", "docker_nat": "iptables"},
+        985.0,
+    ),
+}
+
+
+def _seed004_nat(tmp_path):
+    """The application suite on bare metal, Docker's host network and its NAT through
+    docker-proxy and through iptables DNAT, the client on this host (net_path loopback)."""
+    test = "daytrader-jmeter"
+    desc = describe((test,))
+    metric = desc.primary_metrics()[test]
+    st = Store.in_dir(tmp_path)
+    st.create_run(
+        RUN, "seed004-quick", "x.toml", "", 1, {}, {"baseline": "metal.local"}, "0.1.0",
+        description=desc,
+    )  # fmt: skip
+    cells = [(p, rep) for rep in (1, 2, 3) for p in NAT_PLATFORMS]
+    spec = {p: json.dumps({"name": p}) for p in NAT_PLATFORMS}
+    st.add_cells(
+        (f"{RUN}/{i:04d}", RUN, i, p, spec[p], "application", test, "solo", rep, "{}")
+        for i, (p, rep) in enumerate(cells)
+    )
+    for i, (p, rep) in enumerate(cells):
+        labels, value = NAT_PLATFORMS[p]
+        sample = Sample(
+            metric, value * (1 + 0.004 * rep), "req/s", True, labels={"net_path": "loopback"}
+        )
+        plat = {"platform": {"name": p, **labels}}
+        st.finish_cell(RUN, f"{RUN}/{i:04d}", "ok", [sample], [], None, plat)
+    st.set_run_status(RUN, "finished")
+    return st
+
+
+def test_nat_finding_says_how_the_client_reached_the_container(tmp_path):
+    """Seed 004's NAT findings: the reason says, from the run's labels, that the client on this
+    host went through docker-proxy, and gives the same quantity through the kernel's DNAT."""
+    st = _seed004_nat(tmp_path)
+    host = _result(st, "004", "fig4-nat-vs-host-application")
+    assert host.ratio.value == pytest.approx(800.0 / 990.0)
+    assert host.verdict == "does not"
+    assert (
+        "metal.aufs.nat's client ran on this host (net_path loopback) and reached it through"
+        " docker-proxy, a user-space relay of every connection" in host.reason
+    )
+    # the sibling's own ratio to the same base, by hand: 985 / 990
+    assert "metal.aufs.nat.dnat through the kernel's DNAT (iptables): -0.5%" in host.reason
+    assert "JMeter on another host" in host.reason
+    score = _result(st, "004", "table7-nat-application")
+    assert score.ratio.value == pytest.approx(0.8)
+    assert "docker-proxy" in score.reason and "metal.aufs.nat.dnat through" in score.reason
+    assert "-1.5%" in score.reason  # 985 / 1000
+    # a platform that is not NAT says nothing of it
+    from virtbench.replication import mechanism
+
+    assert mechanism.nat_path(ReportData.load(st, RUN), "application", "metal.aufs.host") == ""

@@ -6,13 +6,15 @@ rounds) and is judged by `ratios.judge` with the run's floors: there is no secon
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..analysis import ratios, stalls
 from ..analysis.floors import floor_function
 from ..analysis.groups import Group
 from ..analysis.ratios import Ratio, Verdict
+from ..analysis.scores import GeoMean
+from . import mechanism
 from .model import AGGREGATE, HW_ACCEL, HYPERVISOR, MAX_RATIO, SUITE_SCORE, Finding, Side
 from .verdict import NOT_COMPARABLE, NOT_MEASURED, pct, replicate
 
@@ -102,7 +104,8 @@ def _evaluate(data: ReportData, f: Finding, floors) -> Result:
             return Result(f, data.run_id, NOT_MEASURED, why, platform, r, judged, cells)
     verdict, reason = replicate(f, r, judged)
     link = _link(data, f, platform, test)
-    for extra in (_own_budget(x[1]), _own_budget(b[1]), link, f.note):
+    nat = _nat(data, f, x[1].key.suite, platform, lambda d, f, p: measure(d, f, p, test))
+    for extra in (_own_budget(x[1]), _own_budget(b[1]), link, nat, f.note):
         if extra and verdict != "reproduces":
             reason += f"; {extra}"
     return Result(f, data.run_id, verdict, reason, platform, r, judged, cells)
@@ -124,6 +127,35 @@ def measure(data: ReportData, f: Finding, platform: str, test: str) -> Ratio | N
     if isinstance(x, str) or isinstance(b, str):
         return None
     return ratios.ratio(x[0], b[0], paired=True)
+
+
+def _nat(data: ReportData, f: Finding, suite: str, platform: str, figure) -> str:
+    """How a NAT platform's client reached it, and the same quantity on the run's other NAT
+    platforms (`figure(data, finding, platform)` -> Ratio | None): replication/mechanism.py."""
+    text = mechanism.nat_path(data, suite, platform)
+    if not text:
+        return ""
+    others = []
+    for name, how in mechanism.other_nats(data, platform).items():
+        r = figure(data, replace(f, platforms=(name,)), name)
+        if r is not None:
+            ci = "" if r.low is None or r.high is None else f" ({pct(r.low)}..{pct(r.high)})"
+            others.append(f"{name} through {how}: {pct(r.value)}{ci}")
+    return text + ("; in the same run " + "; ".join(others) if others else "")
+
+
+def _geo(data: ReportData, f: Finding, platform: str) -> GeoMean | None:
+    """A suite-score finding's suite score of `platform` against the run's baseline."""
+    assert f.x is not None
+    want = (f.suite, platform, f.x.scenario)
+    return next((g for g in data.geomeans if (g.suite, g.platform, g.scenario) == want), None)
+
+
+def _score_of(data: ReportData, f: Finding, platform: str) -> Ratio | None:
+    geo = _geo(data, f, platform)
+    if geo is None or geo.value is None:
+        return None
+    return Ratio(geo.value, geo.low, geo.high, None, geo.n_tests, geo.low is not None)
 
 
 def _link(data: ReportData, f: Finding, platform: str, test: str) -> str:
@@ -266,24 +298,19 @@ def _suite_score(data: ReportData, f: Finding, platform: str) -> Result:
     """The suite's score against the run's baseline (analysis/scores.geomeans: the weighted
     geometric mean of oriented ratios, > 1 = better), only over the test cases both have."""
     assert f.x is not None
-    geo = next(
-        (
-            g
-            for g in data.geomeans
-            if g.suite == f.suite and g.platform == platform and g.scenario == f.x.scenario
-        ),
-        None,
-    )
+    geo = _geo(data, f, platform)
     cells = f"{f.suite} score: {platform} · {f.x.scenario} / {data.baseline}"
     if geo is None or geo.value is None or geo.verdict is None:
         why = f"no {f.suite} score of {platform} against the baseline {data.baseline}"
         return Result(f, data.run_id, NOT_MEASURED, why, platform, cells=cells)
-    r = Ratio(geo.value, geo.low, geo.high, None, geo.n_tests, geo.low is not None)
+    r = _score_of(data, f, platform)
+    assert r is not None
     method = f"suite score over {geo.n_tests} test cases (analysis/scores.geomeans)"
     verdict, reason = replicate(f, r, geo.verdict)
     if geo.missing:
         # seed 004 totals side by side only over the same test set: say which are left out
         reason += f"; over {geo.n_tests} test cases: {', '.join(geo.missing)} left out (no ratio)"
-    if f.note and verdict != "reproduces":
-        reason += f"; {f.note}"
+    for extra in (_nat(data, f, f.suite, platform, _score_of), f.note):
+        if extra and verdict != "reproduces":
+            reason += f"; {extra}"
     return Result(f, data.run_id, verdict, reason, platform, r, geo.verdict, cells, method)
