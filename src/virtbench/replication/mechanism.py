@@ -28,7 +28,7 @@ def nat_path(data: ReportData, suite: str, platform: str) -> str:
     if mine.get("network") != "nat":
         return ""
     paths = _paths(data, suite, platform)
-    where = "this host" if paths and "remote" not in paths else "a client host"
+    where = "a client host" if "remote" in paths else "this host"  # no label: the host's
     return (
         f"{platform}'s client ran on {where} (net_path {', '.join(sorted(paths)) or '?'}) and"
         f" reached it through {how(mine)}"
