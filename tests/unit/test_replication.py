@@ -3,6 +3,7 @@
 import json
 import math
 import statistics
+from dataclasses import replace
 
 import pytest
 from click.testing import CliRunner
@@ -443,3 +444,30 @@ def test_nat_finding_says_how_the_client_reached_the_container(tmp_path):
     from virtbench.replication import mechanism
 
     assert mechanism.nat_path(ReportData.load(st, RUN), "application", "metal.aufs.host") == ""
+
+
+def _mbw(tmp_path):
+    """mbw's three copy methods in one cell: memcpy the same in the container, the byte loop
+    and the block copy half (so a ratio of another method than memcpy is 0.5)."""
+    native = {"memcpy": 4000.0, "dumb": 1000.0, "mcblock": 3000.0}
+    cells = []
+    for rep in (1, 2, 3):
+        for p, scale in (("native", 1.0), ("container", 0.5)):
+            samples = [
+                ("target", "bandwidth_mib_s", v * (1.0 if m == "memcpy" else scale), {"method": m})
+                for m, v in native.items()
+            ]
+            cells.append((p, "solo", rep, samples))
+    return _store(tmp_path, "quick", "mbw", cells, suite="memory")
+
+
+def test_a_finding_reads_the_dimension_value_it_names_never_an_arbitrary_group(tmp_path):
+    st = _mbw(tmp_path)
+    r = _result(st, "002", "fig5-memory-container")
+    assert r.ratio is not None and r.ratio.value == pytest.approx(1.0)  # memcpy's
+    assert "method=memcpy" in r.cells
+    # without a value for the dimension that splits mbw's results: not measured, said so
+    f = replace(_finding("002", "fig5-memory-container"), dims=())
+    bare = compute.evaluate(ReportData.load(st, RUN), (f,))[0]
+    assert bare.verdict == "not measured" and bare.ratio is None
+    assert "split by method (3 groups)" in bare.reason

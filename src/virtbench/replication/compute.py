@@ -247,9 +247,17 @@ def _side(
     )
     found: list[Group] = []
     for role in side.roles:
-        g = _group(data, plat, test, side.scenario, role, f.metric, dims)
-        if g is None:
+        best = _fewest(data, plat, test, side.scenario, role, f.metric, dims)
+        if len(best) > 1:
+            split = sorted({k for g in best for k, _v in g.key.dims} - set(dims))
+            return (
+                f"{test}'s {what} ({role}) results are split by {', '.join(split)}"
+                f" ({len(best)} groups): the finding names none of its values",
+                what,
+            )
+        if not best:
             return f"no valid {f.metric or 'primary'} result for {what} ({role})", what
+        g = best[0]
         found.append(g)
     per = [ratios.per_round(g.values, g.repetitions) for g in found]
     if f.quantity == AGGREGATE or len(per) > 1:
@@ -270,7 +278,24 @@ def _group(
     metric: str,
     dims: dict[str, Any],
 ) -> Group | None:
-    """The group with these labels (its other dims as few as possible), valid values only."""
+    """The group with these labels (its other dims as few as possible), valid values only;
+    None also when several are left (see `_fewest`)."""
+    best = _fewest(data, platform, test, scenario, role, metric, dims)
+    return best[0] if len(best) == 1 else None
+
+
+def _fewest(
+    data: ReportData,
+    platform: str,
+    test: str,
+    scenario: str,
+    role: str,
+    metric: str,
+    dims: dict[str, Any],
+) -> list[Group]:
+    """The groups with these labels and the fewest other dims. More than one (mbw's three
+    copy methods) means the finding names no value of a dimension: picking one would be
+    arbitrary."""
     candidates = [
         g
         for g in data.groups
@@ -285,7 +310,8 @@ def _group(
         )
         and g.values
     ]
-    return min(candidates, key=lambda g: len(g.key.dims), default=None)
+    fewest = min((len(g.key.dims) for g in candidates), default=0)
+    return [g for g in candidates if len(g.key.dims) == fewest]
 
 
 def _eq(a: Any, b: Any) -> bool:
