@@ -4,9 +4,9 @@
     cd REPO && PYTHONPATH=src /opt/virtbench/venv/bin/python scripts/replication_summaries.py
     ... --check   # exit 1 and name the pages that differ from what they would be now
 
-For every seed it takes the stored run `tests/data/replication/seedNNN-*.db.gz` (a small
-real run, gzipped SQLite), unpacks it into a private temporary directory and runs the real
-command, `virtbench replicate NNN --run RUN_ID --store FILE`, in a child Python (the code
+For every seed it takes each stored run `tests/data/replication/seedNNN-*.db.gz` (a small
+real run, gzipped SQLite; a section per run), unpacks it into a private temporary directory
+and runs the real command, `virtbench replicate NNN --run RUN_ID --store FILE`, in a child Python (the code
 beside this script, never the cwd's). The page is that command's output under a header
 saying which run it judged, when it was measured and how long it took (from the store), and
 how long the seed's own campaigns take (their headers' `# Run time:` line). A seed with no
@@ -55,12 +55,9 @@ class StoredRun:
     cells: int
 
 
-def stored_run(seed: str) -> Path | None:
-    """The seed's stored run file (at most one per seed: a second is ambiguous)."""
-    found = sorted(STORED.glob(f"seed{seed}-*.db.gz"))
-    if len(found) > 1:
-        sys.exit(f"{STORED}: more than one stored run for seed {seed}: {found}")
-    return found[0] if found else None
+def stored_runs(seed: str) -> list[Path]:
+    """The seed's stored run files, in name order (a page has a section per run)."""
+    return sorted(STORED.glob(f"seed{seed}-*.db.gz"))
 
 
 def unpack(gz: Path, into: Path) -> Path:
@@ -132,8 +129,8 @@ def page(seed: SeedFindings, tmp: Path) -> str:
         "when it differs). docs/replication.md says how each quantity and verdict is computed.",
         "",
     ]
-    gz = stored_run(seed.seed)
-    if gz is None:
+    found = stored_runs(seed.seed)
+    if not found:
         body = [
             f"No stored run of seed {seed.seed}'s campaigns is in `tests/data/replication/`, so",
             f"there is no table here. `virtbench replicate {seed.seed} --quick` measures one.",
@@ -141,20 +138,28 @@ def page(seed: SeedFindings, tmp: Path) -> str:
             *campaigns_line(seed),
         ]
         return "\n".join(head + body) + "\n"
+    body = [*campaigns_line(seed)]
+    for gz in found:
+        body += ["", *section(seed, gz, tmp)]
+    return "\n".join(head + body) + "\n"
+
+
+def section(seed: SeedFindings, gz: Path, tmp: Path) -> list[str]:
+    """One stored run's facts and its `virtbench replicate` table."""
     run = read_run(gz, unpack(gz, tmp))
     took = duration(run.finished - run.started) if run.finished is not None else "not finished"
-    body = [
+    return [
+        f"## {gz.name.removesuffix('.db.gz')}: run {run.run_id}",
+        "",
         f"- run: {run.run_id}, campaign `{run.campaign}` as the run names it ({run.cells} cells,"
         f" {run.status}), stored as `tests/data/replication/{gz.name}` (how it was cut and"
         " run: tests/data/replication/README.md)",
         f"- measured: {utc(run.started)}; the run took {took}, start to finish",
-        *campaigns_line(seed),
         f"- command: `virtbench replicate {seed.seed} --run {run.run_id} --store FILE`"
         f" (FILE: the stored run, unpacked)",
         "",
         replicate(seed.seed, run.run_id, tmp / gz.name.removesuffix(".gz")).rstrip("\n"),
     ]
-    return "\n".join(head + body) + "\n"
 
 
 def pages() -> dict[Path, str]:

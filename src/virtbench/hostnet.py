@@ -26,6 +26,13 @@ from .naming import NAME_PREFIX
 BRIDGE = NAME_PREFIX + "br0"
 SUBNET = ipaddress.ip_network("10.213.0.0/24")  # private; checked against host routes
 GATEWAY = str(SUBNET.network_address + 1)
+# The bridge's own MAC, fixed (locally administered: 02, then "vb"). A Linux bridge whose
+# address was never set takes the lowest MAC among its ports and changes it as ports come and
+# go; a load generator's netns (serving/netpath.py) and guests keep the gateway's old MAC
+# REACHABLE for 15-45 s, and their packets to 10.213.0.1 are dropped by the bridge: a native
+# or host-network server on the bridge path timed out after a bridge/nat container's veth
+# (the lowest MAC while it lived) left. A set address stays whatever ports do.
+BRIDGE_MAC = "02:76:62:00:00:01"
 STATE = Path("/run/virtbench/net")
 IPAM = STATE / "ipam"
 NETNS_DIR = Path("/run/netns")
@@ -79,6 +86,7 @@ def _check_subnet_free() -> None:
 
 def _ensure_bridge_locked() -> None:
     if link_exists(BRIDGE):
+        _pin_address_locked()
         return
     tools.require(["ip"], needed_by="bridge networking")
     _check_subnet_free()
@@ -89,13 +97,32 @@ def _ensure_bridge_locked() -> None:
         raise
 
 
+ADDR_SET = "3"  # /sys/class/net/*/addr_assign_type: NET_ADDR_SET, the kernel keeps it
+
+
+def _pin_address_locked() -> None:
+    """A bridge made before BRIDGE_MAC (or by hand) follows its ports' MACs: set it to the
+    MAC it has now, so no neighbour that learned it goes stale, and it stays."""
+    try:
+        kind = Path("/sys/class/net", BRIDGE, "addr_assign_type").read_text().strip()
+        mac = Path("/sys/class/net", BRIDGE, "address").read_text().strip()
+    except OSError:
+        return
+    if kind != ADDR_SET:
+        _ip("link", "set", BRIDGE, "address", mac, check=False)
+
+
 def bridge_commands(
-    bridge: str = BRIDGE, gateway: str = GATEWAY, prefixlen: int = SUBNET.prefixlen
+    bridge: str = BRIDGE,
+    gateway: str = GATEWAY,
+    prefixlen: int = SUBNET.prefixlen,
+    mac: str | None = BRIDGE_MAC,
 ) -> list[str]:
     """`ip -batch` lines for the bridge; the parameters serve bridges made elsewhere (e.g.
-    inside a VM guest for container@vm), the defaults are the host's own."""
+    inside a VM guest for container@vm), the defaults are the host's own. `mac`: the
+    bridge's fixed address (None: the kernel's, which follows the ports)."""
     return [
-        f"link add {bridge} type bridge",
+        f"link add {bridge}{f' address {mac}' if mac else ''} type bridge",
         f"addr add {gateway}/{prefixlen} dev {bridge}",
         f"link set {bridge} up",
     ]

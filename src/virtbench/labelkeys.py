@@ -46,6 +46,7 @@ ACCEL_USED = "accel_used"  # the accelerator QEMU ran with (kvm or tcg)
 ACCEL = "accel"  # export label: the cell's ACCEL_USED, beside each sample
 VCPUS = "vcpus"  # a VM's virtual CPUs
 DOCKER_NAT = "docker_nat"  # how Docker publishes a nat container's ports (a container option)
+NETWORK = "network"  # a container platform's network mode (host, bridge, nat)
 CPU_BUDGET = "cpu_budget"  # the shared CPU budget a co-location environment ran in
 CPU_BUDGET_MEMBERS = "cpu_budget_members"  # the environments sharing that budget
 CPU_BUDGET_THROTTLED = "cpu_budget_throttled"  # "T/P periods" the shared budget was throttled
@@ -178,7 +179,7 @@ MEASURED_S = "measured_s"  # the application's measured time, seconds
 INTERVAL_S = "interval_s"  # the length of one JMeter interval, seconds
 BOUND = "bound"  # users served is only a bound ("lower bound: never saturated")
 PUBLISHERS = "publishers"  # conference users who publish a stream
-RUNTIME = "runtime"  # the Wasm runtime (wasmtime, or native for the C twin)
+RUNTIME = "runtime"  # a Wasm runtime (wasmtime, or native); a container platform's engine
 
 # written as keyword labels (Workload.sample) or only declared by a workload
 # (dimension_labels / ignored_labels, kept for the runs stored with them)

@@ -18,7 +18,14 @@ import pytest
 from virtbench.report import build
 from virtbench.store.db import Store
 
-from .figure_check import assert_figures_ok, available, check_html
+from .figure_check import (
+    LAYOUT_WIDTHS,
+    assert_figures_ok,
+    assert_layout_ok,
+    available,
+    check_html,
+    only_sections,
+)
 
 pytestmark = [
     pytest.mark.figures,
@@ -85,3 +92,21 @@ def test_colocation_run_draws_the_papers_figures(tmp_path):
     assert sum(name.startswith("neighbour-") for name in start["legend"]) == 2
     # a sweeping target is divided by the rate offered at each step (seed 003 Fig. 14)
     assert "target reply_rate.1KB ÷ the offered rate at each step" in start["legend"]
+
+
+REPLICATION = DATA / "replication" / "seed003-consolidation-reduced.db.gz"
+
+
+@pytest.mark.parametrize("width", LAYOUT_WIDTHS)
+def test_replication_section_draws_the_papers_points(tmp_path, width):
+    """Seed 003's stored reduced run: the replication section's chart sets Table 2's points
+    (dashed) beside the measured ratios, every legend entry drawn, readable at both widths."""
+    store = _store(tmp_path, REPLICATION)
+    (run,) = store.runs()
+    page, _md = build.render(store, run["run_id"])
+    section = only_sections(page, ["replication-of-seed-003"])
+    report = check_html(section, tmp_path / f"replication-{width}.png", width=width)
+    assert_figures_ok(report)
+    assert_layout_ok(report)
+    (chart,) = [f for f in report.figures if f["title"].startswith("Table 2:")]
+    assert chart["legend"] == ["here · 3 idle (container)", "paper · 3 idle"], chart

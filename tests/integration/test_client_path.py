@@ -5,6 +5,7 @@ after the run; `virtbench cleanup` removes a client netns whose process died."""
 
 from __future__ import annotations
 
+import secrets
 import subprocess
 from pathlib import Path
 
@@ -123,3 +124,52 @@ def test_web_client_on_the_bridge_reaches_native_nginx():
     assert {s.labels["net_path"] for s in samples} == {"bridge"}
     assert next(s for s in samples if s.metric == "requests_per_s").value > 0
     assert _left(name) == []
+
+
+LOW_MAC = "02:00:00:00:00:01"  # below any MAC the kernel draws for a veth or tap
+
+
+def test_host_network_container_after_a_bridge_port_left():
+    """Issue 38's regression: a host-network crun container unreachable over client_path =
+    "bridge" ("Connection timed out" after readiness passed). A bridge whose MAC was never set
+    takes its lowest port's MAC: while a bridge or nat container's veth had it, the client's
+    netns learned the gateway (10.213.0.1) at that MAC, and once the veth left the bridge
+    dropped every frame sent there for the 15-45 s the entry stayed REACHABLE. Here a stand-in
+    port with the lowest MAC is on the bridge during the first measurement and gone before the
+    second, as a nat container's cell and then a host-network one in the same round."""
+    if which("wrk") is None or which("nginx") is None or which("crun") is None:
+        pytest.skip("wrk, nginx or crun missing")
+    from virtbench.naming import NAME_PREFIX
+    from virtbench.platforms.base import PlatformSpec
+    from virtbench.platforms.container.platform import ContainerPlatform
+    from virtbench.workloads import registry
+    from virtbench.workloads.base import RunContext
+
+    w = registry.load_all()["wrk-max"]
+    params = {k: p.default for k, p in w.params.items()}
+    params |= {"file_sizes": [1], "duration": 1, "connections": 4, "client_path": "bridge"}
+    stand_in = NAME_PREFIX + secrets.token_hex(3)
+    spec = PlatformSpec("crun-host", "container", {"runtime": "crun", "network": "host"})
+    runs = []
+    try:
+        with ContainerPlatform(spec, "vb-itest-ch") as p:
+            netpath.client_netns()
+            cleanup.claim(stand_in)
+            hostnet.create_netns(stand_in)
+            hostnet.attach_netns(stand_in, stand_in)
+            subprocess.run(["ip", "link", "set", f"{stand_in}-h", "address", LOW_MAC], check=True)
+            runs.append(w().run(p, RunContext(params=params, timeout=60)))
+            _remove(stand_in)  # the port leaves, as a nat container torn down after its cell
+            runs.append(w().run(p, RunContext(params=params, timeout=60)))
+    finally:
+        _remove(stand_in)
+        netpath.close()
+    for samples in runs:
+        rps = next(s for s in samples if s.metric == "requests_per_s")
+        assert rps.value > 0, rps
+
+
+def _remove(owner: str) -> None:
+    hostnet.detach(owner)
+    hostnet.delete_netns(owner)
+    cleanup.release(owner)

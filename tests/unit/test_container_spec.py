@@ -112,4 +112,7 @@ def test_attach_is_two_ip_batches_peer_created_inside_the_netns():
         "link set eth0 up",
         "route add default via 10.213.0.1",
     ]
-    assert hostnet.bridge_commands()[0] == "link add vb-br0 type bridge"
+    # the bridge's MAC is set (fixed): a bridge whose MAC follows its ports changes the
+    # gateway's MAC under every client that learned it when a port leaves
+    assert hostnet.bridge_commands()[0] == "link add vb-br0 address 02:76:62:00:00:01 type bridge"
+    assert hostnet.bridge_commands("b", "10.0.0.1", 24, None)[0] == "link add b type bridge"

@@ -3,6 +3,7 @@
 import json
 import math
 import statistics
+from dataclasses import replace
 
 import pytest
 from click.testing import CliRunner
@@ -432,3 +433,96 @@ def test_unknown_requirement_names_the_allowed_ones():
         FindingsError, match=r"finding\[4\]\.requires.*allowed: hw-accel, host-weight,"
     ):
         parse(bad, "seed003.toml", "003")
+
+
+NAT_PLATFORMS = {
+    "metal.local": ({"type": "native"}, 1000.0),
+    "metal.aufs.host": ({"runtime": "docker", "network": "host"}, 990.0),
+    "metal.aufs.nat": (
+        {"runtime": "docker", "network": "nat", "docker_nat": "userland-proxy"},
+        800.0,
+    ),
+    "metal.aufs.nat.dnat": (
+        {"runtime": "docker", "network": "nat", "docker_nat": "iptables"},
+        985.0,
+    ),
+}
+
+
+def _seed004_nat(tmp_path):
+    """The application suite on bare metal, Docker's host network and its NAT through
+    docker-proxy and through iptables DNAT, the client on this host (net_path loopback)."""
+    test = "daytrader-jmeter"
+    desc = describe((test,))
+    metric = desc.primary_metrics()[test]
+    st = Store.in_dir(tmp_path)
+    st.create_run(
+        RUN, "seed004-quick", "x.toml", "", 1, {}, {"baseline": "metal.local"}, "0.1.0",
+        description=desc,
+    )  # fmt: skip
+    cells = [(p, rep) for rep in (1, 2, 3) for p in NAT_PLATFORMS]
+    spec = {p: json.dumps({"name": p}) for p in NAT_PLATFORMS}
+    st.add_cells(
+        (f"{RUN}/{i:04d}", RUN, i, p, spec[p], "application", test, "solo", rep, "{}")
+        for i, (p, rep) in enumerate(cells)
+    )
+    for i, (p, rep) in enumerate(cells):
+        labels, value = NAT_PLATFORMS[p]
+        sample = Sample(
+            metric, value * (1 + 0.004 * rep), "req/s", True, labels={"net_path": "loopback"}
+        )
+        plat = {"platform": {"name": p, **labels}}
+        st.finish_cell(RUN, f"{RUN}/{i:04d}", "ok", [sample], [], None, plat)
+    st.set_run_status(RUN, "finished")
+    return st
+
+
+def test_nat_finding_says_how_the_client_reached_the_container(tmp_path):
+    """Seed 004's NAT findings: the reason says, from the run's labels, that the client on this
+    host went through docker-proxy, and gives the same quantity through the kernel's DNAT."""
+    st = _seed004_nat(tmp_path)
+    host = _result(st, "004", "fig4-nat-vs-host-application")
+    assert host.ratio.value == pytest.approx(800.0 / 990.0)
+    assert host.verdict == "does not"
+    assert (
+        "metal.aufs.nat's client ran on this host (net_path loopback) and reached it through"
+        " docker-proxy, a user-space relay of every connection" in host.reason
+    )
+    # the sibling's own ratio to the same base, by hand: 985 / 990
+    assert "metal.aufs.nat.dnat through the kernel's DNAT (iptables): -0.5%" in host.reason
+    assert "JMeter on another host" in host.reason
+    score = _result(st, "004", "table7-nat-application")
+    assert score.ratio.value == pytest.approx(0.8)
+    assert "docker-proxy" in score.reason and "metal.aufs.nat.dnat through" in score.reason
+    assert "-1.5%" in score.reason  # 985 / 1000
+    # a platform that is not NAT says nothing of it
+    from virtbench.replication import natpath
+
+    assert natpath.nat_path(ReportData.load(st, RUN), "application", "metal.aufs.host") == ""
+
+
+def _mbw(tmp_path):
+    """mbw's three copy methods in one cell: memcpy the same in the container, the byte loop
+    and the block copy half (so a ratio of another method than memcpy is 0.5)."""
+    native = {"memcpy": 4000.0, "dumb": 1000.0, "mcblock": 3000.0}
+    cells = []
+    for rep in (1, 2, 3):
+        for p, scale in (("native", 1.0), ("container", 0.5)):
+            samples = [
+                ("target", "bandwidth_mib_s", v * (1.0 if m == "memcpy" else scale), {"method": m})
+                for m, v in native.items()
+            ]
+            cells.append((p, "solo", rep, samples))
+    return _store(tmp_path, "quick", "mbw", cells, suite="memory")
+
+
+def test_a_finding_reads_the_dimension_value_it_names_never_an_arbitrary_group(tmp_path):
+    st = _mbw(tmp_path)
+    r = _result(st, "002", "fig5-memory-container")
+    assert r.ratio is not None and r.ratio.value == pytest.approx(1.0)  # memcpy's
+    assert "method=memcpy" in r.cells
+    # without a value for the dimension that splits mbw's results: not measured, said so
+    f = replace(_finding("002", "fig5-memory-container"), dims=())
+    bare = compute.evaluate(ReportData.load(st, RUN), (f,))[0]
+    assert bare.verdict == "not measured" and bare.ratio is None
+    assert "split by method (3 groups)" in bare.reason

@@ -6,7 +6,7 @@ rounds) and is judged by `ratios.judge` with the run's floors: there is no secon
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from .. import cpubudget, labelkeys
@@ -14,7 +14,8 @@ from ..analysis import ratios, stalls
 from ..analysis.floors import floor_function
 from ..analysis.groups import Group
 from ..analysis.ratios import Ratio, Verdict
-from . import mechanism
+from ..analysis.scores import GeoMean
+from . import mechanism, natpath
 from .model import (
     AGGREGATE,
     HOST_WEIGHT,
@@ -90,10 +91,7 @@ def _evaluate(data: ReportData, f: Finding, floors) -> Result:
     test = _first(f.test_cases, {g.key.test_case for g in data.groups})
     if test is None:
         return _with(missing, f"no test case {' / '.join(f.test_cases)} in this run", platform)
-    assert f.x is not None and f.base is not None
-    x, x_what = _side(data, f, f.x, platform, test)
-    b, b_what = _side(data, f, f.base, platform, test)
-    cells = f"{test}: {x_what} / {b_what}"
+    x, b, cells = _sides(data, f, platform, test)
     if isinstance(x, str) or isinstance(b, str):
         why = x if isinstance(x, str) else b
         return Result(f, data.run_id, NOT_MEASURED, str(why), platform, cells=cells)
@@ -119,10 +117,58 @@ def _evaluate(data: ReportData, f: Finding, floors) -> Result:
     verdict, reason = replicate(f, r, judged)
     link = _link(data, f, platform, test)
     measured = mechanism.explain(data, f, platform, test) if verdict != "reproduces" else ""
-    for extra in (_own_budget(x[1]), _own_budget(b[1]), link, measured, f.note):
+    nat = _nat(data, f, x[1].key.suite, platform, lambda d, f, p: measure(d, f, p, test))
+    for extra in (_own_budget(x[1]), _own_budget(b[1]), link, measured, nat, f.note):
         if extra and verdict != "reproduces":
             reason += f"; {extra}"
     return Result(f, data.run_id, verdict, reason, platform, r, judged, cells)
+
+
+def _sides(data: ReportData, f: Finding, platform: str, test: str) -> tuple[Any, Any, str]:
+    """Both sides of a ratio or aggregate (each: per-round values and a group, or why not)
+    and what was divided by what."""
+    assert f.x is not None and f.base is not None
+    x, x_what = _side(data, f, f.x, platform, test)
+    b, b_what = _side(data, f, f.base, platform, test)
+    return x, b, f"{test}: {x_what} / {b_what}"
+
+
+def measure(data: ReportData, f: Finding, platform: str, test: str) -> Ratio | None:
+    """x / base of `f` on `platform` and `test`, paired over the run's rounds, as a finding's
+    quantity is; None when a side is missing (replication/curves.py: one point of a curve)."""
+    x, b, _cells = _sides(data, f, platform, test)
+    if isinstance(x, str) or isinstance(b, str):
+        return None
+    return ratios.ratio(x[0], b[0], paired=True)
+
+
+def _nat(data: ReportData, f: Finding, suite: str, platform: str, figure) -> str:
+    """How a NAT platform's client reached it, and the same quantity on the run's other NAT
+    platforms (`figure(data, finding, platform)` -> Ratio | None): replication/natpath.py."""
+    text = natpath.nat_path(data, suite, platform)
+    if not text:
+        return ""
+    others = []
+    for name, how in natpath.other_nats(data, platform).items():
+        r = figure(data, replace(f, platforms=(name,)), name)
+        if r is not None:
+            ci = "" if r.low is None or r.high is None else f" ({pct(r.low)}..{pct(r.high)})"
+            others.append(f"{name} through {how}: {pct(r.value)}{ci}")
+    return text + ("; in the same run " + "; ".join(others) if others else "")
+
+
+def _geo(data: ReportData, f: Finding, platform: str) -> GeoMean | None:
+    """A suite-score finding's suite score of `platform` against the run's baseline."""
+    assert f.x is not None
+    want = (f.suite, platform, f.x.scenario)
+    return next((g for g in data.geomeans if (g.suite, g.platform, g.scenario) == want), None)
+
+
+def _score_of(data: ReportData, f: Finding, platform: str) -> Ratio | None:
+    geo = _geo(data, f, platform)
+    if geo is None or geo.value is None:
+        return None
+    return Ratio(geo.value, geo.low, geo.high, None, geo.n_tests, geo.low is not None)
 
 
 def _link(data: ReportData, f: Finding, platform: str, test: str) -> str:
@@ -216,9 +262,17 @@ def _side(
     )
     found: list[Group] = []
     for role in side.roles:
-        g = _group(data, plat, test, side.scenario, role, f.metric, dims)
-        if g is None:
+        best = _fewest(data, plat, test, side.scenario, role, f.metric, dims)
+        if len(best) > 1:
+            split = sorted({k for g in best for k, _v in g.key.dims} - set(dims))
+            return (
+                f"{test}'s {what} ({role}) results are split by {', '.join(split)}"
+                f" ({len(best)} groups): the finding names none of its values",
+                what,
+            )
+        if not best:
             return f"no valid {f.metric or 'primary'} result for {what} ({role})", what
+        g = best[0]
         found.append(g)
     per = [ratios.per_round(g.values, g.repetitions) for g in found]
     if f.quantity == AGGREGATE or len(per) > 1:
@@ -239,7 +293,24 @@ def _group(
     metric: str,
     dims: dict[str, Any],
 ) -> Group | None:
-    """The group with these labels (its other dims as few as possible), valid values only."""
+    """The group with these labels (its other dims as few as possible), valid values only;
+    None also when several are left (see `_fewest`)."""
+    best = _fewest(data, platform, test, scenario, role, metric, dims)
+    return best[0] if len(best) == 1 else None
+
+
+def _fewest(
+    data: ReportData,
+    platform: str,
+    test: str,
+    scenario: str,
+    role: str,
+    metric: str,
+    dims: dict[str, Any],
+) -> list[Group]:
+    """The groups with these labels and the fewest other dims. More than one (mbw's three
+    copy methods) means the finding names no value of a dimension: picking one would be
+    arbitrary."""
     candidates = [
         g
         for g in data.groups
@@ -254,7 +325,8 @@ def _group(
         )
         and g.values
     ]
-    return min(candidates, key=lambda g: len(g.key.dims), default=None)
+    fewest = min((len(g.key.dims) for g in candidates), default=0)
+    return [g for g in candidates if len(g.key.dims) == fewest]
 
 
 def _eq(a: Any, b: Any) -> bool:
@@ -267,24 +339,19 @@ def _suite_score(data: ReportData, f: Finding, platform: str) -> Result:
     """The suite's score against the run's baseline (analysis/scores.geomeans: the weighted
     geometric mean of oriented ratios, > 1 = better), only over the test cases both have."""
     assert f.x is not None
-    geo = next(
-        (
-            g
-            for g in data.geomeans
-            if g.suite == f.suite and g.platform == platform and g.scenario == f.x.scenario
-        ),
-        None,
-    )
+    geo = _geo(data, f, platform)
     cells = f"{f.suite} score: {platform} · {f.x.scenario} / {data.baseline}"
     if geo is None or geo.value is None or geo.verdict is None:
         why = f"no {f.suite} score of {platform} against the baseline {data.baseline}"
         return Result(f, data.run_id, NOT_MEASURED, why, platform, cells=cells)
-    r = Ratio(geo.value, geo.low, geo.high, None, geo.n_tests, geo.low is not None)
+    r = _score_of(data, f, platform)
+    assert r is not None
     method = f"suite score over {geo.n_tests} test cases (analysis/scores.geomeans)"
     verdict, reason = replicate(f, r, geo.verdict)
     if geo.missing:
         # seed 004 totals side by side only over the same test set: say which are left out
         reason += f"; over {geo.n_tests} test cases: {', '.join(geo.missing)} left out (no ratio)"
-    if f.note and verdict != "reproduces":
-        reason += f"; {f.note}"
+    for extra in (_nat(data, f, f.suite, platform, _score_of), f.note):
+        if extra and verdict != "reproduces":
+            reason += f"; {extra}"
     return Result(f, data.run_id, verdict, reason, platform, r, geo.verdict, cells, method)

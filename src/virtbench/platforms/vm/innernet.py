@@ -63,7 +63,7 @@ def uplink_bridge_script(guest_cidr: str, gateway: str) -> str:
 
 def nat_bridge_script() -> str:
     """NAT_BRIDGE with the gateway address, and forwarding on (idempotent)."""
-    make = _batch(hostnet.bridge_commands(NAT_BRIDGE, NAT_GATEWAY, NAT_SUBNET.prefixlen))
+    make = _batch(hostnet.bridge_commands(NAT_BRIDGE, NAT_GATEWAY, NAT_SUBNET.prefixlen, None))
     return (
         f"if [ ! -d /sys/class/net/{NAT_BRIDGE} ]; then\n{make}\nfi\n"
         "echo 1 > /proc/sys/net/ipv4/ip_forward"
