@@ -6,8 +6,9 @@
 
 For every seed it takes each stored run `tests/data/replication/seedNNN-*.db.gz` (a small
 real run, gzipped SQLite; a section per run), unpacks it into a private temporary directory
-and runs the real command, `virtbench replicate NNN --run RUN_ID --store FILE`, in a child Python (the code
-beside this script, never the cwd's). The page is that command's output under a header
+and runs the real command, `virtbench replicate NNN --run RUN_ID --store FILE`, in a child
+Python (the code beside this script, never the cwd's). The page is that command's output
+under a header
 saying which run it judged, when it was measured and how long it took (from the store), and
 how long the seed's own campaigns take (their headers' `# Run time:` line). A seed with no
 stored run gets a page saying so. Nothing is measured: the stored runs are read only.
