@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..drivers import httperf, nginx, sweep, wrk
-from ..drivers.validity import first, http_errors
 from ..errors import WorkloadError, WorkloadTimeout
 from ..platforms.base import Platform
 from ..results import NET_PATH_LABEL
@@ -33,6 +32,7 @@ from ..serving.netpath import listen_address
 from ..serving.readiness import http_probe
 from ..serving.remote import MAX_SESSIONS
 from ..serving.server import Served, serve
+from ..validity import first, http_errors
 from .base import Metric, Param, RunContext, Sample, Workload
 from .network import CLIENT_PATH_PARAM
 from .registry import register
