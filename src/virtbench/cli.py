@@ -569,7 +569,7 @@ def cleanup() -> None:
     """Remove anything virtbench left behind (processes, cgroups, netns, links, mounts, VMs,
     Docker containers, volumes, network and its own dockerd with the chains it made, and
     /tmp copies of stores whose process is gone)."""
-    from .cleanup import run_all
+    from .cleanup_all import run_all
 
     removed = run_all()
     for line in removed:

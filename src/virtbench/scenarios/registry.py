@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from typing import TYPE_CHECKING
 
-from .base import Scenario
+if TYPE_CHECKING:
+    # annotations only: `cleanup_all` imports this registry before it loads the platforms,
+    # and base's imports would register the cgroups cleaner ahead of theirs
+    from .base import Scenario
 
 SCENARIOS: dict[str, type[Scenario]] = {}
 
