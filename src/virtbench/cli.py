@@ -636,7 +636,7 @@ def _was(old: str | None) -> str:
 @click.option("--step", "steps", multiple=True, help="run only this build step (repeatable)")
 def setup(no_packages, steps) -> None:
     """Install the Debian packages of every tool and build images and probes (needs root)."""
-    from . import setup_host
+    from . import setup_all, setup_host
 
     missing = None
     if not no_packages:
@@ -644,7 +644,7 @@ def setup(no_packages, steps) -> None:
             setup_host.install_packages(say)
         except setup_host.NotInstalled as exc:  # e.g. docker.io: the rest still gets built
             missing = exc
-    setup_host.run_steps(say, set(steps) or None)
+    setup_all.run_steps(say, set(steps) or None)
     if missing is not None:
         raise missing
     console.print(_mark("setup complete", "green"))
