@@ -391,7 +391,7 @@ def calibrate(
         _calibrate_aa(aa_campaign, repetitions, results_dir, store)
         if not disk:
             return
-    from .ceiling import record
+    from . import diskceiling
     from .ceiling.ensure import ensure
     from .runner.ceilings import default_dirs
 
@@ -403,7 +403,7 @@ def calibrate(
     ceilings, notes = ensure(where, say, refresh=True, passes=passes, runtime_s=runtime)
     table = Rows(("device", "fs", "pattern", "MiB/s", "IO/s", "limit MiB/s", "passes MiB/s"))
     for c in ceilings:
-        for pattern in record.PATTERNS:
+        for pattern in diskceiling.PATTERNS:
             bw = c.passes.get(pattern, {}).get("bandwidth_mib_s", [])
             table.add_row(
                 c.key.source,
