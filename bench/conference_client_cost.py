@@ -19,10 +19,10 @@ from pathlib import Path
 
 from virtbench.analysis import conference as conf
 from virtbench.analysis.stats import Summary, summarize
-from virtbench.drivers.validity import CLIENT_SATURATED
 from virtbench.errors import VirtbenchError
 from virtbench.report.labels import parse_labels
 from virtbench.store.db import Store
+from virtbench.validity import CLIENT_SATURATED
 
 
 def per_stream(rows: list[dict]) -> dict[str, Summary]:

@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 from virtbench.drivers import iperf3
-from virtbench.serving.ports import candidate_ports, port_free_on_host
+from virtbench.ports import candidate_ports, port_free_on_host
 
 sys.path.insert(0, str(Path(__file__).parent))
 from overhead import own_cpu_run, rounds, summary  # noqa: E402  (a sibling bench script)

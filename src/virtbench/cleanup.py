@@ -1,4 +1,8 @@
-"""Find and remove what virtbench left behind after a crash, by its own records.
+"""The cleaner registry and owner claims: what virtbench left behind, by its own records.
+
+Bottom level: a module that makes host objects imports only this to register its cleaner
+(`@cleanup.register("what")`) and claim what it makes; `cleanup_all.run_all` (the top-level
+runner of `virtbench cleanup` and the watchdog) loads every such module and runs them.
 
 Each platform module registers a cleaner for the host objects it creates; a cleaner returns
 a line per object it removed, and a "left alone: X (no virtbench record)" line per object
@@ -72,13 +76,12 @@ def left_alone(what: str) -> str:
     return f"left alone: {what} (no virtbench record)"
 
 
-def _drop_dead_claims() -> list[str]:
-    """Claims of processes that are gone, once every cleaner has used them."""
+def drop_dead_claims() -> None:
+    """Remove the claims of processes that are gone (after every cleaner has judged by them)."""
     if OWNERS_DIR.is_dir():
         for entry in OWNERS_DIR.iterdir():
             if owner(entry.name) == DEAD:
                 entry.unlink(missing_ok=True)
-    return []
 
 
 @register("private temporary files")
@@ -156,23 +159,3 @@ def process_state(pid: int) -> str | None:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
         return None
-
-
-def run_all() -> list[str]:
-    from .platforms import registry
-
-    registry.load_all()  # platform modules register their cleaners on import
-    from .scenarios import registry as scenarios
-
-    scenarios.load_all()  # so do scenario helpers that change host settings (quantum)
-    from . import tune  # noqa: F401 - `virtbench tune` registers its restorer
-    from .runner import locks  # noqa: F401 - stale host run registrations
-
-    removed: list[str] = []
-    for what, fn in CLEANERS:
-        try:
-            removed.extend(fn())
-        except Exception as exc:  # noqa: BLE001 - one cleaner failing must not stop the others
-            removed.append(f"! {what}: {exc}")
-    _drop_dead_claims()  # last: every cleaner above judged its objects by them
-    return removed

@@ -392,7 +392,7 @@ def calibrate(
         _calibrate_aa(aa_campaign, repetitions, results_dir, store)
         if not disk:
             return
-    from .ceiling import record
+    from . import diskceiling
     from .ceiling.ensure import ensure
     from .runner.ceilings import default_dirs
 
@@ -404,7 +404,7 @@ def calibrate(
     ceilings, notes = ensure(where, say, refresh=True, passes=passes, runtime_s=runtime)
     table = Rows(("device", "fs", "pattern", "MiB/s", "IO/s", "limit MiB/s", "passes MiB/s"))
     for c in ceilings:
-        for pattern in record.PATTERNS:
+        for pattern in diskceiling.PATTERNS:
             bw = c.passes.get(pattern, {}).get("bandwidth_mib_s", [])
             table.add_row(
                 c.key.source,
@@ -570,7 +570,7 @@ def cleanup() -> None:
     """Remove anything virtbench left behind (processes, cgroups, netns, links, mounts, VMs,
     Docker containers, volumes, network and its own dockerd with the chains it made, and
     /tmp copies of stores whose process is gone)."""
-    from .cleanup import run_all
+    from .cleanup_all import run_all
 
     removed = run_all()
     for line in removed:
@@ -637,7 +637,7 @@ def _was(old: str | None) -> str:
 @click.option("--step", "steps", multiple=True, help="run only this build step (repeatable)")
 def setup(no_packages, steps) -> None:
     """Install the Debian packages of every tool and build images and probes (needs root)."""
-    from . import setup_host
+    from . import setup_all, setup_host
 
     missing = None
     if not no_packages:
@@ -645,7 +645,7 @@ def setup(no_packages, steps) -> None:
             setup_host.install_packages(say)
         except setup_host.NotInstalled as exc:  # e.g. docker.io: the rest still gets built
             missing = exc
-    setup_host.run_steps(say, set(steps) or None)
+    setup_all.run_steps(say, set(steps) or None)
     if missing is not None:
         raise missing
     console.print(_mark("setup complete", "green"))

@@ -1,5 +1,8 @@
-"""`virtbench setup`: install the Debian packages of every tool, then run registered build
-steps (root filesystem image, VM image, latency probes). Each step is idempotent and cached."""
+"""`virtbench setup`: install the Debian packages of every tool; the registry of build steps
+(root filesystem image, VM image, latency probes), each idempotent and cached.
+
+Low level: a module with a build step imports only this to register it; `setup_all`
+(top level) loads every such module and runs the steps."""
 
 from __future__ import annotations
 
@@ -121,15 +124,3 @@ def not_installed(failed: dict[str, str], tried: int) -> str:
         f"apt-get could not install {len(failed)} of {tried} packages (the others are"
         " installed; campaigns that need these fail naming the package): " + " | ".join(parts)
     )
-
-
-def run_steps(log: Callable[[str], None], only: set[str] | None = None) -> None:
-    from .platforms import registry as platforms
-    from .workloads import registry as workloads
-
-    platforms.load_all()
-    workloads.load_all()  # modules register their build steps on import
-    for name, fn in STEPS:
-        if (only is None and name not in OPT_IN) or (only is not None and name in only):
-            log(f"setup step: {name}")
-            fn(log)

@@ -59,7 +59,7 @@ def main(argv: list[str]) -> int:
     data = sys.stdin.buffer.read()  # returns at end-of-file: the parent exited or died
     if data.endswith(DONE):
         return 0
-    from .cleanup import run_all
+    from .cleanup_all import run_all
 
     removed = run_all()
     if removed:

@@ -15,8 +15,8 @@ from virtbench.drivers import jmeter
 from virtbench.errors import WorkloadError
 from virtbench.platforms.base import PlatformSpec
 from virtbench.platforms.native import NativePlatform
+from virtbench.ports import candidate_ports, port_free_on_host
 from virtbench.runner.cell import measure
-from virtbench.serving.ports import candidate_ports, port_free_on_host
 from virtbench.serving.server import Served, serve
 from virtbench.tools import require
 from virtbench.workloads import registry

@@ -208,11 +208,11 @@ def _start_and_wait(tmp_path) -> tuple[subprocess.Popen, set[str]]:
 # engineers' runs and their deliberate leftovers share this host)
 TARGETED_CLEANUP = """
 import sys
-from virtbench import cleanup
+from virtbench import cleanup, cleanup_all
 names = sys.argv[1:]
 real = cleanup.in_use
 cleanup.in_use = lambda n: real(n) or not any(n.startswith(m) for m in names)
-for line in cleanup.run_all():
+for line in cleanup_all.run_all():
     print(line)
 """
 

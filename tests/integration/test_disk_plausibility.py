@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from virtbench import diskceiling
 from virtbench.analysis import plausibility
-from virtbench.ceiling import cache, measure, record
+from virtbench.ceiling import cache, measure
 from virtbench.report import build
 from virtbench.report.data import ReportData
 from virtbench.store.db import Store
@@ -46,9 +47,9 @@ direct = [1]
 
 def test_a_real_ceiling_measurement_on_this_host(tmp_path):
     c = measure.measure("/var/tmp", passes=2, runtime_s=1)
-    print({p: [round(v) for v in c.passes[p]["bandwidth_mib_s"]] for p in record.PATTERNS})
+    print({p: [round(v) for v in c.passes[p]["bandwidth_mib_s"]] for p in diskceiling.PATTERNS})
     assert c.key == measure.key_of("/var/tmp") and c.iodepth == measure.IODEPTH
-    for pattern in record.PATTERNS:
+    for pattern in diskceiling.PATTERNS:
         assert len(c.passes[pattern]["bandwidth_mib_s"]) == 2
         assert c.median(pattern, "bandwidth_mib_s") > 1  # MiB/s: a device, not nothing
         assert c.limit(pattern, "iops") >= 1.25 * c.median(pattern, "iops")

@@ -79,7 +79,7 @@ def test_clients_run_on_the_client_host(tmp_path):
     ).fetchall()
     assert {r[0] for r in rows} == {"iperf3-tcp", "sockperf-tcp-rr", "wrk-max"}
     # judged on c1: wrk's one load thread plus its main thread can pass 100 %; a client at
-    # its limit is invalid there as here (drivers/validity.py)
+    # its limit is invalid there as here (validity.py)
     assert all(r[1] == "client_cpu_pct" and 0 < r[2] <= 200 for r in rows), rows
     assert all(r[3] == (r[2] <= 90) for r in rows if r[0] != "wrk-max"), rows
     tput = con.execute(

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from virtbench import directio
+from virtbench import directio, diskceiling
 from virtbench.analysis import plausibility
-from virtbench.ceiling import cache, record
-from virtbench.ceiling.record import Ceiling, Key
+from virtbench.ceiling import cache
+from virtbench.diskceiling import Ceiling, Key
 from virtbench.platforms.base import ExecResult
 from virtbench.platforms.container import gvisor
 from virtbench.report.data import ReportData
@@ -121,7 +121,7 @@ def _bandwidths(st: Store) -> dict[tuple[str, int], tuple[float, bool, str | Non
 
 
 def test_gvisor_at_4x_the_host_is_invalid_against_the_ceiling_with_its_date(tmp_path):
-    st = _store(tmp_path, {record.FACT: [_ceiling().to_fact()]})
+    st = _store(tmp_path, {diskceiling.FACT: [_ceiling().to_fact()]})
     flagged = validate.flag_implausible(st, RUN)
     bw = _bandwidths(st)
     for rep in (1, 2):  # 4.4x and 4.3x the device: above the ceiling, every metric of it
@@ -138,7 +138,7 @@ def test_gvisor_at_4x_the_host_is_invalid_against_the_ceiling_with_its_date(tmp_
 
 
 def test_cached_by_mechanism_is_invalid_whatever_the_figure(tmp_path):
-    st = _store(tmp_path, {record.FACT: [_ceiling().to_fact()]})
+    st = _store(tmp_path, {diskceiling.FACT: [_ceiling().to_fact()]})
     validate.flag_implausible(st, RUN)
     for rep in (1, 2):
         value, valid, reason = _bandwidths(st)[("gvisor-labelled", rep)]
@@ -148,7 +148,7 @@ def test_cached_by_mechanism_is_invalid_whatever_the_figure(tmp_path):
 
 
 def test_seed004_disk_total_never_includes_the_flagged_figures(tmp_path):
-    st = _store(tmp_path, {record.FACT: [_ceiling().to_fact()]})
+    st = _store(tmp_path, {diskceiling.FACT: [_ceiling().to_fact()]})
     validate.flag_implausible(st, RUN)
     data = ReportData.load(st, RUN)
     (disk,) = [s for s in data.seed004 if s.suite == "disk"]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from virtbench import setup_host
+from virtbench import setup_all, setup_host
 from virtbench.errors import PlatformError, VirtbenchError
 from virtbench.platforms.container import gvisor_build, runtimes
 from virtbench.platforms.container.options import ContainerOptions
@@ -83,9 +83,9 @@ def test_the_gvisor_setup_step_is_opt_in(monkeypatch):
     ran = []
     monkeypatch.setattr(gvisor_build, "ensure", lambda v, log: ran.append(v) or "x")
     monkeypatch.setattr(setup_host, "STEPS", [("gvisor", gvisor_build._setup)])
-    setup_host.run_steps(lambda m: None)
+    setup_all.run_steps(lambda m: None)
     assert ran == []  # a plain `virtbench setup` does not build gVisor
-    setup_host.run_steps(lambda m: None, {"gvisor"})
+    setup_all.run_steps(lambda m: None, {"gvisor"})
     assert ran == [gvisor_build.PINNED]
 
 

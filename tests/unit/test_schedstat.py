@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from virtbench import procfs
 from virtbench.metrics import hostwork, resources, schedstat
 from virtbench.platforms.base import Accounting
 
@@ -37,7 +38,7 @@ def test_tasks_from_pids_and_cgroup_agree():
 
 
 def test_descendants_follow_children_files():
-    assert schedstat.descendants([SHELL], S1) == [SHELL, 18212]
+    assert procfs.descendants([SHELL], S1) == [SHELL, 18212]
 
 
 def test_rates_hand_computed():
@@ -119,8 +120,8 @@ def test_hostwork_hand_computed():
 def test_vm_backend_threads_are_the_unnamed_ones():
     # a VM names its vCPU threads; the other threads of its process are QEMU's back ends
     acct = Accounting(pids=[SYSBENCH], threads=[18285])
-    assert sorted(schedstat.other_threads(acct, S1)) == [18206, 18286]
-    assert schedstat.other_threads(Accounting(pids=[SYSBENCH]), S1) == []
+    assert sorted(procfs.other_threads(acct.pids, acct.threads, S1)) == [18206, 18286]
+    assert procfs.other_threads([SYSBENCH], [], S1) == []
     a = schedstat.run_ns([18206, 18286], S1)
     b = schedstat.run_ns([18206, 18286], S2)
     # 18286 ran 168271848 ns in the second, 18206 not at all
@@ -148,7 +149,7 @@ def test_memory_of_a_vm_without_a_cgroup_is_its_processes_rss():
     saw is theirs; the memory of its process must not be looked up there (it read 0 MiB)."""
     acct = Accounting(pids=[SYSBENCH], threads=[18285])
     sched = schedstat.snapshot(acct, 0.0, S1)
-    procs = schedstat.descendants(acct.pids, S1)
+    procs = procfs.descendants(acct.pids, S1)
     snap = resources.snapshot(acct, 0.0, S1, procs=procs, rss_kb=sched.rss_kb)
     rss_kb = resources.parse_rss_kb((S1 / f"proc/{SYSBENCH}/status").read_text())
     assert rss_kb > 0 and snap.mem_bytes == rss_kb * 1024

@@ -1,5 +1,5 @@
 """Issue 13 item 7: one rule for "the load generator was the limit" across every client tool
-(drivers/validity.py), checked on captured outputs of each tool."""
+(virtbench/validity.py), checked on captured outputs of each tool."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from virtbench.drivers import httperf, iperf3, sockperf, validity, wrk
+from virtbench import validity
+from virtbench.drivers import httperf, iperf3, sockperf, wrk
 
 DATA = Path(__file__).parent.parent / "data"
 SATURATED = "load generator CPU saturated (97% of its CPUs)"

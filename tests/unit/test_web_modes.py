@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from virtbench import ports as srv_ports
 from virtbench.drivers import httperf
 from virtbench.errors import VirtbenchError, WorkloadError
 from virtbench.platforms.base import ExecResult
 from virtbench.scenarios import colocation, rates
 from virtbench.serving import loadgen, readiness
-from virtbench.serving import ports as srv_ports
 from virtbench.serving.loadgen import ClientRun, ParallelRun
 from virtbench.workloads.base import RunContext
 from virtbench.workloads.web import HttperfSweep, SweepState

@@ -9,7 +9,7 @@ metrics too) with the reason:
    `Platform.direct_io()`, directio.py) is invalid whatever its figure.
 2. **The host's device ceiling** (ceiling/, kept in the run's host facts): a bandwidth or
    IOPS figure above the ceiling's limit for its `io_pattern` (the median of the native fio
-   passes plus a margin for their spread: ceiling/record.py) is invalid; with several
+   passes plus a margin for their spread: diskceiling.py) is invalid; with several
    devices, above the fastest one's. The reason names the ceiling and its date.
 3. **Fallback** where the run has no ceiling for the pattern (a run stored before ceilings,
    a filesystem that refused the measurement): the native platform's valid samples of the
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import directio, labelkeys
-from ..ceiling.record import METRICS, Ceiling, from_facts
+from ..diskceiling import METRICS, Ceiling, from_facts
 from ..store.description import RunDescription
 from . import platform_facts
 from .groups import dimension_keys

@@ -2,7 +2,8 @@
 platforms' workdirs, at a high queue depth, median of several short fio passes.
 
 An O_DIRECT figure above it (beyond its documented margin) cannot come from that device,
-whatever the platform: analysis/plausibility.py flags it. `record` is the pure part (the
-ceiling, its limits, its form in a run's host facts: analysis reads it), `cache` keeps one
-per device + filesystem + kernel in a root-owned 0700 directory, `measure` runs fio.
+whatever the platform: analysis/plausibility.py flags it. The pure part (the ceiling, its
+limits, its form in a run's host facts) is ground-level `virtbench.diskceiling`, which
+analysis reads; `cache` keeps one per device + filesystem + kernel in a root-owned 0700
+directory, `measure` runs fio, `ensure` gives a cached or freshly measured one.
 """

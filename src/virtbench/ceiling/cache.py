@@ -10,8 +10,8 @@ import os
 from pathlib import Path
 
 from .. import statedir
+from ..diskceiling import MAX_AGE_S, Ceiling, Key
 from ..errors import VirtbenchError
-from .record import MAX_AGE_S, Ceiling, Key
 
 ENV = "VIRTBENCH_CEILING_DIR"
 

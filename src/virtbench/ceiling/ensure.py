@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from ..diskceiling import MAX_AGE_S, Ceiling
 from ..errors import VirtbenchError
 from . import cache, measure
-from .record import MAX_AGE_S, Ceiling
 
 
 def ensure(

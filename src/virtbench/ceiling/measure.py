@@ -12,12 +12,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .. import hostfs, ownedtmp, tools
+from ..diskceiling import PATTERNS, Ceiling, Key
 from ..drivers import fio
 from ..errors import WorkloadError
 from ..naming import NAME_PREFIX
 from ..platforms.base import ExecResult
 from .cache import CeilingError
-from .record import PATTERNS, Ceiling, Key
 
 IODEPTH = 64  # past what the disk suite's test cases use (16; IOzone's 1): the device's best
 PASSES = 3

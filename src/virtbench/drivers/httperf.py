@@ -350,7 +350,7 @@ def parse(text: str) -> HttperfResult:
 
 def invalid_reason(r: HttperfResult, conn_rate: float, client_util: float = 0.0) -> str | None:
     """Why this step measured the client rather than the server, or None if it is sound:
-    the open-loop form of the one rule of drivers/validity.py.
+    the open-loop form of the one rule of validity.py.
 
     httperf's own CPU time is NOT a saturation signal: it busy-polls (select() with a zero
     timeout, ~35,000 calls/s at 50 conn/s here) and its man page expects ~100% CPU ("httperf

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from ..errors import WorkloadError
-from .validity import CLIENT_SATURATED, client_limit, first
+from ..validity import CLIENT_SATURATED, client_limit, first
 
 # one client connect attempt (a fresh SYN each; the kernel's own retries back off to 31 s)
 CONNECT_ATTEMPT_S = 3.0
@@ -41,7 +41,7 @@ def client_argv(
 
 
 def invalid_reason(res: dict[str, Any], client_util: float) -> str | None:
-    """The rule of drivers/validity.py (closed loop: the client's CPU), or nothing received.
+    """The rule of virtbench/validity.py (closed loop: the client's CPU), or nothing received.
     The client's share is measured by virtbench (wait4), not iperf3's own host_total, so it
     is judged like every other tool's."""
     nothing = None if res["received_bps"] > 0 else "nothing received"

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from .. import safefs
 from ..errors import WorkloadError
-from .validity import client_limit, first
+from ..validity import client_limit, first
 
 JMETER_HOME = "/usr/share/jmeter"
 JTL_HEADER = "timeStamp"  # first column of the .jtl's header line
@@ -226,7 +226,7 @@ def periods(rows: list[Row], dry_s: float, measured_s: float, interval_s: float)
 
 
 def invalid_reason(measured: Stats, client_util: float, max_error_pct: float) -> str | None:
-    """The rule of drivers/validity.py (closed loop: the client's CPU), no request completed, or
+    """The rule of virtbench/validity.py (closed loop: the client's CPU), no request completed, or
     more failed requests than `max_error_pct` % (the figure is then not the application's
     throughput but its failure rate)."""
     done = None if measured.completed > measured.errors else _none_succeeded(measured)

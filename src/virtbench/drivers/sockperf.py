@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from ..errors import WorkloadError
-from .validity import client_limit, first
+from ..validity import client_limit, first
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _FLOAT = r"([-\d.]+)"
@@ -28,7 +28,7 @@ def client_argv(host: str, port: int, tcp: bool, duration: float, msg_size: int)
 
 
 def invalid_reason(res: dict[str, float], client_util: float) -> str | None:
-    """The rule of drivers/validity.py (closed loop: the client's CPU; ping-pong waits for
+    """The rule of virtbench/validity.py (closed loop: the client's CPU; ping-pong waits for
     each reply, so a saturated client adds its own delay to every round trip), or no reply."""
     replied = None if res["received"] > 0 else "no reply received"
     return first(client_limit(client_util), replied)

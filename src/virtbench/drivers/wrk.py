@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .. import ownedtmp, safefs
 from ..errors import WorkloadError
-from .validity import client_limit, first, http_errors
+from ..validity import client_limit, first, http_errors
 
 MARKER = "VIRTBENCH-JSON "
 PERCENTILES = (50, 75, 90, 99, 99.9, 99.99)
@@ -99,7 +99,7 @@ class WrkResult:
 
 
 def invalid_reason(r: WrkResult, client_util: float) -> str | None:
-    """The rule of drivers/validity.py (closed loop: the client's CPU), no request done, or
+    """The rule of virtbench/validity.py (closed loop: the client's CPU), no request done, or
     replies that were HTTP errors (wrk counts them as requests; `status` is status > 399)."""
     done = None if r.requests else f"no request completed (errors {r.errors})"
     return first(

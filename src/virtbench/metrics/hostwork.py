@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .schedstat import ROOT, parse_schedstat
+from ..procfs import ROOT
+from .schedstat import parse_schedstat
 
 CLK_TCK_DEFAULT = 100
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..platforms.base import Accounting
-from .schedstat import ROOT, descendants, read_text
+from ..procfs import ROOT, descendants, read_text
 
 NET_COUNTERS = ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets")
 # host end of a veth/tap pair -> the environment's end

@@ -23,6 +23,7 @@ from typing import Any
 
 from .. import labelkeys
 from ..platforms.base import Accounting, Platform
+from ..procfs import descendants, other_threads
 from ..results import Sample
 from . import hostwork, resources, schedstat
 from .cputime import CGROUP, cpu_reading
@@ -337,11 +338,11 @@ class Sampler:
 
 
 def _detail(acct: Accounting, now: float) -> _Detail:
-    procs = schedstat.descendants(acct.pids) if acct.pids else []  # one walk per reading
+    procs = descendants(acct.pids) if acct.pids else []  # one walk per reading
     sched = schedstat.snapshot(acct, now, procs=None if acct.threads else procs)
     return _Detail(
         now,
         sched,
         resources.snapshot(acct, now, procs=procs, rss_kb=sched.rss_kb),
-        schedstat.run_ns(schedstat.other_threads(acct)) if acct.threads else {},
+        schedstat.run_ns(other_threads(acct.pids, acct.threads)) if acct.threads else {},
     )

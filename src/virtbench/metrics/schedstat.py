@@ -16,22 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..platforms.base import Accounting
-
-ROOT = Path("/")
-
-
-def read_text(path: str) -> str:
-    """One read(2) of a small /proc or /sys file: several times cheaper than Path.read_text,
-    which matters at 8 environments x their tasks every second."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        return os.read(fd, 65536).decode()
-    finally:
-        os.close(fd)
-
-
-def _prefix(root: Path) -> str:
-    return str(root).rstrip("/")
+from ..procfs import ROOT, descendants, ints, prefix, read_text
 
 
 @dataclass(frozen=True)
@@ -74,7 +59,7 @@ def parse_switches(status_text: str) -> tuple[int, int]:
 def read_task(tid: int, root: Path = ROOT, rss: dict[int, int] | None = None) -> TaskStat | None:
     """One task's counters; None if it exited (a normal race, not an error). If `rss` is
     given, the task's VmRSS (kB) is stored there too, saving a second read of status."""
-    base = f"{_prefix(root)}/proc/{tid}/"
+    base = f"{prefix(root)}/proc/{tid}/"
     try:
         run, wait, slices = parse_schedstat(read_text(base + "schedstat"))
         status = read_text(base + "status")
@@ -86,33 +71,6 @@ def read_task(tid: int, root: Path = ROOT, rss: dict[int, int] | None = None) ->
     return TaskStat(run, wait, slices, vol, invol)
 
 
-def _ints(path: Path | str) -> list[int]:
-    try:
-        return [int(x) for x in read_text(str(path)).split()]
-    except (OSError, ValueError):
-        return []
-
-
-def descendants(pids: list[int], root: Path = ROOT) -> list[int]:
-    """PIDs and all their descendants, via /proc/PID/task/TID/children (no /proc scan)."""
-    seen: list[int] = []
-    todo = list(pids)
-    proc = _prefix(root) + "/proc/"
-    while todo:
-        pid = todo.pop()
-        if pid in seen:
-            continue
-        seen.append(pid)
-        task_dir = f"{proc}{pid}/task/"
-        try:
-            tids = os.listdir(task_dir)
-        except OSError:
-            continue
-        for tid in tids:
-            todo.extend(_ints(task_dir + tid + "/children"))
-    return seen
-
-
 def tasks_of(acct: Accounting, root: Path = ROOT, procs: list[int] | None = None) -> list[int]:
     """Thread ids that make up the environment (see module docstring for the order).
     `procs`: its processes with descendants, if the caller already walked them."""
@@ -121,11 +79,11 @@ def tasks_of(acct: Accounting, root: Path = ROOT, procs: list[int] | None = None
     for key, fname in (("cpu", "tasks"), ("cpuacct", "tasks"), ("unified", "cgroup.threads")):
         d = acct.cgroups.get(key)
         if d:
-            tids = _ints(Path(str(root).rstrip("/") + d) / fname)
+            tids = ints(Path(str(root).rstrip("/") + d) / fname)
             if tids:
                 return tids
     tids: list[int] = []
-    proc = _prefix(root) + "/proc/"
+    proc = prefix(root) + "/proc/"
     for pid in descendants(acct.pids, root) if procs is None else procs:
         try:
             tids.extend(int(t) for t in os.listdir(f"{proc}{pid}/task"))
@@ -134,31 +92,12 @@ def tasks_of(acct: Accounting, root: Path = ROOT, procs: list[int] | None = None
     return tids
 
 
-def other_threads(acct: Accounting, root: Path = ROOT) -> list[int]:
-    """Threads of the environment's processes that are not its named `threads`: for a VM the
-    QEMU main loop and I/O threads (virtio/e1000 back ends, tap I/O), i.e. the work Xen's Dom0
-    or qemu-dm did for the guest. Empty when the platform names no threads."""
-    if not acct.threads:
-        return []
-    named = set(acct.threads)
-    proc = _prefix(root) + "/proc/"
-    out: list[int] = []
-    for pid in acct.pids:
-        try:
-            out.extend(
-                t for t in (int(x) for x in os.listdir(f"{proc}{pid}/task")) if t not in named
-            )
-        except (OSError, ValueError):
-            continue
-    return out
-
-
 def run_ns(tids: list[int], root: Path = ROOT) -> dict[int, int]:
     """ns on a CPU of each task (schedstat field 1); tasks that exited are left out."""
     out = {}
     for tid in tids:
         try:
-            out[tid] = parse_schedstat(read_text(f"{_prefix(root)}/proc/{tid}/schedstat"))[0]
+            out[tid] = parse_schedstat(read_text(f"{prefix(root)}/proc/{tid}/schedstat"))[0]
         except (OSError, ValueError, IndexError):
             continue
     return out

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..cgroups import Cgroup, Layout, shares_to_weight
-from ..metrics.schedstat import descendants
 from ..naming import NAME_PREFIX
+from ..procfs import descendants
 from .base import Platform
 
 POLL_S = 0.05

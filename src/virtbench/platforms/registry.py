@@ -4,10 +4,9 @@ makes the platform for a spec, picking the class of a type that runs inside anot
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from typing import TYPE_CHECKING
 
+from .. import plugins
 from ..errors import PlatformError
 
 if TYPE_CHECKING:
@@ -30,11 +29,7 @@ def register_stacked(cls: type) -> type:
 
 def load_all() -> dict[str, type]:
     """Import every platform module in this package so each registers its type."""
-    from .. import platforms as pkg
-
-    for mod in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
-        if mod.name.rsplit(".", 1)[-1] not in {"base", "registry", "procs"}:
-            importlib.import_module(mod.name)
+    plugins.load("virtbench.platforms", skip={"base", "registry", "procs"})
     return PLATFORMS
 
 

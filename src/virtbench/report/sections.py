@@ -29,14 +29,13 @@ A section that raises is shown as an error box; it never breaks the rest of the 
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 import re
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .. import plugins
 from .html import Raw, h
 
 if TYPE_CHECKING:
@@ -80,11 +79,10 @@ def registered() -> list[_Entry]:
 
 
 def discover() -> None:
-    """Import the built-in sections and the `report.suites` plug-ins."""
-    from . import core, suites  # noqa: F401 - imported for their registrations
-
-    for mod in pkgutil.iter_modules(suites.__path__, suites.__name__ + "."):
-        importlib.import_module(mod.name)
+    """Import the built-in sections (`report/core/`) and the `report/suites/` plug-ins, each
+    module (or package: it imports its own parts) of the two."""
+    plugins.load("virtbench.report.core", recursive=False)
+    plugins.load("virtbench.report.suites", recursive=False)
 
 
 def slug(text: str) -> str:

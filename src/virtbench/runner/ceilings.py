@@ -7,9 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .. import suites
+from .. import diskceiling, suites
 from ..campaign.model import Cell
-from ..ceiling import record
 from ..ceiling.ensure import ensure
 from ..platforms import registry
 from ..platforms.base import PlatformSpec
@@ -51,7 +50,7 @@ def facts(cells: list[Cell], say: Callable[[str], None]) -> dict[str, Any]:
         return {}
     specs = {c.platform.name: c.platform for c in cells if c.suite == suites.DISK}
     ceilings, notes = ensure(data_dirs(specs.values()), say)
-    out: dict[str, Any] = {record.FACT: [c.to_fact() for c in ceilings]}
+    out: dict[str, Any] = {diskceiling.FACT: [c.to_fact() for c in ceilings]}
     if notes:
-        out[record.NOTES] = notes
+        out[diskceiling.NOTES] = notes
     return out

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
+from typing import TYPE_CHECKING
 
-from .base import Scenario
+from .. import plugins
+
+if TYPE_CHECKING:
+    # annotations only: `cleanup_all` imports this registry before it loads the platforms,
+    # and base's imports would register the cgroups cleaner ahead of theirs
+    from .base import Scenario
 
 SCENARIOS: dict[str, type[Scenario]] = {}
 
@@ -16,11 +20,7 @@ def register(cls: type[Scenario]) -> type[Scenario]:
 
 
 def load_all() -> dict[str, type[Scenario]]:
-    from .. import scenarios as pkg
-
-    for mod in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
-        if mod.name.rsplit(".", 1)[-1] not in {"base", "registry"}:
-            importlib.import_module(mod.name)
+    plugins.load("virtbench.scenarios", skip={"base", "registry"})
     return SCENARIOS
 
 

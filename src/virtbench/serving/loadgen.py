@@ -12,16 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..drivers.validity import CLIENT_SATURATED
 from ..platforms.base import ExecResult
 from ..platforms.procs import run_host
+from ..validity import CLIENT_SATURATED
 from . import netpath
 from .remote import MAX_SESSIONS
 
 if TYPE_CHECKING:
     from ..workloads.base import RunContext
-
-__all__ = ["CLIENT_SATURATED"]  # drivers/validity.py holds the rule; re-exported here
 
 
 def raise_nofile() -> int:

@@ -44,8 +44,8 @@ from typing import Any
 from .. import cleanup, hostnet, tools
 from ..errors import WorkloadError
 from ..naming import NAME_PREFIX
+from ..ports import is_loopback
 from ..results import NET_PATH_LABEL
-from .ports import is_loopback
 
 PARAM = "client_path"
 HOST, LOOPBACK, BRIDGE = "host", "loopback", "bridge"

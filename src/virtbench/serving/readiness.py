@@ -11,7 +11,7 @@ from contextlib import suppress
 
 from ..errors import WorkloadError
 from ..platforms.base import Platform, Process
-from .ports import is_loopback
+from ..ports import is_loopback
 
 # How long a server may take to become reachable. Long on purpose: when a bridge address is
 # handed to a new environment while the host still holds a REACHABLE neighbour entry with the

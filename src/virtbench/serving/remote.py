@@ -38,7 +38,7 @@ from .. import safefs
 from ..errors import VirtbenchError, WorkloadError
 from ..naming import NAME_PREFIX
 from ..platforms.base import ExecResult
-from .ports import is_loopback
+from ..ports import is_loopback
 
 CONTROL_NAME = f"{NAME_PREFIX}ssh-%C"  # one master per client host, gone 60 s idle
 RTT_PORT = 22  # a connect to the target answers (SYN-ACK or RST) after one round trip

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 from ..errors import VirtbenchError, WorkloadError
 from ..platforms.base import ExecResult, Platform, Process, not_found
+from ..ports import candidate_ports, ephemeral, is_loopback, port_free_on_host
 from . import netpath, readiness
-from .ports import candidate_ports, ephemeral, is_loopback, port_free_on_host
 from .readiness import Probe, choose_probe
 
 if TYPE_CHECKING:

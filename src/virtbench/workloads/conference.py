@@ -24,7 +24,6 @@ from typing import Any
 
 from .. import labelkeys, suites
 from ..drivers import ffmpeg, rtmp
-from ..drivers.validity import CLIENT_SATURATED, client_limit
 from ..errors import WorkloadError
 from ..platforms.base import Platform
 from ..results import NET_PATH_LABEL
@@ -33,6 +32,7 @@ from ..serving.loadgen import client_slots
 from ..serving.netpath import listen_address
 from ..serving.server import Served, serve
 from ..serving.streams import StreamClient, Usage, bytes_between, socket_bytes, stop_all
+from ..validity import CLIENT_SATURATED, client_limit
 from .base import Metric, Param, RunContext, Sample, Workload
 from .network import CLIENT_PATH_PARAM
 from .registry import register

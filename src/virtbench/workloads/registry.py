@@ -3,9 +3,7 @@ themselves on import."""
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-
+from .. import plugins
 from .base import Workload
 
 WORKLOADS: dict[str, type[Workload]] = {}
@@ -19,11 +17,7 @@ def register(cls: type[Workload]) -> type[Workload]:
 
 
 def load_all() -> dict[str, type[Workload]]:
-    from .. import workloads as pkg
-
-    for mod in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
-        if mod.name.rsplit(".", 1)[-1] not in {"base", "registry"}:
-            importlib.import_module(mod.name)
+    plugins.load("virtbench.workloads", skip={"base", "registry"})
     return WORKLOADS
 
 

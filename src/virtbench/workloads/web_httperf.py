@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..drivers import httperf, nginx, sweep
 from ..drivers.sweep import LockstepParty
-from ..drivers.validity import first, http_errors
 from ..errors import WorkloadError, WorkloadTimeout
 from ..platforms.base import Platform
 from ..serving.loadgen import (
@@ -22,6 +21,7 @@ from ..serving.loadgen import (
     run_clients,
 )
 from ..serving.server import Served
+from ..validity import first, http_errors
 from .base import RunContext, Sample
 
 if TYPE_CHECKING:

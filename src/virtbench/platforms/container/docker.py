@@ -25,7 +25,7 @@ from ... import cleanup
 from ...errors import PlatformError
 from ...filelock import file_lock
 from ...images import rootfs
-from ...serving.ports import PORT_HIGH, PORT_LOW, port_free_on_host
+from ...ports import PORT_HIGH, PORT_LOW, port_free_on_host
 from .. import engine_config
 from ..base import NAME_PREFIX
 from . import dockerd

@@ -15,8 +15,8 @@ from typing import Any
 from ... import cleanup, directio, labelkeys, tools
 from ...cgroups import Cgroup
 from ...errors import PlatformError
-from ...metrics.schedstat import other_threads
 from ...naming import NAME_PREFIX
+from ...procfs import other_threads
 from .. import engine_config
 from ..base import Accounting, ExecResult, Platform, Process
 from ..capabilities import BootPhases, ThreadGroup
@@ -368,7 +368,9 @@ class VmPlatform(Platform):
         acct = self.accounting()
         if not acct.threads:
             return None
-        return ThreadGroup(acct.pids, other_threads(acct), acct.cgroups.get("cpu"))
+        return ThreadGroup(
+            acct.pids, other_threads(acct.pids, acct.threads), acct.cgroups.get("cpu")
+        )
 
     def fresh_sibling(self) -> VmPlatform:
         return type(self)(self.spec, NAME_PREFIX + secrets.token_hex(3), host=self.host)

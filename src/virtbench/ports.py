@@ -7,7 +7,7 @@ import random
 import socket
 from pathlib import Path
 
-from ..errors import VirtbenchError
+from .errors import VirtbenchError
 
 # Preferred server ports: below the kernel's default ephemeral range (32768-60999), also after
 # a NAT platform adds its publish offset (20000 by default), so a client's own source ports
