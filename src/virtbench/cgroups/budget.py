@@ -23,8 +23,8 @@ from __future__ import annotations
 import secrets
 from pathlib import Path
 
-from .. import cleanup
-from ..cpubudget import SHARED, THROTTLED_KEY, BudgetFacts
+from .. import cleanup, labelkeys
+from ..cpubudget import SHARED, BudgetFacts
 from ..naming import NAME_PREFIX
 from .group import Cgroup
 from .layout import Layout, read
@@ -113,4 +113,4 @@ class ThrottleCount:
         after = self.budget.throttled()
         periods = after.get("nr_periods", 0) - self.before.get("nr_periods", 0)
         throttled = after.get("nr_throttled", 0) - self.before.get("nr_throttled", 0)
-        return {THROTTLED_KEY: f"{throttled}/{periods} periods"}
+        return {labelkeys.CPU_BUDGET_THROTTLED: f"{throttled}/{periods} periods"}
