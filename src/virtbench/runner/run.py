@@ -40,6 +40,7 @@ from ..errors import PlatformError, VirtbenchError, WorkloadError
 from ..metrics.sampler import Sampler
 from ..platforms import registry as platform_registry
 from ..platforms.base import NAME_PREFIX, Platform, PlatformSpec
+from ..platforms.capabilities import HostTools
 from ..results import SOLO_PEAK_SCENARIO
 from ..scenarios.base import ScenarioEnv
 from ..scenarios.peaks import SoloPeaks
@@ -315,7 +316,8 @@ class Runner:
         for cell in cells:
             w = workloads[cell.test_case]
             require(w.host_tools, needed_by=w.name)
-            if cell.platform.type == "native":
+            kind = platform_registry.get(cell.platform.type)
+            if issubclass(kind, HostTools) and kind.host_tools():
                 require(w.tools, needed_by=w.name)
 
     def _execute(
