@@ -19,16 +19,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from . import labelkeys
+
 SHARED, OWN, NONE, LIFTED = "shared", "own", "none", "lifted"
 MODES = (SHARED, OWN)  # what [campaign] cpu_budget may say
-MODE_KEY = "cpu_budget"
-QUOTA_KEY = "cpu_budget_quota_us"
-PERIOD_KEY = "cpu_budget_period_us"
-NOTE_KEY = "cpu_budget_note"
-MEMBERS_KEY = "cpu_budget_members"  # the environment groups inside a shared budget (a scene)
-THROTTLED_KEY = "cpu_budget_throttled"  # "N/M periods" it ran out in
-WEIGHT_KEY = "cpu_budget_weight"  # its CPU weight against the host's tasks (idle members lend none)
-KEYS = (MODE_KEY, QUOTA_KEY, PERIOD_KEY, NOTE_KEY)
+# the labels a budget is stated in
+KEYS = (
+    labelkeys.CPU_BUDGET,
+    labelkeys.CPU_BUDGET_QUOTA_US,
+    labelkeys.CPU_BUDGET_PERIOD_US,
+    labelkeys.CPU_BUDGET_NOTE,
+)
 
 
 @dataclass(frozen=True)
@@ -59,24 +60,29 @@ class BudgetFacts:
 
     def labels(self) -> dict[str, Any]:
         """The label keys a sample (or a platform's facts) states it with."""
-        out: dict[str, Any] = {MODE_KEY: self.mode}
+        out: dict[str, Any] = {labelkeys.CPU_BUDGET: self.mode}
         if self.quota_us is not None:
-            out[QUOTA_KEY] = self.quota_us
+            out[labelkeys.CPU_BUDGET_QUOTA_US] = self.quota_us
         if self.period_us is not None:
-            out[PERIOD_KEY] = self.period_us
+            out[labelkeys.CPU_BUDGET_PERIOD_US] = self.period_us
         if self.note is not None:
-            out[NOTE_KEY] = self.note
+            out[labelkeys.CPU_BUDGET_NOTE] = self.note
         return out
 
 
 def from_labels(labels: dict[str, Any]) -> BudgetFacts | None:
     """The budget a sample's labels state (None: they say nothing), in either form."""
-    said = labels.get(MODE_KEY)
+    said = labels.get(labelkeys.CPU_BUDGET)
     if not isinstance(said, str):
         return None
-    if QUOTA_KEY in labels or NOTE_KEY in labels or said in (SHARED, OWN, NONE, LIFTED):
-        return BudgetFacts(said, _int(labels.get(QUOTA_KEY)), _int(labels.get(PERIOD_KEY)),
-                           labels.get(NOTE_KEY))  # fmt: skip
+    if (
+        labelkeys.CPU_BUDGET_QUOTA_US in labels
+        or labelkeys.CPU_BUDGET_NOTE in labels
+        or said in (SHARED, OWN, NONE, LIFTED)
+    ):
+        quota = _int(labels.get(labelkeys.CPU_BUDGET_QUOTA_US))
+        period = _int(labels.get(labelkeys.CPU_BUDGET_PERIOD_US))
+        return BudgetFacts(said, quota, period, labels.get(labelkeys.CPU_BUDGET_NOTE))
     return _legacy(said)
 
 

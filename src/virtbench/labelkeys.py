@@ -47,7 +47,13 @@ ACCEL = "accel"  # export label: the cell's ACCEL_USED, beside each sample
 VCPUS = "vcpus"  # a VM's virtual CPUs
 DOCKER_NAT = "docker_nat"  # how Docker publishes a nat container's ports (a container option)
 NETWORK = "network"  # a container platform's network mode (host, bridge, nat)
-CPU_BUDGET = "cpu_budget"  # the shared CPU budget a co-location environment ran in
+CPU_BUDGET = "cpu_budget"  # the CPU budget a co-location environment ran in (cpubudget.py)
+CPU_BUDGET_QUOTA_US = "cpu_budget_quota_us"  # that budget's quota, us per period
+CPU_BUDGET_PERIOD_US = "cpu_budget_period_us"  # its period, us
+CPU_BUDGET_NOTE = "cpu_budget_note"  # what else is known of it (an own budget inside a VM)
+CPU_BUDGET_WEIGHT = (
+    "cpu_budget_weight"  # its CPU weight against the host's tasks (idle members lend none)
+)
 CPU_BUDGET_MEMBERS = "cpu_budget_members"  # the environments sharing that budget
 CPU_BUDGET_THROTTLED = "cpu_budget_throttled"  # "T/P periods" the shared budget was throttled
 

@@ -36,9 +36,6 @@ class Sample:
 SOLO_PEAK_SCENARIO = "solo-peak"
 # the CPU limit a solo peak was measured under (two limits, two results): a run-wide dimension
 PEAK_LIMIT_LABEL = labelkeys.PEAK_CPU_LIMIT
-# on a solo peak's headline whose sweep never saturated, kept (the last attempt) as what it
-# is, a lower bound of the peak (scenarios/peaks.py)
-LOWER_BOUND_LABEL = labelkeys.PEAK_LOWER_BOUND
 
 
 def is_solo_peak(scenario: str) -> bool:
@@ -61,11 +58,6 @@ NET_PATH_LABEL = labelkeys.NET_PATH
 PATH_LABELS = (NET_PATH_LABEL,)
 # a co-location environment offered this % of its own solo peak (`load=PCT`)
 LOAD_PCT_LABEL = labelkeys.LOAD_PCT
-# on a sample of a finished scene (one start-up storm per size) whose cell failed in a later
-# scene: the later error's first line. Its own experiment finished, so the runner keeps it
-# valid (runner/cell.flag_unfinished); the cell's status still says failed.
-LATER_SCENE_FAILED_LABEL = labelkeys.LATER_SCENE_FAILED
-
 # The labels of a per-environment summary sample (metrics/sampler.py `summary_samples`): its
 # statistic and the spread of its 1 s readings. Facts of one sample, never a result's identity:
 # a cell stores one summary per served point, whose spreads differ.

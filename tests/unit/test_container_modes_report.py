@@ -9,11 +9,15 @@ import json
 
 import pytest
 
+from virtbench.analysis import platform_facts
+from virtbench.platforms.base import PlatformSpec
 from virtbench.platforms.container.options import SCHEMA
+from virtbench.platforms.container.platform import ContainerPlatform
 from virtbench.report import build
 from virtbench.report.data import ReportData
 from virtbench.report.suites import container_modes as cm
 from virtbench.runner.describe import describe
+from virtbench.runner.describe import platform_facts as facts_of
 from virtbench.store.db import Store
 from virtbench.workloads.base import Sample
 
@@ -48,7 +52,7 @@ NET = {"native": 40.0, "dk-cow": 39.0, "dk-nat": 10.0, "dk-dnat": 30.0}
 PHASES = ("write", "rewrite", "read", "reread", "random-read", "random-write")
 
 
-def _store(tmp_path) -> Store:
+def _store(tmp_path, host: dict | None = None) -> Store:
     st = Store.in_dir(tmp_path)
     st.create_run(
         RUN,
@@ -56,7 +60,7 @@ def _store(tmp_path) -> Store:
         "x.toml",
         "",
         1,
-        {},
+        host or {},
         {"baseline": "native"},
         "0.1.0",
         description=describe(("fio-iozone", "iperf3-tcp")),
@@ -105,7 +109,35 @@ def _store(tmp_path) -> Store:
 
 
 def test_defaults_match_the_container_schema():
-    assert {k: SCHEMA[k][0] for k in cm.DEFAULTS} == cm.DEFAULTS
+    # what the container type declares, and what a run stored before it declared assumes
+    schema = {k: SCHEMA[k][0] for k in ("runtime", "storage", "network")}
+    assert ContainerPlatform.mode_defaults() == schema
+    assert platform_facts.mode_defaults({}, {"name": "c", "type": "container"}) == schema
+    assert platform_facts.mode_defaults({}, {"name": "n", "type": "native"}) is None
+
+
+def _storage_sets(data) -> dict[str, list[tuple[str, str]]]:
+    return {
+        ms.shared: [(m.platform, m.mode) for m in ms.members]
+        for ms in cm.mode_sets(data, cm.STORAGE)
+    }
+
+
+def test_which_platforms_have_modes_comes_from_the_run_platform_facts(tmp_path):
+    specs = [
+        PlatformSpec(name, kind, dict(options))
+        for name, (kind, options, _n, _s) in PLATFORMS.items()
+    ]
+    declared = facts_of(specs)
+    # as the runner stores them: the same sets as a run stored before the facts
+    same = ReportData.load(_store(tmp_path / "a", declared), RUN)
+    before = ReportData.load(_store(tmp_path / "b"), RUN)
+    assert _storage_sets(same) == _storage_sets(before) and len(_storage_sets(same)) == 2
+    # a type the facts give no modes is in no set, whatever its stored type says
+    for name in ("crun-a", "crun-b"):
+        declared[platform_facts.PLATFORMS][name][platform_facts.MODES] = None
+    data = ReportData.load(_store(tmp_path / "c", declared), RUN)
+    assert list(_storage_sets(data)) == ["docker, network host"]
 
 
 def test_sets_pair_platforms_equal_but_for_the_axis(tmp_path):

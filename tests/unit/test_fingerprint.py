@@ -117,8 +117,12 @@ def test_platforms_are_asked_their_tools_and_the_run_keeps_the_answer():
     ]
     host = describe.platform_facts(specs)
     said = host[platform_facts.PLATFORMS]
-    assert said["native"] == {"runtime_tools": [], "host_device": True}
-    assert said["pod"] == {"runtime_tools": ["crun", "podman"], "host_device": False}
+    assert said["native"] == {"runtime_tools": [], "host_device": True, "mode_defaults": None}
+    assert said["pod"] == {
+        "runtime_tools": ["crun", "podman"],
+        "host_device": False,
+        "mode_defaults": {"runtime": "crun", "storage": "overlay", "network": "host"},
+    }
     assert said["c@vm"]["runtime_tools"] == ["qemu-system-x86_64", "runc"]
     # analysis reads what the run stored, not the spec's type
     assert platform_facts.runtime_tools(host, {"name": "pod", "type": "vm"}) == {"podman", "crun"}

@@ -20,8 +20,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import cpubudget
-from ..results import LOWER_BOUND_LABEL, PATH_LABELS, PEAK_LIMIT_LABEL, SOLO_PEAK_SCENARIO
+from .. import cpubudget, labelkeys
+from ..results import PATH_LABELS, SOLO_PEAK_SCENARIO
 from ..saturation import MAX_STEPS, SERVED_IN_FULL
 from .stats import summarize
 
@@ -211,10 +211,8 @@ def paired_points(
     return None
 
 
-# every sample of a co-location cell carries its scenario's kind under this label
-KIND_LABEL = "scenario_kind"
 # a group dimension of a neighbour's samples (groups.build): the target point they ran beside
-BESIDE_LABEL = "beside_target"
+BESIDE_LABEL = labelkeys.BESIDE_TARGET
 UNPAIRED = "unknown"  # its runs could not be paired with the target's points
 
 
@@ -241,15 +239,19 @@ def beside_targets(
         lab = labels_of(r)
         # only a different:SIZE neighbour runs one size beside each of the target's: any other
         # neighbour with one size (it stopped after its first) is told apart by its own size
-        if lab.get(KIND_LABEL) != "different" or r["role"] == "host" or "step" in lab:
+        if (
+            lab.get(labelkeys.SCENARIO_KIND) != "different"
+            or r["role"] == "host"
+            or labelkeys.STEP in lab
+        ):
             continue
         client = r["role"].startswith("client")  # pairs with the target's client
-        env = str(lab.get("client_of", "target")) if client else r["role"]
+        env = str(lab.get(labelkeys.CLIENT_OF, "target")) if client else r["role"]
         point = _served(_dims(lab, dimensions.get(r["test_case"], ())))
         if not point:  # a figure of the whole cell (the mean of its 1 s samples): no run's
             continue
         cells[r.get("cell_id")][(client, env)][r["metric"]].append(
-            (i, lab.get("lockstep_step"), point)
+            (i, lab.get(labelkeys.LOCKSTEP_STEP), point)
         )
         test_case[r.get("cell_id")] = r["test_case"]
     for cell, envs in cells.items():
@@ -282,7 +284,7 @@ def _point_value(target: Dims, own: Dims) -> Any:
     on both sides); else the target's differing labels as text."""
     mine = dict(own)
     differ = [(k, v) for k, v in target if mine.get(k) != v]
-    size = dict(target).get("file_size_kb")
+    size = dict(target).get(labelkeys.FILE_SIZE_KB)
     if size is not None and all(k == "file_size_kb" for k, _v in differ):
         return size  # a different:SIZE of one of the target's own sizes differs in none
     return ", ".join(f"{k}={v}" for k, v in differ or target)
@@ -328,9 +330,11 @@ def cell_stats(
         env_quota[(*key, r["repetition"], r["role"])] = _env_quota(r, platforms)
         if r["scenario"] == SOLO and r["role"] == "target":
             solo_quotas[(r["platform"], r["test_case"], _what(dims))].add(_cpu_quota(r, platforms))
-        if r["role"] == "target" and "storm_overlap_s" in labels:
-            storm[(*key, dims)].append((labels["storm_overlap_s"], labels.get("point_s") or 0))
-        step = labels.get("lockstep_step")
+        if r["role"] == "target" and labelkeys.STORM_OVERLAP_S in labels:
+            storm[(*key, dims)].append(
+                (labels[labelkeys.STORM_OVERLAP_S], labels.get(labelkeys.POINT_S) or 0)
+            )
+        step = labels.get(labelkeys.LOCKSTEP_STEP)
         stepped[(*key, r["repetition"], r["role"], dims)].append(
             (step, float(r["value"]) if r["valid"] else None)
         )
@@ -344,7 +348,7 @@ def cell_stats(
             groups[key][r["repetition"]][r["role"]].setdefault(dims, [])
             continue
         groups[key][r["repetition"]][r["role"]][dims].append(float(r["value"]))
-        env_platform[(*key, r["role"])] = labels.get("env_platform", r["platform"])
+        env_platform[(*key, r["role"])] = labels.get(labelkeys.ENV_PLATFORM, r["platform"])
     solo: dict[tuple[str, str, Dims], list[float]] = defaultdict(list)
     for (p, tc, sc), reps in groups.items():
         if sc == SOLO:
@@ -443,14 +447,14 @@ def _budget(row: dict[str, Any], platforms: Platforms) -> str | None:
     quota = _cpu_quota(row, platforms)
     if quota is None:
         return None
-    n = len(labels_of(row).get(cpubudget.MEMBERS_KEY) or [])  # only a shared budget has them
+    n = len(labels_of(row).get(labelkeys.CPU_BUDGET_MEMBERS) or [])  # only a shared budget has them
     return _cpus(quota) + (f" shared by {n}" if n > 1 else "")
 
 
 def _ran_out(row: dict[str, Any]) -> float | None:
     """The share of CFS periods the row's budget ran out in (`cpu_budget_throttled`, "N/M
     periods": a scene's, or a solo cell's whole); None: not said."""
-    said = str(labels_of(row).get(cpubudget.THROTTLED_KEY) or "")
+    said = str(labels_of(row).get(labelkeys.CPU_BUDGET_THROTTLED) or "")
     try:
         throttled, periods = (int(x) for x in said.split()[0].split("/"))
     except (ValueError, IndexError):
@@ -506,7 +510,7 @@ def _env_quota(row: dict[str, Any], platforms: Platforms) -> Quota:
 def _peak_quota(row: dict[str, Any]) -> Quota:
     """The CFS quota a solo peak was measured under: its `peak_cpu_limit` ("cpu quota Q P",
     "none"; scenarios/peaks.py `cpu_limit`), else (stores before that label) as any row's."""
-    limit = labels_of(row).get(PEAK_LIMIT_LABEL)
+    limit = labels_of(row).get(labelkeys.PEAK_CPU_LIMIT)
     if limit is None:
         return _cpu_quota(row)
     quota, _, period = str(limit).removeprefix("cpu quota ").partition(" ")
@@ -529,12 +533,12 @@ def solo_peaks(
         if r["scenario"] != SOLO_PEAK_SCENARIO or r["metric"] != primary.get(r["test_case"]):
             continue
         lab = labels_of(r)
-        if r["role"] == "client" or not r["valid"] or LOWER_BOUND_LABEL in lab:
+        if r["role"] == "client" or not r["valid"] or labelkeys.PEAK_LOWER_BOUND in lab:
             continue
         if r.get("cell_id") in unsaturated:
             continue
         # the limit is the quota's, not the served point's
-        keys = [k for k in dimensions.get(r["test_case"], ()) if k != PEAK_LIMIT_LABEL]
+        keys = [k for k in dimensions.get(r["test_case"], ()) if k != labelkeys.PEAK_CPU_LIMIT]
         point = _what(_dims(lab, keys))
         found[(r["platform"], r["test_case"], point, _peak_quota(r))].append(float(r["value"]))
     return {k: statistics.fmean(v) for k, v in found.items()}
@@ -555,7 +559,7 @@ def _platform(row: dict[str, Any], platforms: Platforms) -> dict[str, Any] | Non
 def _client_limited(row: dict[str, Any]) -> bool:
     """The workload's own verdict (each tool judges its load generator its own way: wrk by
     its CPU, httperf by its send rate, sockets and schedule, since it busy-polls)."""
-    why = row.get("invalid_reason") or str(labels_of(row).get("invalid") or "")
+    why = row.get("invalid_reason") or str(labels_of(row).get(labelkeys.INVALID) or "")
     return not row["valid"] and ("load generator" in why or "client" in why)
 
 
@@ -571,10 +575,12 @@ def _server_cpu(rows: list[dict[str, Any]]) -> dict[tuple[Any, Any], list[tuple[
         if r["metric"] != "cpu_util" or r["role"] != "target":
             continue
         lab = labels_of(r)
-        if lab.get("step") is None or lab.get("phase"):
+        if lab.get(labelkeys.STEP) is None or lab.get(labelkeys.PHASE):
             continue
         cell = r.get("cell_id") or r["repetition"]
-        out[(cell, lab.get("file_size_kb"))].append((int(lab["step"]), float(r["value"])))
+        out[(cell, lab.get(labelkeys.FILE_SIZE_KB))].append(
+            (int(lab[labelkeys.STEP]), float(r["value"]))
+        )
     return out
 
 
@@ -592,7 +598,7 @@ def _server_idle(
     if (
         quota is None
         or peak_step is None
-        or len(labels_of(row).get(cpubudget.MEMBERS_KEY) or []) > 1
+        or len(labels_of(row).get(labelkeys.CPU_BUDGET_MEMBERS) or []) > 1
     ):
         return None
     used = max(
@@ -634,7 +640,7 @@ def _limits(
             key = (r["platform"], r["test_case"], r["scenario"])
             dims = _dims(lab, dimensions.get(r["test_case"], ()))
             cell = r.get("cell_id") or r["repetition"]
-            step = (cell, lab.get("file_size_kb"), lab.get("peak_step"))
+            step = (cell, lab.get(labelkeys.FILE_SIZE_KB), lab.get(labelkeys.PEAK_STEP))
             idle = _server_idle(r, step, server_cpu, platforms)
             heads[(cell, dims)] = ((*key, dims), _client_limited(r), step, idle)
             if (top := _top_served(r, lab, steps.get((cell, dims)))) is not None:
@@ -647,11 +653,13 @@ def _limits(
     client_at: dict[tuple[Any, Any, Any], float] = {}
     for r in rows:
         lab = labels_of(r)
-        if r["metric"] != "client_cpu_pct" or lab.get("client_of", "target") != "target":
+        if r["metric"] != "client_cpu_pct" or lab.get(labelkeys.CLIENT_OF, "target") != "target":
             continue
-        if lab.get("phase") != "probe":
+        if lab.get(labelkeys.PHASE) != "probe":
             cell = r.get("cell_id") or r["repetition"]
-            client_at[(cell, lab.get("file_size_kb"), lab.get("step"))] = float(r["value"])
+            client_at[(cell, lab.get(labelkeys.FILE_SIZE_KB), lab.get(labelkeys.STEP))] = float(
+                r["value"]
+            )
     sides: dict[tuple[str, str, str, Dims], list[tuple[bool, float | None, str | None, Any]]]
     sides = defaultdict(list)
     tops: dict[tuple[str, str, str, Dims], list[float]] = defaultdict(list)
@@ -766,13 +774,13 @@ def unsaturated_peaks(
         if r["scenario"] == SOLO_PEAK_SCENARIO or r["metric"] != primary.get(r["test_case"]):
             continue
         lab = labels_of(r)
-        ref = lab.get("peak_cell_id")
+        ref = lab.get(labelkeys.PEAK_CELL_ID)
         if isinstance(ref, dict):  # a schedule: one peak per served size
-            ref = ref.get(str(lab.get("file_size_kb")))
+            ref = ref.get(str(lab.get(labelkeys.FILE_SIZE_KB)))
         if ref not in tops:
             continue
         dims = _served(_dims(lab, dimensions.get(r["test_case"], ())))
-        where = lab.get("env_platform", r["platform"])
+        where = lab.get(labelkeys.ENV_PLATFORM, r["platform"])
         out[(r["platform"], r["test_case"], r["scenario"], dims)][r["role"]] = (where, tops[ref])
     return out
 
@@ -785,7 +793,7 @@ def _unsaturated_peak_cells(
     stopped: dict[Any, tuple[float, Any]] = {}  # peak cell -> (steps, stopped)
     for r in rows:
         if r["scenario"] == SOLO_PEAK_SCENARIO and r["metric"] == SWEEP_STEPS:
-            stopped[r.get("cell_id")] = (r["value"], labels_of(r).get("stopped"))
+            stopped[r.get("cell_id")] = (r["value"], labels_of(r).get(labelkeys.STOPPED))
     tops: dict[Any, float] = {}  # peak cell -> its top rate, served in full
     for r in rows:
         if r["scenario"] != SOLO_PEAK_SCENARIO or r["metric"] != primary.get(r["test_case"]):
@@ -801,7 +809,7 @@ def _top_served(row: dict[str, Any], labels: dict[str, Any], steps: float | None
     full: the sweep ended on its schedule (lockstep: 100 % of a solo peak that may itself be
     a lower bound) before any side saturated, so no side limited it. None otherwise, and for
     a one-step point (a fixed rate is meant to be served in full)."""
-    step, offered = labels.get("peak_step"), labels.get("offered_rate")
+    step, offered = labels.get(labelkeys.PEAK_STEP), labels.get(labelkeys.OFFERED_RATE)
     if not row["valid"] or not steps or steps < 2 or step is None or not offered:
         return None
     if int(step) != int(steps) - 1 or float(row["value"]) < SERVED_IN_FULL * float(offered):

@@ -1,7 +1,8 @@
 """What a run's platforms said about themselves, read from its host facts.
 
 At a run's start the runner asks each platform type its capabilities that analysis needs
-(platforms/capabilities.py `RuntimeTools`, `HostDevice`; runner/describe.platform_facts) and
+(platforms/capabilities.py `RuntimeTools`, `HostDevice`, `IsolationModes`;
+runner/describe.platform_facts) and
 stores the answers in the host facts under PLATFORMS, so analysis and report never ask a
 platform's type. A run stored before that (or a platform it does not list) is read the way
 the code of its time read it: from the stored spec and platform label (`_stored_before`).
@@ -18,10 +19,12 @@ from .. import labelkeys
 PLATFORMS = "platforms"  # host fact: platform name -> {RUNTIME_TOOLS: [...], HOST_DEVICE: bool}
 RUNTIME_TOOLS = "runtime_tools"  # the host executables it runs on (an OCI runtime, QEMU)
 HOST_DEVICE = "host_device"  # its O_DIRECT figures are the host device's own
+MODES = "mode_defaults"  # its isolation-mode options' defaults (a container), else null
 
 # runs stored before PLATFORMS: the platform types as that code knew them
 _NATIVE, _CONTAINER, _VM = "native", "container", "vm"
 _QEMU = "qemu-system-x86_64"
+_CONTAINER_MODES = {"runtime": "crun", "storage": "overlay", "network": "host"}
 
 
 def _declared(host: dict[str, Any], name: str | None) -> dict[str, Any] | None:
@@ -51,6 +54,16 @@ def host_device(host: dict[str, Any]) -> Callable[[dict[str, Any]], bool]:
         return platform.get(labelkeys.PLATFORM_TYPE) == _NATIVE
 
     return of
+
+
+def mode_defaults(host: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any] | None:
+    """The defaults of a stored platform spec's isolation-mode options (runtime, storage,
+    network), None for a type without such modes (container_modes.py compares them)."""
+    mine = _declared(host, spec.get("name"))
+    if mine is not None and MODES in mine:  # a run stored before MODES lacks the key
+        modes = mine[MODES]
+        return dict(modes) if isinstance(modes, dict) else None
+    return dict(_CONTAINER_MODES) if spec.get("type") == _CONTAINER else None
 
 
 def _stored_before_tools(spec: dict[str, Any]) -> set[str]:

@@ -29,6 +29,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import CampaignError
+from ..platforms import registry as platform_registry
+from ..platforms.capabilities import BackendThreads
 from ..workloads import registry as workload_registry
 from .model import Campaign
 
@@ -121,7 +123,8 @@ def _two_platforms(campaign: Campaign) -> None:
             ],
         )
     for i, p in measured:
-        if p.host is not None or p.type == "vm":
+        # host back-end threads (QEMU's main loop and I/O threads) run outside its CPU set
+        if p.host is not None or issubclass(platform_registry.get(p.type), BackendThreads):
             raise CampaignError(
                 file,
                 f"platforms[{i}].type",

@@ -24,8 +24,8 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from .. import cleanup
-from ..cpubudget import SHARED, THROTTLED_KEY, WEIGHT_KEY, BudgetFacts
+from .. import cleanup, labelkeys
+from ..cpubudget import SHARED, BudgetFacts
 from ..naming import NAME_PREFIX
 from .group import Cgroup
 from .layout import Layout, read
@@ -128,9 +128,9 @@ class ThrottleCount:
         after = self.budget.throttled()
         periods = after.get("nr_periods", 0) - self.before.get("nr_periods", 0)
         throttled = after.get("nr_throttled", 0) - self.before.get("nr_throttled", 0)
-        out: dict[str, Any] = {THROTTLED_KEY: f"{throttled}/{periods} periods"}
+        out: dict[str, Any] = {labelkeys.CPU_BUDGET_THROTTLED: f"{throttled}/{periods} periods"}
         # its weight against the host's tasks, read at the end (idle neighbours lend none)
         weight = self.budget.weight()
         if weight:
-            out[WEIGHT_KEY] = weight
+            out[labelkeys.CPU_BUDGET_WEIGHT] = weight
         return out

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .. import labelkeys
 from ..errors import VirtbenchError
 from ..results import Sample
 from ..saturation import MAX_STEPS, SATURATED, SERVED_IN_FULL
@@ -247,25 +248,30 @@ def mark_unsaturated(samples: list[Sample], label: str = "invalid") -> float | N
     or a last attempt's lower bound); the highest such top rate."""
     top_rate = None
     for head in samples:
-        if head.metric != "steps" or head.labels.get("phase"):
+        if head.metric != "steps" or head.labels.get(labelkeys.PHASE):
             continue
-        size, last = head.labels.get("file_size_kb"), int(head.value) - 1
+        size, last = head.labels.get(labelkeys.FILE_SIZE_KB), int(head.value) - 1
         mine = [
-            s for s in samples if s.labels.get("file_size_kb") == size and not s.labels.get("phase")
+            s
+            for s in samples
+            if s.labels.get(labelkeys.FILE_SIZE_KB) == size and not s.labels.get(labelkeys.PHASE)
         ]
         top = next(
-            (s for s in mine if s.metric == "reply_rate" and s.labels.get("step") == last),
+            (s for s in mine if s.metric == "reply_rate" and s.labels.get(labelkeys.STEP) == last),
             None,
         )
         if top is None:
             continue
-        offered = float(top.labels.get("offered_rate", 0))
+        offered = float(top.labels.get(labelkeys.OFFERED_RATE, 0))
         probes = [s for s in mine if s.metric == "capacity_probe"]
         # the probe that set the scale (stores written before the label: the last one)
-        used = next((s for s in probes if s.labels.get("probe_used")), None)
+        used = next((s for s in probes if s.labels.get(labelkeys.PROBE_USED)), None)
         used = used or (probes[-1] if probes else None)
         why = never_saturated(
-            str(head.labels.get("stopped")), offered, top.value, used.value if used else None
+            str(head.labels.get(labelkeys.STOPPED)),
+            offered,
+            top.value,
+            used.value if used else None,
         )
         if why is None:
             continue

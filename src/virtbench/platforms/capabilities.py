@@ -17,10 +17,13 @@ never a platform's kind or internals.
 | VcpuThreads    | vm                           | scenarios/antagonist.py (RR quantum)     |
 | RuntimeTools   | container, vm (type-level)   | runner/describe.py -> analysis, report   |
 | HostDevice     | native (type-level)          | runner/describe.py -> plausibility       |
+| HostTools      | native (type-level)          | runner/run.py (preflight)                |
+| IsolationModes | container (type-level)       | runner/describe.py -> container modes    |
 
-The last two are asked of a platform type before anything is provisioned, by
+The type-level ones are asked of a platform type before anything is provisioned, by
 `runner/describe.platform_facts`, which stores the answers with the run (host fact
-`platforms`): analysis and report read them there, never the platform's type.
+`platforms`): analysis and report read them there, never the platform's type. HostTools is
+asked by the runner's preflight, before anything is provisioned.
 """
 
 from __future__ import annotations
@@ -170,6 +173,27 @@ class HostDevice(Protocol):
 
     @classmethod
     def host_device(cls) -> bool: ...
+
+
+@runtime_checkable
+class HostTools(Protocol):
+    """Its workloads run the host's own executables (no image or guest between): the host
+    must have a workload's tools before anything is measured (runner/run.py preflight)."""
+
+    @classmethod
+    def host_tools(cls) -> bool: ...
+
+
+@runtime_checkable
+class IsolationModes(Protocol):
+    """Its network, storage and runtime are modes its options choose: platforms of its type
+    equal but for one of them are compared mode against mode (seed 004 Figs. 4-5,
+    report/suites/container_modes.py, which reads these defaults from the run's host facts)."""
+
+    @classmethod
+    def mode_defaults(cls) -> dict[str, str]:
+        """The mode options' defaults (what an option left out of the campaign means)."""
+        ...
 
 
 # what each capability gives, for the message when a platform lacks it

@@ -123,6 +123,10 @@ class NativePlatform(Platform):
     def host_device(cls) -> bool:  # capabilities.HostDevice: nothing between it and the disk
         return True
 
+    @classmethod
+    def host_tools(cls) -> bool:  # capabilities.HostTools: its workloads run the host's binaries
+        return True
+
     def provision(self) -> None:
         self._pids: set[int] = set()
         self._procs: list[HostProcess] = []

@@ -182,7 +182,7 @@ def _idle(read: _Reader, platform: str, x: str, base: str) -> str:
             f"it slept {_n(vol[x])}/s (alone {_n(vol[base])}/s) and was preempted "
             f"{_n(invol[x])}/s (alone {_n(invol[base])}/s)"
         )
-    weight = {s: read.label(platform, s, "cpu_budget_weight") for s in (x, base)}
+    weight = {s: read.label(platform, s, labelkeys.CPU_BUDGET_WEIGHT) for s in (x, base)}
     if weight[x] and weight[base]:
         parts.append(f"its budget weighed {weight[x]} beside them (alone {weight[base]})")
     elif read.label(platform, x, "cpu_budget").startswith("shared"):

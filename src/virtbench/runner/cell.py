@@ -10,12 +10,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .. import labelkeys
 from ..campaign.model import DISTURBED_KEEP
 from ..errors import VirtbenchError, WorkloadError, WorkloadTimeout
 from ..metrics import disturbance
 from ..metrics.sampler import Sampler
 from ..platforms.base import Platform, PlatformSpec
-from ..results import DISTURBANCE_LABEL, DISTURBED_LABEL, LATER_SCENE_FAILED_LABEL, Sample
+from ..results import Sample
 from ..workloads.base import RunContext
 
 # what the store keeps of a series point: (role, metric, t, value, unit)
@@ -82,7 +83,7 @@ def measure(
     label = reading.label() if reading is not None else None
     if label is not None:
         for s in samples:
-            s.labels[DISTURBANCE_LABEL] = label
+            s.labels[labelkeys.DISTURBANCE] = label
     return Outcome(status, samples, series, error, time.monotonic() - sampler.t0, label)
 
 
@@ -95,9 +96,9 @@ def flag_disturbed(samples: list[Sample], label: dict[str, Any] | None, policy: 
         return None
     kind = disturbance.what(label)
     for s in samples:
-        s.labels[DISTURBED_LABEL] = kind
-        if policy != DISTURBED_KEEP and not s.labels.get("invalid"):
-            s.labels["invalid"] = f"disturbed: {why}"
+        s.labels[labelkeys.DISTURBED] = kind
+        if policy != DISTURBED_KEEP and not s.labels.get(labelkeys.INVALID):
+            s.labels[labelkeys.INVALID] = f"disturbed: {why}"
     return why
 
 
@@ -105,13 +106,13 @@ def flag_unfinished(samples: list[Sample], status: str, error: str) -> None:
     """What a cell measured before it failed or timed out is kept (nothing measured is lost)
     but flagged invalid: the cell did not finish, so its statistics leave it out and the
     report lists it with this reason. A sample that has its own reason keeps it; one of a
-    scene that finished before a later scene failed (LATER_SCENE_FAILED_LABEL) stays valid."""
+    scene that finished before a later scene failed (labelkeys.LATER_SCENE_FAILED) stays valid."""
     lines = error.strip().splitlines()
     what = "timed out" if status == "timeout" else "failed"
     reason = f"cell {what}: {lines[0][:200] if lines else 'no error text'}"
     for s in samples:
-        if not s.labels.get("invalid") and LATER_SCENE_FAILED_LABEL not in s.labels:
-            s.labels["invalid"] = reason
+        if not s.labels.get(labelkeys.INVALID) and labelkeys.LATER_SCENE_FAILED not in s.labels:
+            s.labels[labelkeys.INVALID] = reason
 
 
 def timed_out(exc: BaseException) -> bool:

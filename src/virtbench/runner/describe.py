@@ -14,7 +14,7 @@ from ..analysis import platform_facts as stored
 from ..campaign.rounds import ORDER_LABELS
 from ..platforms import registry as platform_registry
 from ..platforms.base import PlatformSpec
-from ..platforms.capabilities import HostDevice, RuntimeTools
+from ..platforms.capabilities import HostDevice, IsolationModes, RuntimeTools
 from ..results import DISTURBANCE_LABELS, PEAK_LIMIT_LABEL, SUMMARY_LABELS
 from ..store.description import (
     MetricInfo,
@@ -75,8 +75,9 @@ def tools_used(test_cases: Iterable[str]) -> dict[str, list[str]]:
 
 def platform_facts(specs: Iterable[PlatformSpec]) -> dict[str, Any]:
     """What analysis needs to know of each platform, asked of its type once at the run's
-    start (platforms/capabilities.py RuntimeTools, HostDevice) and stored with the host
-    facts (analysis/platform_facts.py reads it), so analysis never asks a platform's type."""
+    start (platforms/capabilities.py RuntimeTools, HostDevice, IsolationModes) and stored with
+    the host facts (analysis/platform_facts.py reads it), so analysis never asks a platform's
+    type."""
     out: dict[str, dict[str, Any]] = {}
 
     def facts(spec: PlatformSpec) -> dict[str, Any]:
@@ -85,7 +86,12 @@ def platform_facts(specs: Iterable[PlatformSpec]) -> dict[str, Any]:
         if spec.host is not None:  # it runs on its host's runtime too (QEMU of a VM)
             tools |= set(facts(spec.host)[stored.RUNTIME_TOOLS])
         device = issubclass(cls, HostDevice) and cls.host_device()
-        return {stored.RUNTIME_TOOLS: sorted(tools), stored.HOST_DEVICE: device}
+        modes = cls.mode_defaults() if issubclass(cls, IsolationModes) else None
+        return {
+            stored.RUNTIME_TOOLS: sorted(tools),
+            stored.HOST_DEVICE: device,
+            stored.MODES: modes,
+        }
 
     for spec in specs:
         out.setdefault(spec.name, facts(spec))

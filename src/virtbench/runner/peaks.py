@@ -18,10 +18,11 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from .. import labelkeys
 from ..cgroups import ThrottleCount
 from ..errors import WorkloadError
 from ..platforms.base import Platform
-from ..results import LOWER_BOUND_LABEL, PEAK_LIMIT_LABEL, SOLO_PEAK_SCENARIO
+from ..results import SOLO_PEAK_SCENARIO
 from ..scenarios.peaks import Attempt, Peak, PeakKey, SoloPeaks, Unsaturated, cpu_limit, peak_key
 from ..store.db import Store
 from ..workloads.base import Workload
@@ -48,11 +49,11 @@ class StoredPeaks(SoloPeaks):
             key = peak_key(
                 row.platform,
                 row.test_case,
-                labels.get("params", {}),
-                labels.get(PEAK_LIMIT_LABEL, ""),
+                labels.get(labelkeys.PARAMS, {}),
+                labels.get(labelkeys.PEAK_CPU_LIMIT, ""),
             )
-            if row.status == "ok" and "solo_peak" in labels:
-                self.known[key] = Peak(labels["solo_peak"], row.cell_id)
+            if row.status == "ok" and labelkeys.SOLO_PEAK in labels:
+                self.known[key] = Peak(labels[labelkeys.SOLO_PEAK], row.cell_id)
             elif row.status not in FINAL:
                 self.unfinished[key] = row.cell_id
 
@@ -65,12 +66,12 @@ class StoredPeaks(SoloPeaks):
         throttled = ThrottleCount(platform.cpu_budget())
         out = measure(platform, attempt.ctx, lambda c, _sampler: attempt.run(c))
         labels: dict[str, Any] = {
-            "params": params,  # the key's (--resume), not the retry's wider top rate
-            "platform": platform.labels(),
-            PEAK_LIMIT_LABEL: limit,
+            labelkeys.PARAMS: params,  # the key's (--resume), not the retry's wider top rate
+            labelkeys.PLATFORM: platform.labels(),
+            labelkeys.PEAK_CPU_LIMIT: limit,
         }
         if attempt.top_rate:  # the retry of a sweep that never saturated
-            labels["min_top_rate"] = round(attempt.top_rate, 1)
+            labels[labelkeys.MIN_TOP_RATE] = round(attempt.top_rate, 1)
         if (budget := throttled.budget) is not None:  # measured alone in the shared budget
             ran_out = throttled.labels()
             for s in out.samples:
@@ -78,16 +79,19 @@ class StoredPeaks(SoloPeaks):
                     s.labels.setdefault(key, value)
                 s.labels.update(ran_out)
         for s in out.samples:  # two peaks of one platform under two limits are two results
-            s.labels[PEAK_LIMIT_LABEL] = limit or "none"
+            s.labels[labelkeys.PEAK_CPU_LIMIT] = limit or "none"
         value, unsaturated = None, None
         if out.status == "ok":
             try:  # flags a run that never saturated in out.samples, stored so
                 value = attempt.value(out.samples)
-                labels |= {"solo_peak": value, "solo_peak_metric": workload.primary().name}
-                bound = [s.labels[LOWER_BOUND_LABEL] for s in out.samples
-                         if LOWER_BOUND_LABEL in s.labels]  # fmt: skip
+                labels |= {
+                    labelkeys.SOLO_PEAK: value,
+                    labelkeys.SOLO_PEAK_METRIC: workload.primary().name,
+                }
+                bound = [s.labels[labelkeys.PEAK_LOWER_BOUND] for s in out.samples
+                         if labelkeys.PEAK_LOWER_BOUND in s.labels]  # fmt: skip
                 if bound:  # a schedule scaled by it is said so (the report's note)
-                    labels[LOWER_BOUND_LABEL] = bound[0]
+                    labels[labelkeys.PEAK_LOWER_BOUND] = bound[0]
             except WorkloadError as exc:
                 out.status, out.error = "failed", str(exc)
                 unsaturated = exc if isinstance(exc, Unsaturated) else None
@@ -111,6 +115,6 @@ class StoredPeaks(SoloPeaks):
         seq = max((r.seq for r in self.store.cells(self.run_id)), default=-1) + 1
         cid = cell_id(self.run_id, seq)
         row = (cid, self.run_id, seq, platform.name, spec_json(platform.spec), workload.suite)
-        labels = json.dumps({"params": params, PEAK_LIMIT_LABEL: limit})
+        labels = json.dumps({labelkeys.PARAMS: params, labelkeys.PEAK_CPU_LIMIT: limit})
         self.store.add_cells([(*row, workload.name, SCENARIO, 1, labels)])
         return cid

@@ -31,7 +31,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from .. import __version__, hostfloors, hostinfo, ownedtmp, safefs
+from .. import __version__, hostfloors, hostinfo, labelkeys, ownedtmp, safefs
 from ..analysis import floors
 from ..campaign import expand, loader, rounds, select
 from ..campaign.model import Adaptive, Campaign, Cell
@@ -40,6 +40,7 @@ from ..errors import PlatformError, VirtbenchError, WorkloadError
 from ..metrics.sampler import Sampler
 from ..platforms import registry as platform_registry
 from ..platforms.base import NAME_PREFIX, Platform, PlatformSpec
+from ..platforms.capabilities import HostTools
 from ..results import SOLO_PEAK_SCENARIO
 from ..scenarios.base import ScenarioEnv
 from ..scenarios.peaks import SoloPeaks
@@ -243,7 +244,7 @@ class Runner:
                 c.test_case,
                 c.scenario,
                 c.repetition,
-                json.dumps({"params": c.params}),
+                json.dumps({labelkeys.PARAMS: c.params}),
             )
             for c in cells
         )
@@ -315,7 +316,8 @@ class Runner:
         for cell in cells:
             w = workloads[cell.test_case]
             require(w.host_tools, needed_by=w.name)
-            if cell.platform.type == "native":
+            kind = platform_registry.get(cell.platform.type)
+            if issubclass(kind, HostTools) and kind.host_tools():
                 require(w.tools, needed_by=w.name)
 
     def _execute(
@@ -649,9 +651,9 @@ class Runner:
         """Label a measured cell's samples, commit it, print its line. `disturbed_policy`:
         the campaign's `disturbed` (what a disturbed cell's samples become)."""
         out, ctx, throttled = measured
-        labels = {"params": cell.params, "platform": platform.labels()}
+        labels = {labelkeys.PARAMS: cell.params, labelkeys.PLATFORM: platform.labels()}
         if warmup_error is not None:  # said with the cell: the report and export show it
-            labels["warmup"] = {"failed": warmup_error}
+            labels[labelkeys.WARMUP] = {"failed": warmup_error}
         if cell.round_position is not None:  # where its platform ran in its round
             for s in out.samples:
                 s.labels.setdefault(rounds.ROUND_POSITION_LABEL, cell.round_position)
@@ -664,13 +666,13 @@ class Runner:
                 s.labels.setdefault(key, value)
         client = getattr(ctx, "remote", None)
         if client is not None and client.facts:  # clock offset, RTT to the target
-            labels["client"] = client.facts
+            labels[labelkeys.CLIENT] = client.facts
         # another tenant's bursts: flagged (and by default invalid) past the thresholds
         disturbed = flag_disturbed(out.samples, out.disturbance, disturbed_policy)
         overlapped.update(locks.other_runners())
         if overlapped:  # another run loaded this host while the cell measured
             for s in out.samples:
-                s.labels["overlapped_runs"] = ",".join(sorted(overlapped))
+                s.labels[labelkeys.OVERLAPPED_RUNS] = ",".join(sorted(overlapped))
         self._commit(run_id, cell, out, labels)
         where = f"{cell.platform.name} {cell.test_case} {cell.scenario} #{cell.repetition}"
         if warmup_error is not None:
@@ -710,7 +712,7 @@ class Runner:
             return
         wcls = workload_registry.WORKLOADS[test_case]
         head = next((s for s in samples if s.metric == wcls.primary().name), samples[0])
-        invalid = head.labels.get("invalid")
+        invalid = head.labels.get(labelkeys.INVALID)
         self.console.print(
             Text.assemble(
                 position,
@@ -739,7 +741,7 @@ def _check_same_cells(run: dict, stored: list[CellRow], cells: list[Cell]) -> No
         was = f"{r.platform} {r.test_case} {r.scenario} #{r.repetition}" if r else "nothing"
         now = f"{c.platform.name} {c.test_case} {c.scenario} #{c.repetition}" if c else "nothing"
         if was == now and r is not None and c is not None:
-            old = r.labels.get("params")
+            old = r.labels.get(labelkeys.PARAMS)
             if old is None or _params_text(old) == _params_text(c.params):
                 continue
             new = _params_text(c.params)

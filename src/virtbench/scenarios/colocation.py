@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from .. import parsing
+from .. import labelkeys, parsing
 from ..parsing import ParseError
 from ..platforms.base import PlatformSpec
 from ..workloads.base import Sample
@@ -325,7 +325,9 @@ class Weights(_Colocation):
 
     def labels(self, env):
         r = self.ratios
-        out = super().labels(env) | {"weights": {"host": r[0], "target": r[1], "neighbour-1": r[2]}}
+        out = super().labels(env) | {
+            labelkeys.WEIGHTS: {"host": r[0], "target": r[1], "neighbour-1": r[2]}
+        }
         if conns := self._backlog(env):
             out["backlog_connections"] = (
                 f"{env.ctx.params['connections']} -> {conns} per client: the shared budget "

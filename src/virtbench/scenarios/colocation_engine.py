@@ -19,13 +19,13 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .. import labelkeys
 from ..cgroups import CpuBudget, ThrottleCount, idle_weight
-from ..cpubudget import MEMBERS_KEY, NONE, BudgetFacts
+from ..cpubudget import NONE, BudgetFacts
 from ..drivers.sweep import Lockstep
 from ..errors import VirtbenchError, WorkloadError
 from ..metrics.sampler import Sampler, Span, Window, summary_samples
 from ..platforms.base import Platform, PlatformSpec
-from ..results import LATER_SCENE_FAILED_LABEL, LOAD_PCT_LABEL
 from ..workloads.base import RunContext, Sample
 from ..workloads.capabilities import StepsTogether
 from . import weights as weights_mod
@@ -116,11 +116,11 @@ def _lockstep(env: ScenarioEnv, busy: list[_Env]) -> Lockstep | None:
 def _label(samples: list[Sample], e: _Env, extra: dict[str, Any]) -> list[Sample]:
     for s in samples:
         if s.role == "client":
-            s.labels["client_of"] = e.plan.role
+            s.labels[labelkeys.CLIENT_OF] = e.plan.role
         else:
             s.role = e.plan.role
         s.labels.update(extra)
-        s.labels.setdefault("env_platform", e.platform.name)
+        s.labels.setdefault(labelkeys.ENV_PLATFORM, e.platform.name)
     return samples
 
 
@@ -246,7 +246,7 @@ def _finished_before(samples: list[Sample], exc: BaseException) -> None:
     storm, torn down): they stay valid, labelled with what failed after them."""
     lines = str(exc).strip().splitlines()
     for s in samples:
-        s.labels[LATER_SCENE_FAILED_LABEL] = lines[0][:200] if lines else "no error text"
+        s.labels[labelkeys.LATER_SCENE_FAILED] = lines[0][:200] if lines else "no error text"
 
 
 def _storm_sizes(env: ScenarioEnv, plans: list[EnvPlan]) -> list[Any]:
@@ -329,7 +329,7 @@ def _scene(
         for e in envs:  # an idle neighbour whose process died was not there all along
             e.error = e.error or dead.get(e.plan.role)
         if lockstep is not None:  # each step was judged on its own window (its labels)
-            labels = labels | {"lockstep": True}
+            labels = labels | {labelkeys.LOCKSTEP: True}
         out = _collect(
             envs, target, window, labels | weight_notes, params, env.sampler.t0, lockstep
         )
@@ -390,7 +390,7 @@ def _budget_labels(env: ScenarioEnv) -> dict[str, Any]:
     budget = env.budget
     if budget is None:
         return (env.budget_facts or BudgetFacts(NONE)).labels()
-    return budget.facts().labels() | {MEMBERS_KEY: budget.members()}
+    return budget.facts().labels() | {labelkeys.CPU_BUDGET_MEMBERS: budget.members()}
 
 
 def _started(group: Neighbours, role: str) -> Platform | None:
@@ -460,7 +460,7 @@ def _collect(
     for e in envs:
         extra = base | {"env_params": params.get(e.plan.role)}
         if e.plan.load_pct is not None:
-            extra[LOAD_PCT_LABEL] = e.plan.load_pct
+            extra[labelkeys.LOAD_PCT] = e.plan.load_pct
         if e.peak is not None:  # which measured value was the denominator, and where it is
             extra["solo_peak"] = e.peak.value
             if e.peak.cell_id is not None:
@@ -477,7 +477,7 @@ def _collect(
             when = {
                 "started_at_s": round(e.window[0] - t0, 3),
                 "ready_at_s": round(e.window[1] - t0, 3),
-                "env_platform": e.platform.name if e.platform else None,
+                labelkeys.ENV_PLATFORM: e.platform.name if e.platform else None,
                 # how much of its start-up the target was serving: a VM newcomer may boot
                 # past the target's run, partly beside an idle one
                 "under_load_s": round(
@@ -495,7 +495,7 @@ def _collect(
         # the scene was not what the cell claims: flag every result, drop none
         reason = "; ".join(problems)
         for s in out + summaries:
-            s.labels.setdefault("invalid", f"neighbours not as planned: {reason}")
+            s.labels.setdefault(labelkeys.INVALID, f"neighbours not as planned: {reason}")
     return out + summaries
 
 
@@ -529,8 +529,8 @@ def _label_storm(target: _Env, late: list[_Env]) -> None:
         inside = _union_s([(max(a, start), min(b, end)) for a, b in storms])
         for s in target.samples:
             if s.role == "target" and all(s.labels.get(k) == v for k, v in labels.items()):
-                s.labels["storm_overlap_s"] = round(inside, 2)
-                s.labels["point_s"] = round(end - start, 2)
+                s.labels[labelkeys.STORM_OVERLAP_S] = round(inside, 2)
+                s.labels[labelkeys.POINT_S] = round(end - start, 2)
 
 
 def _union_s(spans: list[tuple[float, float]]) -> float:
@@ -557,9 +557,9 @@ def _flag_points(
     for point in filter(None, points):
         why = next(
             (
-                str(s.labels["invalid"])
+                str(s.labels[labelkeys.INVALID])
                 for s in target
-                if s.role == "target" and "invalid" in s.labels and at(s.labels, point)
+                if s.role == "target" and labelkeys.INVALID in s.labels and at(s.labels, point)
             ),
             None,
         )
@@ -568,5 +568,7 @@ def _flag_points(
     for summary in summaries:
         for point, why in bad:
             if at(summary.labels, point):
-                summary.labels.setdefault("invalid", f"the target's result at this point: {why}")
+                summary.labels.setdefault(
+                    labelkeys.INVALID, f"the target's result at this point: {why}"
+                )
                 break

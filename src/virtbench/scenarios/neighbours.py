@@ -29,6 +29,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 
+from .. import labelkeys
 from ..cgroups import CpuBudget
 from ..errors import VirtbenchError, WorkloadError
 from ..platforms.base import ExecResult, Platform, PlatformSpec, Process
@@ -208,7 +209,7 @@ class Neighbours:
                     try:
                         n.result = n.process.stop()
                     except Exception as exc:  # noqa: BLE001 - stop the others regardless
-                        n.labels["stop_error"] = str(exc)
+                        n.labels[labelkeys.STOP_ERROR] = str(exc)
                 self.finished.append(n)
         return self.finished
 

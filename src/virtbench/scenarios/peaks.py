@@ -23,10 +23,11 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .. import labelkeys
 from ..errors import WorkloadError
 from ..platforms.base import Platform
 from ..platforms.cpu_weight import own_quota
-from ..results import LOWER_BOUND_LABEL, Sample
+from ..results import Sample
 from ..workloads.base import RunContext, Workload
 from ..workloads.capabilities import SoloPeakRetry
 
@@ -102,13 +103,13 @@ def peak_value(workload: type[Workload], samples: list[Sample], last: bool = Fal
     with the invalid reasons."""
     top_rate = None
     if isinstance(workload, SoloPeakRetry):
-        top_rate = workload.unsaturated(samples, LOWER_BOUND_LABEL if last else "invalid")
+        top_rate = workload.unsaturated(samples, labelkeys.PEAK_LOWER_BOUND if last else "invalid")
     primary = workload.primary().name
     mine = [s for s in samples if s.metric == primary]
-    values = [s.value for s in mine if not s.labels.get("invalid")]
+    values = [s.value for s in mine if not s.labels.get(labelkeys.INVALID)]
     if values:
         return max(values)
-    why = "; ".join(dict.fromkeys(str(s.labels["invalid"]) for s in mine))
+    why = "; ".join(dict.fromkeys(str(s.labels[labelkeys.INVALID]) for s in mine))
     message = f"{workload.name}: no valid {primary} sample in the solo-peak run" + (
         f" ({why})" if why else ""
     )

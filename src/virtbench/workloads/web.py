@@ -13,11 +13,11 @@ from contextlib import contextmanager
 from functools import cached_property
 from typing import Any
 
+from .. import labelkeys
 from ..drivers import nginx, sweep, wrk
 from ..drivers.sweep import LockstepParty
 from ..errors import WorkloadError, WorkloadTimeout
 from ..platforms.base import Platform
-from ..results import NET_PATH_LABEL
 from ..serving.loadgen import (
     ClientRun,
     ParallelRun,
@@ -54,17 +54,29 @@ class _NginxWorkload(Workload):
     suite = "web"
     # A sweep point is identified by file size and step index (in capacity mode the offered
     # rate follows each repetition's probe, so it is a fact of the point, not its identity).
-    dimension_labels = ("file_size_kb", "step", "error_class", "phase", "connections")
-    dimension_labels += (NET_PATH_LABEL,)  # the client's path (serving/netpath.py)
+    dimension_labels = (
+        labelkeys.FILE_SIZE_KB,
+        labelkeys.STEP,
+        labelkeys.ERROR_CLASS,
+        labelkeys.PHASE,
+    )
+    dimension_labels += (labelkeys.CONNECTIONS,)
+    dimension_labels += (labelkeys.NET_PATH,)  # the client's path (serving/netpath.py)
     # facts of a sweep and of its load generator
-    ignored_labels = ("offered_rate", "peak_step", "stopped", "max_connect_burst")
-    ignored_labels += ("client_nofile", "client_errors", "client_cpus_busy_pct")
+    ignored_labels = (labelkeys.OFFERED_RATE, labelkeys.PEAK_STEP, labelkeys.STOPPED)
+    ignored_labels += (labelkeys.MAX_CONNECT_BURST,)
+    ignored_labels += (
+        labelkeys.CLIENT_NOFILE,
+        labelkeys.CLIENT_ERRORS,
+        labelkeys.CLIENT_CPUS_BUSY_PCT,
+    )
     # how many httperf processes a step ran (and on the busiest client CPU), the sockets they
     # held and their --timeout: a fixed-rate step sizes them to its rate (so they differ
     # between file sizes)
-    ignored_labels += ("clients", "client_sockets", "timeout_s", "clients_per_cpu")
+    ignored_labels += (labelkeys.CLIENTS, labelkeys.CLIENT_SOCKETS, labelkeys.TIMEOUT_S)
+    ignored_labels += (labelkeys.CLIENTS_PER_CPU,)
     # which capacity probe set a sweep's scale: one of a size's probes, never a result's identity
-    ignored_labels += ("probe_used",)
+    ignored_labels += (labelkeys.PROBE_USED,)
     tools = ("nginx",)
     size_param = "file_sizes"  # ServedSizes (workloads/capabilities.py): different:SIZE sets it
 
@@ -92,7 +104,7 @@ class _NginxWorkload(Workload):
             requested_port=int(p.get("port", 0)),
             probe=http_probe(nginx.uri(sizes[0])),
         ) as served:
-            self.label_all(**{NET_PATH_LABEL: served.path})
+            self.label_all(**{labelkeys.NET_PATH: served.path})
             yield served
 
     @staticmethod
@@ -379,15 +391,22 @@ class HttperfSweep(_NginxWorkload):
                 int(p["probe_connections"]),
                 float(p["probe_duration"]),
             )
-            probe = self.sample("capacity_probe", res.req_per_s, file_size_kb=st.size)
+            probe = self.sample(
+                "capacity_probe", res.req_per_s, **{labelkeys.FILE_SIZE_KB: st.size}
+            )
             if run.saturated:
-                probe.labels["client_saturated"] = f"{run.cpu_util:.0%}"
+                probe.labels[labelkeys.CLIENT_SATURATED] = f"{run.cpu_util:.0%}"
             why = wrk.invalid_reason(res, run.cpu_util)
             stall = self.stall(st.platform, ctx, f"{self.what(st)} probe")
             if why := "; ".join(w for w in (why, stall) if w):  # the rates still follow from it
-                probe.labels["invalid"] = why
+                probe.labels[labelkeys.INVALID] = why
             probes.append(probe)
-            st.samples += [probe, self.client_sample(run, file_size_kb=st.size, phase="probe")]
+            st.samples += [
+                probe,
+                self.client_sample(
+                    run, **{labelkeys.FILE_SIZE_KB: st.size, labelkeys.PHASE: "probe"}
+                ),
+            ]
             self.check_alive(st.served, self.what(st), st.samples)
             if stall is None:
                 break
@@ -396,7 +415,7 @@ class HttperfSweep(_NginxWorkload):
         # reading; run-to-run spread can put either above, and a low scale is caught later
         # (a solo peak that never saturated is measured again, wider).
         used = probes[-1] if stall is None else max(probes, key=lambda s: s.value)
-        used.labels["probe_used"] = True
+        used.labels[labelkeys.PROBE_USED] = True
         if stall is not None:
             ctx.log(
                 f"{self.what(st)}: every probe stalled; the sweep follows the highest,"
@@ -415,19 +434,24 @@ class HttperfSweep(_NginxWorkload):
     ) -> list[Sample]:
         best = sweep.peak(steps)
         n_invalid = sum(1 for s in steps if s.invalid)
-        labels: dict[str, Any] = {"file_size_kb": size} | ({"phase": phase} if phase else {})
+        labels: dict[str, Any] = {labelkeys.FILE_SIZE_KB: size} | (
+            {labelkeys.PHASE: phase} if phase else {}
+        )
         out = [
-            self.sample("steps", len(steps), **labels, stopped=stopped),
+            self.sample("steps", len(steps), **labels, **{labelkeys.STOPPED: stopped}),
             self.sample("steps_invalid", n_invalid, **labels),
         ]
         if best is None:
             # no sound step: report the best raw figure, flagged, rather than nothing
             raw = max(steps, key=lambda s: s.throughput)
-            labels |= {"invalid": "no valid step: " + (raw.invalid or "unknown")}
+            labels |= {labelkeys.INVALID: "no valid step: " + (raw.invalid or "unknown")}
             best = raw
         elif why := sweep.broke_before_saturation(steps, best):
-            labels |= {"invalid": why}
-        labels |= {"offered_rate": round(best.offered_rate, 1), "peak_step": best.index}
+            labels |= {labelkeys.INVALID: why}
+        labels |= {
+            labelkeys.OFFERED_RATE: round(best.offered_rate, 1),
+            labelkeys.PEAK_STEP: best.index,
+        }
         out.append(self.sample("peak_throughput", best.throughput, **labels))
         out.append(self.sample("peak_offered_rate", best.offered_rate, **labels))
         return out
@@ -492,18 +516,18 @@ class WrkMax(_NginxWorkload):
                     raise WorkloadError(f"{exc}; {stall}", samples=samples) from exc
                 t_end = time.monotonic()
                 unshared = gate.end(served=res.req_per_s > 0, at=t_end) if gate else None
-                point = {"file_size_kb": size, "connections": int(p["connections"])}
+                point = {labelkeys.FILE_SIZE_KB: size, labelkeys.CONNECTIONS: int(p["connections"])}
                 ctx.point(point, t_start, t_end)
                 labels: dict[str, Any] = {
                     **point,
-                    "calls_per_conn": int(p.get("calls_per_conn", 1)),
-                    "client_nofile": nofile,
+                    labelkeys.CALLS_PER_CONN: int(p.get("calls_per_conn", 1)),
+                    labelkeys.CLIENT_NOFILE: nofile,
                     **(gate.labels() if gate else {}),
                 }
                 why = wrk.invalid_reason(res, run.cpu_util)
                 stall = self.stall(platform, ctx, what)
                 if why := "; ".join(w for w in (why, unshared, stall) if w):
-                    labels["invalid"] = why
+                    labels[labelkeys.INVALID] = why
                 samples += self.wrk_samples(res, run, labels)
                 self.check_alive(served, what, samples)
         return samples
@@ -521,7 +545,9 @@ class WrkMax(_NginxWorkload):
         ]
         for cls, n in res.errors.items():
             if n:
-                out.append(self.sample("errors_by_class", n, **labels, error_class=cls))
+                out.append(
+                    self.sample("errors_by_class", n, **labels, **{labelkeys.ERROR_CLASS: cls})
+                )
         for p in wrk.PERCENTILES:
             value = res.percentiles_us.get(f"{p:g}")
             if value is not None:

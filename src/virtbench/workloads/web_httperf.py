@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .. import labelkeys
 from ..drivers import httperf, nginx, sweep
 from ..drivers.sweep import LockstepParty
 from ..errors import WorkloadError, WorkloadTimeout
@@ -121,7 +122,9 @@ class HttperfSteps:
                 gate.end(served=False)
             raise
         t_end = time.monotonic()
-        point = {"file_size_kb": st.size, "step": index} | ({"phase": phase} if phase else {})
+        point = {labelkeys.FILE_SIZE_KB: st.size, labelkeys.STEP: index} | (
+            {labelkeys.PHASE: phase} if phase else {}
+        )
         st.ctx.point(point, t_start, t_end)
         parts = [httperf.parse(run.result.stdout) for run in par.runs]
         r = httperf.combine(parts)
@@ -197,22 +200,22 @@ class HttperfSteps:
         phase: str | None,
     ) -> dict[str, Any]:
         labels: dict[str, Any] = {
-            "step": index,
-            "offered_rate": round(rate, 1),
-            "file_size_kb": st.size,
-            "calls_per_conn": st.calls,
-            "client_nofile": st.nofile,
-            "client_recv_buffer": st.recv_bytes,
-            "clients": clients,
+            labelkeys.STEP: index,
+            labelkeys.OFFERED_RATE: round(rate, 1),
+            labelkeys.FILE_SIZE_KB: st.size,
+            labelkeys.CALLS_PER_CONN: st.calls,
+            labelkeys.CLIENT_NOFILE: st.nofile,
+            labelkeys.CLIENT_RECV_BUFFER: st.recv_bytes,
+            labelkeys.CLIENTS: clients,
         }
         if st.calls == 1:
-            labels["closes"] = "server" if st.server_closes else "client"
+            labels[labelkeys.CLOSES] = "server" if st.server_closes else "client"
         if phase:
-            labels["phase"] = phase
+            labels[labelkeys.PHASE] = phase
         if r.starved:  # below the tolerance it is not invalid, but it must stay visible
-            labels["client_errors"] = r.starved
+            labels[labelkeys.CLIENT_ERRORS] = r.starved
         if invalid:
-            labels["invalid"] = invalid
+            labels[labelkeys.INVALID] = invalid
         return labels
 
     @staticmethod
@@ -253,9 +256,11 @@ class HttperfSteps:
             st.samples.append(self.w.sample(metric, value, **labels))
         for cls, n in r.errors.items():
             if n:
-                st.samples.append(self.w.sample("errors_by_class", n, **labels, error_class=cls))
+                st.samples.append(
+                    self.w.sample("errors_by_class", n, **labels, **{labelkeys.ERROR_CLASS: cls})
+                )
         client = self.w.client_sample(par, **labels)
-        client.labels["client_cpus_busy_pct"] = round(100 * par.cpu_busy, 1)
+        client.labels[labelkeys.CLIENT_CPUS_BUSY_PCT] = round(100 * par.cpu_busy, 1)
         st.samples.append(client)
         t = time.monotonic() - st.t0
         for metric, unit in (("offered_rate", "req/s"), ("reply_rate", "req/s")):

@@ -22,7 +22,7 @@ from ..procs import HostProcess
 from ..registry import register
 from . import runtimes
 from .instance import Config, Instance
-from .options import ContainerOptions
+from .options import SCHEMA, ContainerOptions
 from .storage import DATA_PATH, STATE_DIR
 
 
@@ -67,6 +67,11 @@ class ContainerPlatform(Platform):
         """capabilities.RuntimeTools: its OCI runtime (podman runs crun)."""
         runtime = options.get("runtime") or "crun"
         return frozenset({"podman", "crun"} if runtime == "podman" else {runtime})
+
+    @classmethod
+    def mode_defaults(cls) -> dict[str, str]:
+        """capabilities.IsolationModes: its runtime, storage and network options."""
+        return {k: SCHEMA[k][0] for k in ("runtime", "storage", "network")}
 
     def __init__(
         self,

@@ -2,7 +2,8 @@
 forwarding "nat" vs direct host mapping "host") or only in their storage (Fig. 5, the
 copy-on-write layer "overlay", the paper's AUFS, vs a mounted volume), per test case.
 
-Found from the stored platform specs (type, host, options), never from platform names:
+Found from the stored platform specs (host, options) and the run's platform facts (which
+types have isolation modes: analysis/platform_facts.py), never from platform names:
 container platforms whose options are equal but for the axis' own options form a set, and a
 set with two or more modes measured in the axis' suites gets a figure. Docker, crun or any
 other engine alike; a container in a VM only meets containers in the same VM (the paper's
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ... import labelkeys
+from ...analysis import platform_facts
 from ...analysis.groups import Group
 from ...analysis.normalize import Comparison, compare
 from ...analysis.ratios import FASTER, SAME, SLOWER, UNDECIDED
@@ -34,9 +36,6 @@ from ..html import Raw, Td, badge, h, scroll, table
 from ..sections import Section, register_section
 from ..svg import Bar, bar_chart
 
-# the container options' defaults (platforms/container/options.py SCHEMA): the report imports
-# no platform; tests/unit/test_container_modes_report.py keeps the two equal
-DEFAULTS = {"runtime": "crun", "storage": "overlay", "network": "host"}
 MAX_X = 8  # x groups per chart before it is split per test case, then per dimension
 
 
@@ -119,9 +118,11 @@ def mode_sets(data: ReportData, axis: Axis) -> list[ModeSet]:
     sets: dict[tuple[Any, str], ModeSet] = {}
     for p in data.platforms:
         spec = specs.get(p) or {}
-        if spec.get("type") != "container" or p not in measured:
+        # a type with isolation modes (its run's host facts say; the report imports no platform)
+        defaults = platform_facts.mode_defaults(data.host, spec)
+        if defaults is None or p not in measured:
             continue
-        options = {**DEFAULTS, **(spec.get("options") or {})}
+        options = {**defaults, **(spec.get("options") or {})}
         rest = {k: v for k, v in options.items() if k not in axis.options}
         key = (spec.get("host"), json.dumps(rest, sort_keys=True, default=str))
         if key not in sets:
