@@ -253,3 +253,48 @@ def test_worst_delay_catches_a_stall_that_caught_up():
     assert ffmpeg.worst_added_delay_s(viewer, publisher, 10.0, 12.0) == pytest.approx(0.8)
     # the publisher's own lag is not the server's
     assert ffmpeg.worst_added_delay_s(viewer, viewer, 10.0, 12.0) == pytest.approx(0.0)
+
+
+def test_server_holding_its_publishers_back_is_saturated():
+    # a CPU-starved server that stops reading: its publishers block (TCP), so frames sent
+    # and the viewers' lag behind them look normal; only the publishers' pace shows it
+    held = _step(delivery=1.0, delay_max_ms=0.0, publish_pace=0.6)
+    assert "publishers sent 60.0%" in server_verdict(held, 0.95, 1000)
+    assert server_verdict(_step(publish_pace=0.99), 0.95, 1000) is None
+
+
+def test_measure_step_publish_pace_against_nominal_rate():
+    pub = _Client("publish", "u1", [0], _stream([0.0] * 9, fps=7.5))
+    view = _Client("play", "u1", [0], _stream([0.0] * 9, fps=7.5))
+    usage = {id(pub): Usage(0, 0.0), id(view): Usage(0, 0.0)}
+    args = (2, [pub, view], usage, usage, (0, 0), {"u1": pub}, 10.0, 14.0)
+    step = measure_step(*args, {"u1": 15.0})
+    assert step.delivery == pytest.approx(1.0)  # viewers got all the publisher sent
+    assert step.publish_pace == pytest.approx(0.5)  # but it sent half its frames
+    assert "publishers sent" in server_verdict(step, 0.95, 1000)
+
+
+def test_throttled_share_from_cpu_stat():
+    from virtbench.workloads.conference import throttled_share
+
+    before = {"nr_periods": 100, "nr_throttled": 10}
+    assert throttled_share(before, {"nr_periods": 300, "nr_throttled": 110}) == 0.5
+    assert throttled_share({}, {}) is None  # no quota: the kernel counts no periods
+
+
+def test_budget_bound_step_labelled_and_left_out_of_the_slope():
+    from virtbench.workloads.conference import ConferenceRtmp
+
+    w = ConferenceRtmp()
+    labels = w.step_samples(_step(throttled=0.8), 1, None, None)[0].labels
+    assert labels["cpu_throttled"] == 0.8 and "budget" in labels["budget_bound"]
+    assert "budget_bound" not in w.step_samples(_step(throttled=0.02), 1, None, None)[0].labels
+    rows = []
+    for cell in ("c1", "c2"):
+        for u in (1, 2, 3):
+            rows.append(_row(cell, "native", "cpu_util", 0.5 * u, users=u))
+        # at its 2 % budget: CPU flat, still serving; the slope must not bend to it
+        for u in (4, 5, 6):
+            rows.append(_row(cell, "native", "cpu_util", 2.0, users=u, budget_bound="x"))
+    assert conf.per_user(rows, "cpu_util")["native"].mean == pytest.approx(0.5)
+    assert sorted(conf.curve(rows, "cpu_util")["native"]) == [1, 2, 3, 4, 5, 6]

@@ -20,6 +20,9 @@ from .stats import Summary, summarize
 SUITE = "conference"
 USERS = "users"
 SATURATED = "saturated"  # label of a step measured past the server's saturation
+# label of a step whose server ran at its CPU budget (throttled by its CFS quota): it still
+# served its viewers, but its CPU is the budget's, not the users' cost
+BUDGET_BOUND = "budget_bound"
 
 
 def _users(row: dict[str, Any]) -> int | None:
@@ -80,10 +83,20 @@ def slope(points: list[tuple[float, float]]) -> float | None:
     return sum((x - mx) * (y - my) for x, y in points) / sxx
 
 
+def budget_bound_steps(rows: list[dict[str, Any]]) -> set[tuple[str, int]]:
+    """(cell, users) of steps whose server was throttled at its CPU budget."""
+    return {
+        (r["cell_id"], u)
+        for r in rows
+        if (u := _users(r)) is not None and r["labels"].get(BUDGET_BOUND)
+    }
+
+
 def per_user(rows: list[dict[str, Any]], metric: str, role: str = "target") -> dict[str, Summary]:
     """platform -> the cost per user of `metric` (its slope over each cell's valid,
-    unsaturated steps), summarized over the cells (repetitions)."""
-    skip = excluded_steps(rows)
+    unsaturated steps that had the CPU they wanted: a budget-bound step's CPU is flat at the
+    budget and would bend every slope), summarized over the cells (repetitions)."""
+    skip = excluded_steps(rows) | budget_bound_steps(rows)
     cells: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
     for r in rows:
         u = _users(r)
