@@ -33,8 +33,10 @@ from ..results import NET_PATH_LABEL
 from ..serving import netpath
 from ..serving.loadgen import client_slots
 from ..serving.netpath import listen_address
+from ..serving.ports import is_loopback
+from ..serving.remote_streams import RemoteUsers
 from ..serving.server import Served, serve
-from ..serving.streams import StreamClient, Usage, bytes_between, socket_bytes, stop_all
+from ..serving.streams import LocalUsers, StreamClient, Usage, bytes_between
 from .base import Metric, Param, RunContext, Sample, Workload
 from .network import CLIENT_PATH_PARAM
 from .registry import register
@@ -96,10 +98,12 @@ def measure_step(
     a: float,
     b: float,
     nominal_fps: dict[str, float] | None = None,
+    cpu_count: int | None = None,
 ) -> Step:
     """The step's figures from the clients' progress blocks in [a, b], their CPU counters and
     `sockets`: the bytes their sockets sent to and received from the server in [a, b];
-    `nominal_fps`: each published stream's frame rate (what `-re` paces it to)."""
+    `nominal_fps`: each published stream's frame rate (what `-re` paces it to); `cpu_count`:
+    the CPUs unpinned clients share (default: this process's)."""
     dt = max(b - a, 1e-6)
     viewers = [c for c in clients if c.kind == "play"]
     received = sent = 0.0
@@ -122,7 +126,8 @@ def measure_step(
     # clients without client CPUs are judged together against the CPUs they may use
     unpinned = per_cpu.pop((), 0.0)
     shares = [v / len(k) for k, v in per_cpu.items()]
-    busiest = max([*shares, unpinned / max(1, len(os.sched_getaffinity(0)))]) / dt
+    spread = cpu_count or len(os.sched_getaffinity(0))
+    busiest = max([*shares, unpinned / max(1, spread)]) / dt
     paces = [
         (ffmpeg.fps(pub.progress, a, b) or 0.0) / nominal_fps[stream]
         for stream, pub in publishers.items()
@@ -141,6 +146,26 @@ def measure_step(
         client_total_pct=100 * (sum(per_cpu.values()) + unpinned) / dt,
         publish_pace=min(paces) if paces else None,
     )
+
+
+def open_users(ctx: RunContext) -> LocalUsers | RemoteUsers:
+    """Where the users run: the client host (its agent over SSH) or this host's client
+    CPUs on the cell's client path."""
+    if ctx.remote is not None:
+        return RemoteUsers(ctx.remote)
+    return LocalUsers(lambda argv: netpath.wrap(argv, ctx))
+
+
+def bind_address(platform: Platform, ctx: RunContext) -> str | None:
+    """The one address nginx listens on: the one its users reach it at. With a client host
+    a server on the host's loopback (native, a host-network container) binds the address
+    the client host reaches this host at, not every address as listen_address leaves it
+    (that is for servers probed over loopback; this one is probed by its listening socket)."""
+    bind = listen_address(platform, ctx)
+    inner = platform.listen_address()
+    if bind is None and ctx.remote is not None and inner is not None and is_loopback(inner):
+        return ctx.remote.client.target_address
+    return bind
 
 
 def throttle_reader(platform: Platform) -> Callable[[], dict[str, int]]:
@@ -230,11 +255,6 @@ class ConferenceRtmp(Workload):
 
     def run(self, platform: Platform, ctx: RunContext) -> list[Sample]:
         p = ctx.params
-        if ctx.remote is not None:
-            raise WorkloadError(
-                f"{self.name}: users on a client host (client_host) are not supported yet;"
-                " run them on this host's client CPUs"
-            )
         ffmpeg.check_encoder(str(p["codec"]))
         webcam = ffmpeg.StreamSpec(
             str(p["video_size"]), int(p["fps"]), int(p["bitrate_kbps"]), str(p["codec"])
@@ -247,7 +267,7 @@ class ConferenceRtmp(Workload):
         max_s = max_users * interval + 120
 
         def make_argv(port: int) -> list[str]:
-            root, conf = rtmp.prepare(platform, port, listen_address(platform, ctx))
+            root, conf = rtmp.prepare(platform, port, bind_address(platform, ctx))
             return ["nginx", "-p", root, "-c", conf, "-e", f"{root}/error.log"]
 
         with serve(
@@ -276,28 +296,26 @@ class ConferenceRtmp(Workload):
         settle = float(p["settle"])
         publish = int(p["publish"]) or max_users
         slots = client_slots(ctx, 0)
-        clients: list[StreamClient] = []
-        publishers: dict[str, StreamClient] = {}
+        clients: list[Any] = []  # StreamClient here, RemoteStreamClient on a client host
+        publishers: dict[str, Any] = {}
         nominal: dict[str, float] = {}
         samples: list[Sample] = []
         stopped, served_users = STOP_MAX_USERS, 0
+        users = open_users(ctx)
 
         def start(argv: list[str], kind: str, user: int, stream: str) -> StreamClient:
-            c = StreamClient(
-                netpath.wrap(argv, ctx), slots[len(clients) % len(slots)], kind, user, stream
-            )
+            cpus = slots[len(clients) % len(slots)]
             try:
-                c.start()
+                c = users.start(argv, cpus, kind, user, stream)
             except FileNotFoundError as exc:
                 raise WorkloadError(
                     f"{self.name}: {argv[0]} not found on the host: apt-get install ffmpeg",
                     samples=samples,
                 ) from exc
+            except WorkloadError as exc:  # the client host's: keep the steps measured
+                raise WorkloadError(f"{self.name}: {exc}", samples=samples) from exc
             clients.append(c)
             return c
-
-        def wrap(argv: list[str]) -> list[str]:
-            return netpath.wrap(argv, ctx)
 
         def url(stream: str) -> str:
             return rtmp.url(served.host, served.port, stream)
@@ -323,14 +341,16 @@ class ConferenceRtmp(Workload):
                     for stream in new:
                         start(ffmpeg.play_argv(url(stream), max_s), "play", m, stream)
                 a, b = t_join + settle, t_join + interval
-                self.wait_until(a, served, clients, samples)
-                before = {id(c): u for c in clients if (u := c.usage()) is not None}
-                socks, cfs = socket_bytes(served.port, wrap), throttle()
-                self.wait_until(b, served, clients, samples)
-                after = {id(c): u for c in clients if (u := c.usage()) is not None}
-                sent = bytes_between(socks, socket_bytes(served.port, wrap))
+                self.wait_until(a, served, clients, samples, users)
+                before = users.usages(clients)
+                socks, cfs = users.socket_bytes(served.port), throttle()
+                self.wait_until(b, served, clients, samples, users)
+                after = users.usages(clients)
+                sent = bytes_between(socks, users.socket_bytes(served.port))
                 ctx.point({"users": n}, a, b)
-                step = measure_step(n, clients, before, after, sent, publishers, a, b, nominal)
+                step = measure_step(
+                    n, clients, before, after, sent, publishers, a, b, nominal, len(users.cpus)
+                )
                 step.throttled = throttled_share(cfs, throttle())
                 client = client_limit(step.client_busiest)
                 server = server_verdict(step, float(p["min_delivery"]), float(p["max_delay_ms"]))
@@ -349,7 +369,7 @@ class ConferenceRtmp(Workload):
                     break
                 served_users = n
         finally:
-            stop_all(clients)
+            users.stop()
         labels: dict[str, Any] = {"stopped": stopped}
         if stopped == STOP_MAX_USERS:
             labels["bound"] = "lower bound: never saturated"
@@ -359,13 +379,24 @@ class ConferenceRtmp(Workload):
         return samples
 
     def wait_until(
-        self, t: float, served: Served, clients: list[StreamClient], samples: list[Sample]
+        self,
+        t: float,
+        served: Served,
+        clients: list[Any],
+        samples: list[Sample],
+        users: LocalUsers | RemoteUsers,
     ) -> None:
-        """Sleep until monotonic `t`, checking every half second that the server and every
-        user still run: a user that drops ends the cell with what it said (the steps
-        measured so far are kept)."""
+        """Sleep until monotonic `t`, checking every half second that the server, every
+        user and the client host's session still run: a user that drops ends the cell with
+        what it said (the steps measured so far are kept)."""
         while (left := t - time.monotonic()) > 0:
             time.sleep(min(0.5, left))
+            try:
+                users.check()
+            except WorkloadError as exc:
+                raise WorkloadError(
+                    f"{self.name}: {exc}; steps so far are kept", samples=samples
+                ) from exc
             code = served.proc.poll()
             if code is not None:
                 raise WorkloadError(
