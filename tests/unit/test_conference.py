@@ -298,3 +298,17 @@ def test_budget_bound_step_labelled_and_left_out_of_the_slope():
             rows.append(_row(cell, "native", "cpu_util", 2.0, users=u, budget_bound="x"))
     assert conf.per_user(rows, "cpu_util")["native"].mean == pytest.approx(0.5)
     assert sorted(conf.curve(rows, "cpu_util")["native"]) == [1, 2, 3, 4, 5, 6]
+
+
+def test_report_says_where_each_repetition_reached_its_budget():
+    from virtbench.report.suites import conference as section
+
+    rows = []
+    for cell, first in (("c1", 3), ("c2", 4)):
+        for u in range(1, 6):
+            lab = {"budget_bound": "x"} if u >= first else {}
+            rows.append(_row(cell, "native", "cpu_util", min(u, first), users=u, **lab))
+        rows.append(_row(cell, "native", "users_served", 5, stopped="max_users reached"))
+    assert conf.budget_reached(rows) == {"native": [3, 4]}
+    html_table, _md = section.table(_Data(), rows)
+    assert "3 users, 4 users" in html_table

@@ -92,6 +92,20 @@ def budget_bound_steps(rows: list[dict[str, Any]]) -> set[tuple[str, int]]:
     }
 
 
+def budget_reached(rows: list[dict[str, Any]]) -> dict[str, list[int]]:
+    """platform -> the first budget-bound user count of each cell that reached its budget."""
+    first: dict[tuple[str, str], int] = {}
+    for r in rows:
+        u = _users(r)
+        if u is not None and r["labels"].get(BUDGET_BOUND):
+            key = (r["platform"], r["cell_id"])
+            first[key] = min(first.get(key, u), u)
+    out: dict[str, list[int]] = defaultdict(list)
+    for (platform, _cell), u in sorted(first.items()):
+        out[platform].append(u)
+    return dict(out)
+
+
 def per_user(rows: list[dict[str, Any]], metric: str, role: str = "target") -> dict[str, Summary]:
     """platform -> the cost per user of `metric` (its slope over each cell's valid,
     unsaturated steps that had the CPU they wanted: a budget-bound step's CPU is flat at the
