@@ -312,3 +312,19 @@ def test_report_says_where_each_repetition_reached_its_budget():
     assert conf.budget_reached(rows) == {"native": [3, 4]}
     html_table, _md = section.table(_Data(), rows)
     assert "3 users, 4 users" in html_table
+
+
+def test_server_binds_the_address_the_client_host_reaches():
+    from types import SimpleNamespace
+
+    from virtbench.workloads.base import RunContext
+    from virtbench.workloads.conference import bind_address
+
+    class Host:  # a server on the host's loopback (native, a host-network container)
+        def listen_address(self):
+            return "127.0.0.1"
+
+    remote = SimpleNamespace(client=SimpleNamespace(target_address="10.217.14.10"))
+    params = {"client_path": "auto"}
+    assert bind_address(Host(), RunContext(params=params, remote=remote)) == "10.217.14.10"
+    assert bind_address(Host(), RunContext(params=params)) == "127.0.0.1"
