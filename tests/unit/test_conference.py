@@ -257,21 +257,25 @@ def test_worst_delay_catches_a_stall_that_caught_up():
 
 def test_server_holding_its_publishers_back_is_saturated():
     # a CPU-starved server that stops reading: its publishers block (TCP), so frames sent
-    # and the viewers' lag behind them look normal; only the publishers' pace shows it
-    held = _step(delivery=1.0, delay_max_ms=0.0, publish_pace=0.6)
-    assert "publishers sent 60.0%" in server_verdict(held, 0.95, 1000)
-    assert server_verdict(_step(publish_pace=0.99), 0.95, 1000) is None
+    # and the viewers' lag behind them look normal; only the publishers' own lag shows it
+    held = _step(delivery=1.0, delay_max_ms=0.0, publish_lag_ms=1500.0)
+    assert "publishers held back" in server_verdict(held, 0.95, 1000)
+    assert server_verdict(_step(publish_lag_ms=200.0), 0.95, 1000) is None
 
 
-def test_measure_step_publish_pace_against_nominal_rate():
-    pub = _Client("publish", "u1", [0], _stream([0.0] * 9, fps=7.5))
-    view = _Client("play", "u1", [0], _stream([0.0] * 9, fps=7.5))
-    usage = {id(pub): Usage(0, 0.0), id(view): Usage(0, 0.0)}
-    args = (2, [pub, view], usage, usage, (0, 0), {"u1": pub}, 10.0, 14.0)
-    step = measure_step(*args, {"u1": 15.0})
-    assert step.delivery == pytest.approx(1.0)  # viewers got all the publisher sent
-    assert step.publish_pace == pytest.approx(0.5)  # but it sent half its frames
-    assert "publishers sent" in server_verdict(step, 0.95, 1000)
+def test_measure_step_publisher_lag_not_its_frame_rate():
+    # a 5 fps desktop over a 2 s window: its rate from 0.5 s blocks is a frame off (90 %),
+    # its lag is not; a publisher that fell 1.2 s behind is held back
+    steady = _Client("publish", "d", [0], _stream([0.0] * 9, fps=5.0))
+    held = _Client("publish", "u1", [0], _stream([0.0] * 5 + [0.3, 0.6, 0.9, 1.2]))
+    usage = {id(steady): Usage(0, 0.0), id(held): Usage(0, 0.0)}
+    one = measure_step(1, [steady], usage, usage, (0, 0), {"d": steady}, 12.0, 14.0)
+    assert one.publish_lag_ms == pytest.approx(0.0)
+    assert server_verdict(one, 0.95, 1000) is None
+    both = {"d": steady, "u1": held}
+    step = measure_step(1, [steady, held], usage, usage, (0, 0), both, 12.0, 14.0)
+    assert step.publish_lag_ms == pytest.approx(1200.0)
+    assert "publishers held back" in server_verdict(step, 0.95, 1000)
 
 
 def test_throttled_share_from_cpu_stat():

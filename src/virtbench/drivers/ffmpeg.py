@@ -194,6 +194,13 @@ def _excess_series(points: list[Progress]) -> list[tuple[float, float]]:
     return out
 
 
+def worst_lag_s(points: list[Progress], a: float, b: float) -> float | None:
+    """How far one stream fell behind its best moment at worst in [a, b] (a publisher: behind
+    its `-re` pace; None: no block with a timestamp in the window)."""
+    lags = [lag for t, lag in _excess_series(points) if a <= t <= b]
+    return max(lags) if lags else None
+
+
 def worst_added_delay_s(
     viewer: list[Progress], publisher: list[Progress], a: float, b: float
 ) -> float | None:

@@ -66,20 +66,21 @@ class Step:
     out_kbps: float
     client_busiest: float  # 0..1 of the busiest client CPU, by the clients' own CPU time
     client_total_pct: float  # all clients' CPU, % of one CPU
-    # frames the publishers sent over their nominal rate (fps x time): a server that stops
-    # reading holds its publishers back (TCP), and then sent frames and the viewers' lag
-    # behind them both look normal
-    publish_pace: float | None = None
+    # how far the slowest publisher fell behind its `-re` pace (its lag's growth): a server
+    # that stops reading holds its publishers back over TCP, and then the frames sent and
+    # the viewers' lag behind them both look normal. A lag, not a frame rate: a 5 fps
+    # stream's rate over a few seconds of 0.5 s blocks is off by a frame, 10 % and more
+    publish_lag_ms: float | None = None
     throttled: float | None = None  # share of the server's CFS periods its quota ran out
 
 
 def server_verdict(step: Step, min_delivery: float, max_delay_ms: float) -> str | None:
     """Why the server is saturated at this step (None: it served every viewer). Called for
     steps whose clients were healthy: a publisher held back is then the server's doing."""
-    if step.publish_pace is not None and step.publish_pace < min_delivery:
+    if step.publish_lag_ms is not None and step.publish_lag_ms > max_delay_ms:
         return (
-            f"publishers sent {step.publish_pace:.1%} of their frames (held back by the"
-            f" server) < min_delivery {min_delivery:.0%}"
+            f"publishers held back: one fell {step.publish_lag_ms:.0f} ms behind its pace"
+            f" > max_delay_ms {max_delay_ms:.0f}"
         )
     if step.streams and step.delivery is not None and step.delivery < min_delivery:
         return f"frames delivered {step.delivery:.1%} of sent < min_delivery {min_delivery:.0%}"
@@ -97,13 +98,11 @@ def measure_step(
     publishers: dict[str, StreamClient],
     a: float,
     b: float,
-    nominal_fps: dict[str, float] | None = None,
     cpu_count: int | None = None,
 ) -> Step:
     """The step's figures from the clients' progress blocks in [a, b], their CPU counters and
     `sockets`: the bytes their sockets sent to and received from the server in [a, b];
-    `nominal_fps`: each published stream's frame rate (what `-re` paces it to); `cpu_count`:
-    the CPUs unpinned clients share (default: this process's)."""
+    `cpu_count`: the CPUs unpinned clients share (default: this process's)."""
     dt = max(b - a, 1e-6)
     viewers = [c for c in clients if c.kind == "play"]
     received = sent = 0.0
@@ -128,11 +127,8 @@ def measure_step(
     shares = [v / len(k) for k, v in per_cpu.items()]
     spread = cpu_count or len(os.sched_getaffinity(0))
     busiest = max([*shares, unpinned / max(1, spread)]) / dt
-    paces = [
-        (ffmpeg.fps(pub.progress, a, b) or 0.0) / nominal_fps[stream]
-        for stream, pub in publishers.items()
-        if nominal_fps and nominal_fps.get(stream)
-    ]
+    lags = [ffmpeg.worst_lag_s(pub.progress, a, b) for pub in publishers.values()]
+    known = [lag for lag in lags if lag is not None]
     return Step(
         users=users,
         streams=len(viewers),
@@ -144,7 +140,7 @@ def measure_step(
         out_kbps=8 * sockets[1] / dt / 1000,
         client_busiest=busiest,
         client_total_pct=100 * (sum(per_cpu.values()) + unpinned) / dt,
-        publish_pace=min(paces) if paces else None,
+        publish_lag_ms=1000 * max(known) if known else None,
     )
 
 
@@ -298,7 +294,6 @@ class ConferenceRtmp(Workload):
         slots = client_slots(ctx, 0)
         clients: list[Any] = []  # StreamClient here, RemoteStreamClient on a client host
         publishers: dict[str, Any] = {}
-        nominal: dict[str, float] = {}
         samples: list[Sample] = []
         stopped, served_users = STOP_MAX_USERS, 0
         users = open_users(ctx)
@@ -332,7 +327,6 @@ class ConferenceRtmp(Workload):
                     spec = desktop if stream == "desktop" else webcam
                     argv = ffmpeg.publish_argv(url(stream), spec, max_s)
                     publishers[stream] = start(argv, "publish", n, stream)
-                    nominal[stream] = spec.fps
                 # the new user watches every stream but its own; the others watch its new ones
                 for stream, pub in publishers.items():
                     if pub.user != n:
@@ -349,7 +343,7 @@ class ConferenceRtmp(Workload):
                 sent = bytes_between(socks, users.socket_bytes(served.port))
                 ctx.point({"users": n}, a, b)
                 step = measure_step(
-                    n, clients, before, after, sent, publishers, a, b, nominal, len(users.cpus)
+                    n, clients, before, after, sent, publishers, a, b, len(users.cpus)
                 )
                 step.throttled = throttled_share(cfs, throttle())
                 client = client_limit(step.client_busiest)
