@@ -39,8 +39,9 @@ name = "native"
 type = "native"
 [suites.conference]
 test_cases = ["conference-rtmp"]
-join_interval = 4.0
-settle = 2.0
+# steps of 5 s measured: shorter ones make a 5 fps stream's frame count a frame (~10 %) off
+join_interval = 8.0
+settle = 3.0
 max_users = 3
 publish = 2
 """
