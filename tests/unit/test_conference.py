@@ -224,6 +224,9 @@ class _Data:
     def colour(self, platform):
         return "#000000"
 
+    def platform_labels(self):
+        return {"native": {"platform_type": "native"}, "vm": {"platform_type": "vm"}}
+
 
 def test_report_section_table_and_marked_points():
     from virtbench.report.suites import conference as section
@@ -332,3 +335,39 @@ def test_server_binds_the_address_the_client_host_reaches():
     params = {"client_path": "auto"}
     assert bind_address(Host(), RunContext(params=params, remote=remote)) == "10.217.14.10"
     assert bind_address(Host(), RunContext(params=params)) == "127.0.0.1"
+
+
+def test_cpu_at_the_quota_counts_as_budget_bound_where_no_throttle_count_says():
+    # LXC's quota sits on its payload group: a run whose counters read the container's
+    # group labelled no throttling; its CPU at 1 % of a 1 % quota is the budget all the same
+    labels = {"lxc": {"cpu_quota_us": 1000, "cpu_period_us": None}, "native": {}}
+    budgets = conf.budget_percent(labels)
+    assert budgets == {"lxc": pytest.approx(1.0)}
+    rows = []
+    for cell in ("c1", "c2"):
+        for u, cpu in ((1, 0.4), (2, 0.75), (3, 1.02), (4, 1.03)):
+            rows.append(_row(cell, "lxc", "cpu_util", cpu, users=u))
+    assert conf.per_user(rows, "cpu_util", budgets=budgets)["lxc"].mean == pytest.approx(0.35)
+    assert conf.budget_reached(rows, budgets) == {"lxc": [3, 3]}
+    # a throttle count, where there is one, is the judge
+    counted = [r | {"labels": r["labels"] | {"cpu_throttled": 0.0}} for r in rows]
+    assert conf.budget_reached(counted, budgets) == {}
+
+
+def test_throttle_counts_summed_over_nested_groups(tmp_path):
+    from virtbench.workloads.conference import throttle_reader
+
+    (tmp_path / "lxc.payload.x").mkdir()
+    (tmp_path / "cpu.stat").write_text("nr_periods 0\nnr_throttled 0\n")
+    (tmp_path / "lxc.payload.x" / "cpu.stat").write_text("nr_periods 40\nnr_throttled 30\n")
+
+    class Lxc:
+        def cpu_budget(self):
+            return None
+
+        def accounting(self):
+            from virtbench.platforms.base import Accounting
+
+            return Accounting(cgroups={"cpu": str(tmp_path)})
+
+    assert throttle_reader(Lxc())() == {"nr_periods": 40, "nr_throttled": 30}

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..cgroups.layout import parse_kv, safe_read
+from ..cgroups.layout import parse_kv, safe_read, walk_files
 from ..drivers import ffmpeg, rtmp
 from ..drivers.validity import CLIENT_SATURATED, client_limit
 from ..errors import WorkloadError
@@ -166,8 +166,9 @@ def bind_address(platform: Platform, ctx: RunContext) -> str | None:
 
 def throttle_reader(platform: Platform) -> Callable[[], dict[str, int]]:
     """What reads the server's CFS counters (nr_periods, nr_throttled): its shared CPU
-    budget's group, else its own cpu cgroup (the container's, the QEMU process's, native's
-    vb- group); {} where it has none."""
+    budget's group, else its own cpu cgroup and the groups inside it, summed (the quota may
+    sit in one of them: LXC sets it on its payload group inside the container's); {}
+    where it has none."""
     budget = platform.cpu_budget()
     if budget is not None:
         return budget.throttled
@@ -175,8 +176,15 @@ def throttle_reader(platform: Platform) -> Callable[[], dict[str, int]]:
     where = groups.get("cpu") or groups.get("unified")
     if not where:
         return dict
-    stat = Path(where) / "cpu.stat"
-    return lambda: parse_kv(safe_read(stat))
+
+    def read() -> dict[str, int]:
+        total: dict[str, int] = {}
+        for stat in walk_files(Path(where), "cpu.stat"):
+            for key, value in parse_kv(safe_read(stat)).items():
+                total[key] = total.get(key, 0) + value
+        return total
+
+    return read
 
 
 def throttled_share(before: dict[str, int], after: dict[str, int]) -> float | None:

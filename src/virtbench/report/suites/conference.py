@@ -87,8 +87,9 @@ def charts(data, rows) -> list[str]:
 
 def table(data, rows) -> tuple[str, str]:
     served = conf.users_served(rows)
-    costs = {metric: conf.per_user(rows, metric, role) for metric, role, _ in COST}
-    reached = conf.budget_reached(rows)
+    budgets = conf.budget_percent(data.platform_labels())
+    costs = {metric: conf.per_user(rows, metric, role, budgets) for metric, role, _ in COST}
+    reached = conf.budget_reached(rows, budgets)
     head = ["platform", "users served (before saturation)", "stopped", "at CPU budget from"]
     head += [label for _m, _r, label in COST]
     body, md = [], ["| platform | users served | CPU %/user |", "|---|---|---|"]
