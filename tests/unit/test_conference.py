@@ -371,3 +371,25 @@ def test_throttle_counts_summed_over_nested_groups(tmp_path):
             return Accounting(cgroups={"cpu": str(tmp_path)})
 
     assert throttle_reader(Lxc())() == {"nr_periods": 40, "nr_throttled": 30}
+
+
+def _blocks(frames: list[int], pts: list[float]) -> list[ffmpeg.Progress]:
+    return [
+        ffmpeg.Progress(10 + 0.5 * i, f, p)
+        for i, (f, p) in enumerate(zip(frames, pts, strict=True))
+    ]
+
+
+def test_late_frames_are_not_lost_dropped_ones_are():
+    publisher = _stream([0.0] * 5)  # 15 fps, pts advancing with wall time
+    # a viewer on a busy client: its last block came before a burst (frames late, not lost)
+    late = _blocks([0, 8, 15, 23, 23], [0.0, 0.5, 1.0, 1.5, 1.5])
+    got, full = ffmpeg.frames_delivered(late, publisher, 10.0, 12.0)
+    assert got / full == pytest.approx(23 / 22.5)  # its frame rate would say 23/30 = 77 %
+    # the server dropped a second of frames: pts went on, the frame count did not
+    dropped = _blocks([0, 8, 8, 8, 23], [0.0, 0.5, 1.0, 1.5, 2.0])
+    got, full = ffmpeg.frames_delivered(dropped, publisher, 10.0, 12.0)
+    assert got / full == pytest.approx(23 / 30)
+    # nothing arrived in the window: all its frames are missing
+    stalled = _blocks([8, 8, 8, 8, 8], [0.5] * 5)
+    assert ffmpeg.frames_delivered(stalled, publisher, 10.0, 12.0) == (0.0, pytest.approx(30.0))

@@ -58,7 +58,9 @@ class Step:
 
     users: int
     streams: int  # viewed streams (viewer processes)
-    delivery: float | None  # frames received / frames sent, over every viewed stream
+    # frames received over the frames the received stream time holds, over every viewed
+    # stream (drivers/ffmpeg.py frames_delivered: a dropped frame counts, a late one not)
+    delivery: float | None
     delivered_fps: float | None  # mean per viewed stream
     delay_ms: float | None  # mean over viewed streams of each one's worst added delay
     delay_max_ms: float | None
@@ -109,10 +111,9 @@ def measure_step(
     fps_each, delays = [], []
     for v in viewers:
         pub = publishers[v.stream]
-        got, want = ffmpeg.fps(v.progress, a, b) or 0.0, ffmpeg.fps(pub.progress, a, b)
-        fps_each.append(got)
-        if want:
-            received, sent = received + got, sent + want
+        fps_each.append(ffmpeg.fps(v.progress, a, b) or 0.0)
+        if (frames := ffmpeg.frames_delivered(v.progress, pub.progress, a, b)) is not None:
+            received, sent = received + frames[0], sent + frames[1]
         d = ffmpeg.worst_added_delay_s(v.progress, pub.progress, a, b)
         if d is not None:
             delays.append(1000 * d)
