@@ -393,3 +393,19 @@ def test_late_frames_are_not_lost_dropped_ones_are():
     # nothing arrived in the window: all its frames are missing
     stalled = _blocks([8, 8, 8, 8, 8], [0.5] * 5)
     assert ffmpeg.frames_delivered(stalled, publisher, 10.0, 12.0) == (0.0, pytest.approx(30.0))
+
+
+def test_delivery_takes_the_higher_estimate_a_drop_lowers_both():
+    pub = _Client("publish", "u1", [0], _stream([0.0] * 5))
+    usage = {id(pub): Usage(0, 0.0)}
+
+    def delivery(viewer_blocks):
+        view = _Client("play", "u1", [0], viewer_blocks)
+        return measure_step(2, [pub, view], usage, usage, (0, 0), {"u1": pub}, 10.0, 12.0).delivery
+
+    # late at the window's edge: its frame rate is low, its frames per stream time are not
+    assert delivery(_blocks([0, 8, 15, 23, 23], [0.0, 0.5, 1.0, 1.5, 1.5])) >= 1.0
+    # timestamps settling after a join (pts ran ahead): its frame rate is whole
+    assert delivery(_blocks([0, 8, 15, 23, 30], [0.0, 1.5, 2.0, 2.5, 3.0])) == pytest.approx(1.0)
+    # a second the server dropped: both say so
+    assert delivery(_blocks([0, 8, 8, 8, 23], [0.0, 0.5, 1.0, 1.5, 2.0])) == pytest.approx(23 / 30)

@@ -58,8 +58,8 @@ class Step:
 
     users: int
     streams: int  # viewed streams (viewer processes)
-    # frames received over the frames the received stream time holds, over every viewed
-    # stream (drivers/ffmpeg.py frames_delivered: a dropped frame counts, a late one not)
+    # share of the frames sent that the viewers received, pooled over the viewed streams
+    # (measure_step: the higher of two estimates; a dropped frame lowers both)
     delivery: float | None
     delivered_fps: float | None  # mean per viewed stream
     delay_ms: float | None  # mean over viewed streams of each one's worst added delay
@@ -111,9 +111,15 @@ def measure_step(
     fps_each, delays = [], []
     for v in viewers:
         pub = publishers[v.stream]
-        fps_each.append(ffmpeg.fps(v.progress, a, b) or 0.0)
-        if (frames := ffmpeg.frames_delivered(v.progress, pub.progress, a, b)) is not None:
-            received, sent = received + frames[0], sent + frames[1]
+        got, want = ffmpeg.fps(v.progress, a, b) or 0.0, ffmpeg.fps(pub.progress, a, b)
+        fps_each.append(got)
+        if want:
+            # two estimates, each low only in its own benign case (frame rates: late frames at
+            # the window's edge; frames per stream time: the viewer's timestamps settling
+            # after it joined); a frame the server dropped lowers both: take the higher
+            frames = ffmpeg.frames_delivered(v.progress, pub.progress, a, b)
+            by_pts = frames[0] / frames[1] if frames and frames[1] > 0 else 0.0
+            received, sent = received + want * max(got / want, by_pts), sent + want
         d = ffmpeg.worst_added_delay_s(v.progress, pub.progress, a, b)
         if d is not None:
             delays.append(1000 * d)
