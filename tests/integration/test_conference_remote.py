@@ -107,7 +107,7 @@ def test_users_on_the_client_host(tmp_path):
     for users in (2, 3):
         delivery, ok = by.get(("delivery_ratio", users), (0, 0))
         if users <= served[0]:
-            assert ok and 0.9 < delivery < 1.1, (users, delivery)
+            assert ok and delivery > 0.9, (users, delivery)
     # the viewers' bytes counted at their sockets on the client host: 2 webcams + desktop
     # (256 kbit/s each) viewed 5 times at 3 users
     assert by[("server_out_kbps", 2)][0] > 500
