@@ -184,6 +184,8 @@ DRY_RUN_S = "dry_run_s"  # the application's dry run, seconds
 MEASURED_S = "measured_s"  # the application's measured time, seconds
 INTERVAL_S = "interval_s"  # the length of one JMeter interval, seconds
 BOUND = "bound"  # users served is only a bound ("lower bound: never saturated")
+BUDGET_BOUND = "budget_bound"  # a conference step whose server ran at its CPU budget
+CPU_THROTTLED = "cpu_throttled"  # a conference step's share of throttled CFS periods
 PUBLISHERS = "publishers"  # conference users who publish a stream
 RUNTIME = "runtime"  # a Wasm runtime (wasmtime, or native); a container platform's engine
 

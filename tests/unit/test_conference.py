@@ -224,6 +224,9 @@ class _Data:
     def colour(self, platform):
         return "#000000"
 
+    def platform_labels(self):
+        return {"native": {"platform_type": "native"}, "vm": {"platform_type": "vm"}}
+
 
 def test_report_section_table_and_marked_points():
     from virtbench.report.suites import conference as section
@@ -253,3 +256,156 @@ def test_worst_delay_catches_a_stall_that_caught_up():
     assert ffmpeg.worst_added_delay_s(viewer, publisher, 10.0, 12.0) == pytest.approx(0.8)
     # the publisher's own lag is not the server's
     assert ffmpeg.worst_added_delay_s(viewer, viewer, 10.0, 12.0) == pytest.approx(0.0)
+
+
+def test_server_holding_its_publishers_back_is_saturated():
+    # a CPU-starved server that stops reading: its publishers block (TCP), so frames sent
+    # and the viewers' lag behind them look normal; only the publishers' own lag shows it
+    held = _step(delivery=1.0, delay_max_ms=0.0, publish_lag_ms=1500.0)
+    assert "publishers held back" in server_verdict(held, 0.95, 1000)
+    assert server_verdict(_step(publish_lag_ms=200.0), 0.95, 1000) is None
+
+
+def test_measure_step_publisher_lag_not_its_frame_rate():
+    # a 5 fps desktop over a 2 s window: its rate from 0.5 s blocks is a frame off (90 %),
+    # its lag is not; a publisher that fell 1.2 s behind is held back
+    steady = _Client("publish", "d", [0], _stream([0.0] * 9, fps=5.0))
+    held = _Client("publish", "u1", [0], _stream([0.0] * 5 + [0.3, 0.6, 0.9, 1.2]))
+    usage = {id(steady): Usage(0, 0.0), id(held): Usage(0, 0.0)}
+    one = measure_step(1, [steady], usage, usage, (0, 0), {"d": steady}, 12.0, 14.0)
+    assert one.publish_lag_ms == pytest.approx(0.0)
+    assert server_verdict(one, 0.95, 1000) is None
+    both = {"d": steady, "u1": held}
+    step = measure_step(1, [steady, held], usage, usage, (0, 0), both, 12.0, 14.0)
+    assert step.publish_lag_ms == pytest.approx(1200.0)
+    assert "publishers held back" in server_verdict(step, 0.95, 1000)
+
+
+def test_throttled_share_from_cpu_stat():
+    from virtbench.workloads.conference import throttled_share
+
+    before = {"nr_periods": 100, "nr_throttled": 10}
+    assert throttled_share(before, {"nr_periods": 300, "nr_throttled": 110}) == 0.5
+    assert throttled_share({}, {}) is None  # no quota: the kernel counts no periods
+
+
+def test_budget_bound_step_labelled_and_left_out_of_the_slope():
+    from virtbench.workloads.conference import ConferenceRtmp
+
+    w = ConferenceRtmp()
+    labels = w.step_samples(_step(throttled=0.8), 1, None, None)[0].labels
+    assert labels["cpu_throttled"] == 0.8 and "budget" in labels["budget_bound"]
+    assert "budget_bound" not in w.step_samples(_step(throttled=0.02), 1, None, None)[0].labels
+    rows = []
+    for cell in ("c1", "c2"):
+        for u in (1, 2, 3):
+            rows.append(_row(cell, "native", "cpu_util", 0.5 * u, users=u))
+        # at its 2 % budget: CPU flat, still serving; the slope must not bend to it
+        for u in (4, 5, 6):
+            rows.append(_row(cell, "native", "cpu_util", 2.0, users=u, budget_bound="x"))
+    assert conf.per_user(rows, "cpu_util")["native"].mean == pytest.approx(0.5)
+    assert sorted(conf.curve(rows, "cpu_util")["native"]) == [1, 2, 3, 4, 5, 6]
+
+
+def test_report_says_where_each_repetition_reached_its_budget():
+    from virtbench.report.suites import conference as section
+
+    rows = []
+    for cell, first in (("c1", 3), ("c2", 4)):
+        for u in range(1, 6):
+            lab = {"budget_bound": "x"} if u >= first else {}
+            rows.append(_row(cell, "native", "cpu_util", min(u, first), users=u, **lab))
+        rows.append(_row(cell, "native", "users_served", 5, stopped="max_users reached"))
+    assert conf.budget_reached(rows) == {"native": [3, 4]}
+    html_table, _md = section.table(_Data(), rows)
+    assert "3 users, 4 users" in html_table
+
+
+def test_server_binds_the_address_the_client_host_reaches():
+    from types import SimpleNamespace
+
+    from virtbench.workloads.base import RunContext
+    from virtbench.workloads.conference import bind_address
+
+    class Host:  # a server on the host's loopback (native, a host-network container)
+        def listen_address(self):
+            return "127.0.0.1"
+
+    remote = SimpleNamespace(client=SimpleNamespace(target_address="10.217.14.10"))
+    params = {"client_path": "auto"}
+    assert bind_address(Host(), RunContext(params=params, remote=remote)) == "10.217.14.10"
+    assert bind_address(Host(), RunContext(params=params)) == "127.0.0.1"
+
+
+def test_cpu_at_the_quota_counts_as_budget_bound_where_no_throttle_count_says():
+    # LXC's quota sits on its payload group: a run whose counters read the container's
+    # group labelled no throttling; its CPU at 1 % of a 1 % quota is the budget all the same
+    labels = {"lxc": {"cpu_quota_us": 1000, "cpu_period_us": None}, "native": {}}
+    budgets = conf.budget_percent(labels)
+    assert budgets == {"lxc": pytest.approx(1.0)}
+    rows = []
+    for cell in ("c1", "c2"):
+        for u, cpu in ((1, 0.4), (2, 0.75), (3, 1.02), (4, 1.03)):
+            rows.append(_row(cell, "lxc", "cpu_util", cpu, users=u))
+    assert conf.per_user(rows, "cpu_util", budgets=budgets)["lxc"].mean == pytest.approx(0.35)
+    assert conf.budget_reached(rows, budgets) == {"lxc": [3, 3]}
+    # a throttle count, where there is one, is the judge
+    counted = [r | {"labels": r["labels"] | {"cpu_throttled": 0.0}} for r in rows]
+    assert conf.budget_reached(counted, budgets) == {}
+
+
+def test_throttle_counts_summed_over_nested_groups(tmp_path):
+    from virtbench.workloads.conference import throttle_reader
+
+    (tmp_path / "lxc.payload.x").mkdir()
+    (tmp_path / "cpu.stat").write_text("nr_periods 0\nnr_throttled 0\n")
+    (tmp_path / "lxc.payload.x" / "cpu.stat").write_text("nr_periods 40\nnr_throttled 30\n")
+
+    class Lxc:
+        def cpu_budget(self):
+            return None
+
+        def accounting(self):
+            from virtbench.platforms.base import Accounting
+
+            return Accounting(cgroups={"cpu": str(tmp_path)})
+
+    assert throttle_reader(Lxc())() == {"nr_periods": 40, "nr_throttled": 30}
+
+
+def _blocks(frames: list[int], pts: list[float]) -> list[ffmpeg.Progress]:
+    return [
+        ffmpeg.Progress(10 + 0.5 * i, f, p)
+        for i, (f, p) in enumerate(zip(frames, pts, strict=True))
+    ]
+
+
+def test_late_frames_are_not_lost_dropped_ones_are():
+    publisher = _stream([0.0] * 5)  # 15 fps, pts advancing with wall time
+    # a viewer on a busy client: its last block came before a burst (frames late, not lost)
+    late = _blocks([0, 8, 15, 23, 23], [0.0, 0.5, 1.0, 1.5, 1.5])
+    got, full = ffmpeg.frames_delivered(late, publisher, 10.0, 12.0)
+    assert got / full == pytest.approx(23 / 22.5)  # its frame rate would say 23/30 = 77 %
+    # the server dropped a second of frames: pts went on, the frame count did not
+    dropped = _blocks([0, 8, 8, 8, 23], [0.0, 0.5, 1.0, 1.5, 2.0])
+    got, full = ffmpeg.frames_delivered(dropped, publisher, 10.0, 12.0)
+    assert got / full == pytest.approx(23 / 30)
+    # nothing arrived in the window: all its frames are missing
+    stalled = _blocks([8, 8, 8, 8, 8], [0.5] * 5)
+    assert ffmpeg.frames_delivered(stalled, publisher, 10.0, 12.0) == (0.0, pytest.approx(30.0))
+
+
+def test_delivery_takes_the_higher_estimate_a_drop_lowers_both():
+    pub = _Client("publish", "u1", [0], _stream([0.0] * 5))
+    usage = {id(pub): Usage(0, 0.0)}
+
+    def delivery(viewer_blocks):
+        view = _Client("play", "u1", [0], viewer_blocks)
+        return measure_step(2, [pub, view], usage, usage, (0, 0), {"u1": pub}, 10.0, 12.0).delivery
+
+    # late at the window's edge: its frame rate is low, its frames per stream time are not
+    assert delivery(_blocks([0, 8, 15, 23, 23], [0.0, 0.5, 1.0, 1.5, 1.5])) >= 1.0
+    # timestamps settling after a join (pts ran ahead): its frame rate is whole
+    assert delivery(_blocks([0, 8, 15, 23, 30], [0.0, 1.5, 2.0, 2.5, 3.0])) == pytest.approx(1.0)
+    # a second the server dropped: both say so
+    assert delivery(_blocks([0, 8, 8, 8, 23], [0.0, 0.5, 1.0, 1.5, 2.0])) == pytest.approx(23 / 30)

@@ -19,6 +19,15 @@ from .. import labelkeys, suites
 from .stats import Summary, summarize
 
 SUITE = suites.CONFERENCE
+USERS = labelkeys.USERS
+SATURATED = labelkeys.SATURATED  # a step measured past the server's saturation
+# a step whose server ran at its CPU budget (throttled by its CFS quota): it still
+# served its viewers, but its CPU is the budget's, not the users' cost
+BUDGET_BOUND = labelkeys.BUDGET_BOUND
+THROTTLED = labelkeys.CPU_THROTTLED  # the step's share of throttled CFS periods (when counted)
+# a step whose CPU reached this share of its platform's quota counts as at its budget where
+# no throttle count says so (a run whose counters missed the group holding the quota)
+AT_BUDGET = 0.9
 
 
 def _users(row: dict[str, Any]) -> int | None:
@@ -79,10 +88,67 @@ def slope(points: list[tuple[float, float]]) -> float | None:
     return sum((x - mx) * (y - my) for x, y in points) / sxx
 
 
-def per_user(rows: list[dict[str, Any]], metric: str, role: str = "target") -> dict[str, Summary]:
+def budget_bound_steps(
+    rows: list[dict[str, Any]], budgets: dict[str, float] | None = None
+) -> set[tuple[str, int]]:
+    """(cell, users) of steps whose server was at its CPU budget: labelled so by its
+    throttle count, or (`budgets`: platform -> its quota in % of one CPU) without a throttle
+    count, its CPU at AT_BUDGET of the quota or more."""
+    out, counted = set(), set()
+    for r in rows:
+        if (u := _users(r)) is None:
+            continue
+        if r["labels"].get(BUDGET_BOUND):
+            out.add((r["cell_id"], u))
+        if r["labels"].get(THROTTLED) is not None:
+            counted.add((r["cell_id"], u))
+    for r in rows:
+        u = _users(r)
+        quota = (budgets or {}).get(r["platform"])
+        if u is None or quota is None or r["metric"] != "cpu_util" or r["role"] != "target":
+            continue
+        if (r["cell_id"], u) not in counted and float(r["value"]) >= AT_BUDGET * quota:
+            out.add((r["cell_id"], u))
+    return out
+
+
+def budget_percent(platform_labels: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """platform -> its host-side CPU quota in % of one CPU (platforms with one)."""
+    out = {}
+    for platform, lab in platform_labels.items():
+        quota = lab.get("cpu_quota_us")
+        if isinstance(quota, int | float) and quota > 0:
+            out[platform] = 100.0 * quota / float(lab.get("cpu_period_us") or 100_000)
+    return out
+
+
+def budget_reached(
+    rows: list[dict[str, Any]], budgets: dict[str, float] | None = None
+) -> dict[str, list[int]]:
+    """platform -> the first budget-bound user count of each cell that reached its budget."""
+    bound = budget_bound_steps(rows, budgets)
+    first: dict[tuple[str, str], int] = {}
+    for r in rows:
+        u = _users(r)
+        if u is not None and (r["cell_id"], u) in bound:
+            key = (r["platform"], r["cell_id"])
+            first[key] = min(first.get(key, u), u)
+    out: dict[str, list[int]] = defaultdict(list)
+    for (platform, _cell), u in sorted(first.items()):
+        out[platform].append(u)
+    return dict(out)
+
+
+def per_user(
+    rows: list[dict[str, Any]],
+    metric: str,
+    role: str = "target",
+    budgets: dict[str, float] | None = None,
+) -> dict[str, Summary]:
     """platform -> the cost per user of `metric` (its slope over each cell's valid,
-    unsaturated steps), summarized over the cells (repetitions)."""
-    skip = excluded_steps(rows)
+    unsaturated steps that had the CPU they wanted: a budget-bound step's CPU is flat at the
+    budget and would bend every slope), summarized over the cells (repetitions)."""
+    skip = excluded_steps(rows) | budget_bound_steps(rows, budgets)
     cells: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
     for r in rows:
         u = _users(r)

@@ -163,6 +163,33 @@ def fps(points: list[Progress], a: float, b: float) -> float | None:
     return (w[-1].frame - w[0].frame) / (w[-1].t - w[0].t)
 
 
+def stream_rate(points: list[Progress], a: float, b: float) -> float | None:
+    """Frames per second of stream time (pts) over the blocks in [a, b]: a publisher's frame
+    rate, exact to its timestamps (None: fewer than two blocks with a pts, or no progress)."""
+    w = [p for p in window(points, a, b) if p.out_time_s is not None]
+    if len(w) < 2 or w[-1].out_time_s <= w[0].out_time_s:  # type: ignore[operator]
+        return None
+    return (w[-1].frame - w[0].frame) / (w[-1].out_time_s - w[0].out_time_s)  # type: ignore[operator]
+
+
+def frames_delivered(
+    viewer: list[Progress], publisher: list[Progress], a: float, b: float
+) -> tuple[float, float] | None:
+    """(frames one viewer received, frames the stream time it received holds) over its
+    blocks in [a, b]. A frame the server dropped advances the viewer's pts but not its
+    frame count; a frame that came late advances neither yet, so lateness (a busy client,
+    the window's edge between two 0.5 s blocks) is no loss here: the delay rule judges it.
+    A viewer whose pts did not advance at all lost the window's frames. None: the
+    publisher's rate is unknown in the window."""
+    rate = stream_rate(publisher, a, b)
+    if rate is None:
+        return None
+    w = [p for p in window(viewer, a, b) if p.out_time_s is not None]
+    if len(w) < 2 or w[-1].out_time_s <= w[0].out_time_s:  # type: ignore[operator]
+        return 0.0, rate * (b - a)
+    return float(w[-1].frame - w[0].frame), rate * (w[-1].out_time_s - w[0].out_time_s)  # type: ignore[operator]
+
+
 def excess_lag(points: list[Progress], at: float) -> float | None:
     """Seconds the stream is behind its best moment, at the last block read by `at`: its
     lag (t - pts) minus the least lag of any earlier block."""
@@ -192,6 +219,13 @@ def _excess_series(points: list[Progress]) -> list[tuple[float, float]]:
         best = lag if best is None else min(best, lag)
         out.append((p.t, lag - best))
     return out
+
+
+def worst_lag_s(points: list[Progress], a: float, b: float) -> float | None:
+    """How far one stream fell behind its best moment at worst in [a, b] (a publisher: behind
+    its `-re` pace; None: no block with a timestamp in the window)."""
+    lags = [lag for t, lag in _excess_series(points) if a <= t <= b]
+    return max(lags) if lags else None
 
 
 def worst_added_delay_s(

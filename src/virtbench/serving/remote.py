@@ -400,6 +400,11 @@ class CellClient:
                 self.facts["rtt_ms"] = min(self.facts.get("rtt_ms", rtt), rtt)
             self.facts["cpus"] = out.get("cpus")
 
+    def record(self, out: dict[str, Any]) -> None:
+        """Note what a client run there reported (its CPUs, a round trip): the conference's
+        stream agent (serving/remote_streams.py) reports its CPUs this way."""
+        self._note(out)
+
     def reach(self, host: str) -> str:
         return self.client.reach(host)
 

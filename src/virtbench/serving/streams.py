@@ -180,3 +180,34 @@ def stop_all(clients: list[StreamClient]) -> None:
                 os.killpg(c.pid, signal.SIGTERM)
     for c in clients:
         c.stop()
+
+
+class LocalUsers:
+    """The stream clients on this host's client CPUs, on the cell's client path (`wrap`:
+    netpath.wrap); serving/remote_streams.py RemoteUsers is the same on a client host."""
+
+    def __init__(self, wrap: Callable[[list[str]], list[str]]) -> None:
+        self.wrap = wrap
+        self.cpus = sorted(os.sched_getaffinity(0))  # what an unpinned client may use
+        self.clients: list[StreamClient] = []
+
+    def start(
+        self, argv: list[str], cpus: list[int] | None, kind: str, user: int, stream: str
+    ) -> StreamClient:
+        """Start one client (FileNotFoundError: its tool is missing here)."""
+        c = StreamClient(self.wrap(argv), cpus, kind, user, stream)
+        c.start()
+        self.clients.append(c)
+        return c
+
+    def usages(self, clients: list[StreamClient]) -> dict[int, Usage]:
+        return {id(c): u for c in clients if (u := c.usage()) is not None}
+
+    def socket_bytes(self, port: int) -> SocketBytes:
+        return socket_bytes(port, self.wrap)
+
+    def check(self) -> None:
+        """Nothing to lose here (each client is polled on its own)."""
+
+    def stop(self) -> None:
+        stop_all(self.clients)

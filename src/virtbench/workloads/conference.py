@@ -19,19 +19,24 @@ from __future__ import annotations
 import os
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .. import labelkeys, suites
+from ..cgroups.layout import parse_kv, safe_read, walk_files
 from ..drivers import ffmpeg, rtmp
 from ..errors import WorkloadError
 from ..platforms.base import Platform
+from ..ports import is_loopback
 from ..results import NET_PATH_LABEL
 from ..serving import netpath
 from ..serving.loadgen import client_slots
 from ..serving.netpath import listen_address
+from ..serving.remote_streams import RemoteUsers
 from ..serving.server import Served, serve
-from ..serving.streams import StreamClient, Usage, bytes_between, socket_bytes, stop_all
+from ..serving.streams import LocalUsers, StreamClient, Usage, bytes_between
 from ..validity import CLIENT_SATURATED, client_limit
 from .base import Metric, Param, RunContext, Sample, Workload
 from .network import CLIENT_PATH_PARAM
@@ -41,6 +46,11 @@ from .registry import register
 # own desktop screen"): a larger, slower stream, as screen sharing is.
 DESKTOP = {"size": "800x600", "fps": 5}
 STOP_MAX_USERS = "max_users reached"
+# A step whose server was throttled (its CFS quota ran out) in more than this share of its
+# periods ran at its CPU budget: its CPU is the budget, not what the users cost, so the cost
+# per user leaves it out (analysis/conference.py). Measured (1 % budget, native): below the
+# cap nginx-rtmp was throttled in a few % of its periods, at the cap in most.
+BUDGET_BOUND = 0.25
 
 
 @dataclass
@@ -49,7 +59,9 @@ class Step:
 
     users: int
     streams: int  # viewed streams (viewer processes)
-    delivery: float | None  # frames received / frames sent, over every viewed stream
+    # share of the frames sent that the viewers received, pooled over the viewed streams
+    # (measure_step: the higher of two estimates; a dropped frame lowers both)
+    delivery: float | None
     delivered_fps: float | None  # mean per viewed stream
     delay_ms: float | None  # mean over viewed streams of each one's worst added delay
     delay_max_ms: float | None
@@ -57,10 +69,22 @@ class Step:
     out_kbps: float
     client_busiest: float  # 0..1 of the busiest client CPU, by the clients' own CPU time
     client_total_pct: float  # all clients' CPU, % of one CPU
+    # how far the slowest publisher fell behind its `-re` pace (its lag's growth): a server
+    # that stops reading holds its publishers back over TCP, and then the frames sent and
+    # the viewers' lag behind them both look normal. A lag, not a frame rate: a 5 fps
+    # stream's rate over a few seconds of 0.5 s blocks is off by a frame, 10 % and more
+    publish_lag_ms: float | None = None
+    throttled: float | None = None  # share of the server's CFS periods its quota ran out
 
 
 def server_verdict(step: Step, min_delivery: float, max_delay_ms: float) -> str | None:
-    """Why the server is saturated at this step (None: it served every viewer)."""
+    """Why the server is saturated at this step (None: it served every viewer). Called for
+    steps whose clients were healthy: a publisher held back is then the server's doing."""
+    if step.publish_lag_ms is not None and step.publish_lag_ms > max_delay_ms:
+        return (
+            f"publishers held back: one fell {step.publish_lag_ms:.0f} ms behind its pace"
+            f" > max_delay_ms {max_delay_ms:.0f}"
+        )
     if step.streams and step.delivery is not None and step.delivery < min_delivery:
         return f"frames delivered {step.delivery:.1%} of sent < min_delivery {min_delivery:.0%}"
     if step.delay_max_ms is not None and step.delay_max_ms > max_delay_ms:
@@ -77,9 +101,11 @@ def measure_step(
     publishers: dict[str, StreamClient],
     a: float,
     b: float,
+    cpu_count: int | None = None,
 ) -> Step:
     """The step's figures from the clients' progress blocks in [a, b], their CPU counters and
-    `sockets`: the bytes their sockets sent to and received from the server in [a, b]."""
+    `sockets`: the bytes their sockets sent to and received from the server in [a, b];
+    `cpu_count`: the CPUs unpinned clients share (default: this process's)."""
     dt = max(b - a, 1e-6)
     viewers = [c for c in clients if c.kind == "play"]
     received = sent = 0.0
@@ -89,7 +115,12 @@ def measure_step(
         got, want = ffmpeg.fps(v.progress, a, b) or 0.0, ffmpeg.fps(pub.progress, a, b)
         fps_each.append(got)
         if want:
-            received, sent = received + got, sent + want
+            # two estimates, each low only in its own benign case (frame rates: late frames at
+            # the window's edge; frames per stream time: the viewer's timestamps settling
+            # after it joined); a frame the server dropped lowers both: take the higher
+            frames = ffmpeg.frames_delivered(v.progress, pub.progress, a, b)
+            by_pts = frames[0] / frames[1] if frames and frames[1] > 0 else 0.0
+            received, sent = received + want * max(got / want, by_pts), sent + want
         d = ffmpeg.worst_added_delay_s(v.progress, pub.progress, a, b)
         if d is not None:
             delays.append(1000 * d)
@@ -102,7 +133,10 @@ def measure_step(
     # clients without client CPUs are judged together against the CPUs they may use
     unpinned = per_cpu.pop((), 0.0)
     shares = [v / len(k) for k, v in per_cpu.items()]
-    busiest = max([*shares, unpinned / max(1, len(os.sched_getaffinity(0)))]) / dt
+    spread = cpu_count or len(os.sched_getaffinity(0))
+    busiest = max([*shares, unpinned / max(1, spread)]) / dt
+    lags = [ffmpeg.worst_lag_s(pub.progress, a, b) for pub in publishers.values()]
+    known = [lag for lag in lags if lag is not None]
     return Step(
         users=users,
         streams=len(viewers),
@@ -114,7 +148,60 @@ def measure_step(
         out_kbps=8 * sockets[1] / dt / 1000,
         client_busiest=busiest,
         client_total_pct=100 * (sum(per_cpu.values()) + unpinned) / dt,
+        publish_lag_ms=1000 * max(known) if known else None,
     )
+
+
+def open_users(ctx: RunContext) -> LocalUsers | RemoteUsers:
+    """Where the users run: the client host (its agent over SSH) or this host's client
+    CPUs on the cell's client path."""
+    if ctx.remote is not None:
+        return RemoteUsers(ctx.remote)
+    return LocalUsers(lambda argv: netpath.wrap(argv, ctx))
+
+
+def bind_address(platform: Platform, ctx: RunContext) -> str | None:
+    """The one address nginx listens on: the one its users reach it at. With a client host
+    a server on the host's loopback (native, a host-network container) binds the address
+    the client host reaches this host at, not every address as listen_address leaves it
+    (that is for servers probed over loopback; this one is probed by its listening socket)."""
+    bind = listen_address(platform, ctx)
+    inner = platform.listen_address()
+    if bind is None and ctx.remote is not None and inner is not None and is_loopback(inner):
+        return ctx.remote.client.target_address
+    return bind
+
+
+def throttle_reader(platform: Platform) -> Callable[[], dict[str, int]]:
+    """What reads the server's CFS counters (nr_periods, nr_throttled): its shared CPU
+    budget's group, else its own cpu cgroup and the groups inside it, summed (the quota may
+    sit in one of them: LXC sets it on its payload group inside the container's); {}
+    where it has none."""
+    budget = platform.cpu_budget()
+    if budget is not None:
+        return budget.throttled
+    groups = platform.accounting().cgroups
+    where = groups.get("cpu") or groups.get("unified")
+    if not where:
+        return dict
+
+    def read() -> dict[str, int]:
+        total: dict[str, int] = {}
+        for stat in walk_files(Path(where), "cpu.stat"):
+            for key, value in parse_kv(safe_read(stat)).items():
+                total[key] = total.get(key, 0) + value
+        return total
+
+    return read
+
+
+def throttled_share(before: dict[str, int], after: dict[str, int]) -> float | None:
+    """Share of the CFS periods between two cpu.stat readings in which the quota ran out
+    (None: no quota, or no period passed)."""
+    periods = after.get("nr_periods", 0) - before.get("nr_periods", 0)
+    if periods <= 0:
+        return None
+    return (after.get("nr_throttled", 0) - before.get("nr_throttled", 0)) / periods
 
 
 @register
@@ -143,6 +230,7 @@ class ConferenceRtmp(Workload):
     dimension_labels = (labelkeys.USERS, NET_PATH_LABEL)
     ignored_labels = (labelkeys.STOPPED, labelkeys.PUBLISHERS, labelkeys.STREAMS, labelkeys.BOUND)
     ignored_labels += (labelkeys.SATURATED, labelkeys.CLIENT_LIMIT)
+    ignored_labels += (labelkeys.CPU_THROTTLED, labelkeys.BUDGET_BOUND)
     params = {
         "join_interval": Param(30.0, "seconds between two users joining (seed 002: 30)", 2, 3600),
         "settle": Param(
@@ -172,11 +260,6 @@ class ConferenceRtmp(Workload):
 
     def run(self, platform: Platform, ctx: RunContext) -> list[Sample]:
         p = ctx.params
-        if ctx.remote is not None:
-            raise WorkloadError(
-                f"{self.name}: users on a client host (client_host) are not supported yet;"
-                " run them on this host's client CPUs"
-            )
         ffmpeg.check_encoder(str(p["codec"]))
         webcam = ffmpeg.StreamSpec(
             str(p["video_size"]), int(p["fps"]), int(p["bitrate_kbps"]), str(p["codec"])
@@ -189,7 +272,7 @@ class ConferenceRtmp(Workload):
         max_s = max_users * interval + 120
 
         def make_argv(port: int) -> list[str]:
-            root, conf = rtmp.prepare(platform, port, listen_address(platform, ctx))
+            root, conf = rtmp.prepare(platform, port, bind_address(platform, ctx))
             return ["nginx", "-p", root, "-c", conf, "-e", f"{root}/error.log"]
 
         with serve(
@@ -202,7 +285,7 @@ class ConferenceRtmp(Workload):
             listen="tcp",  # an RTMP handshake probe would count as a client
         ) as served:
             self.label_all(**{NET_PATH_LABEL: served.path})
-            return self.conference(served, ctx, webcam, desktop, max_s)
+            return self.conference(served, ctx, webcam, desktop, max_s, throttle_reader(platform))
 
     def conference(
         self,
@@ -211,33 +294,32 @@ class ConferenceRtmp(Workload):
         webcam: ffmpeg.StreamSpec,
         desktop: ffmpeg.StreamSpec,
         max_s: float,
+        throttle: Callable[[], dict[str, int]],
     ) -> list[Sample]:
         p = ctx.params
         max_users, interval = int(p["max_users"]), float(p["join_interval"])
         settle = float(p["settle"])
         publish = int(p["publish"]) or max_users
         slots = client_slots(ctx, 0)
-        clients: list[StreamClient] = []
-        publishers: dict[str, StreamClient] = {}
+        clients: list[Any] = []  # StreamClient here, RemoteStreamClient on a client host
+        publishers: dict[str, Any] = {}
         samples: list[Sample] = []
         stopped, served_users = STOP_MAX_USERS, 0
+        users = open_users(ctx)
 
         def start(argv: list[str], kind: str, user: int, stream: str) -> StreamClient:
-            c = StreamClient(
-                netpath.wrap(argv, ctx), slots[len(clients) % len(slots)], kind, user, stream
-            )
+            cpus = slots[len(clients) % len(slots)]
             try:
-                c.start()
+                c = users.start(argv, cpus, kind, user, stream)
             except FileNotFoundError as exc:
                 raise WorkloadError(
                     f"{self.name}: {argv[0]} not found on the host: apt-get install ffmpeg",
                     samples=samples,
                 ) from exc
+            except WorkloadError as exc:  # the client host's: keep the steps measured
+                raise WorkloadError(f"{self.name}: {exc}", samples=samples) from exc
             clients.append(c)
             return c
-
-        def wrap(argv: list[str]) -> list[str]:
-            return netpath.wrap(argv, ctx)
 
         def url(stream: str) -> str:
             return rtmp.url(served.host, served.port, stream)
@@ -262,21 +344,24 @@ class ConferenceRtmp(Workload):
                     for stream in new:
                         start(ffmpeg.play_argv(url(stream), max_s), "play", m, stream)
                 a, b = t_join + settle, t_join + interval
-                self.wait_until(a, served, clients, samples)
-                before = {id(c): u for c in clients if (u := c.usage()) is not None}
-                socks = socket_bytes(served.port, wrap)
-                self.wait_until(b, served, clients, samples)
-                after = {id(c): u for c in clients if (u := c.usage()) is not None}
-                sent = bytes_between(socks, socket_bytes(served.port, wrap))
+                self.wait_until(a, served, clients, samples, users)
+                before = users.usages(clients)
+                socks, cfs = users.socket_bytes(served.port), throttle()
+                self.wait_until(b, served, clients, samples, users)
+                after = users.usages(clients)
+                sent = bytes_between(socks, users.socket_bytes(served.port))
                 ctx.point({"users": n}, a, b)
-                step = measure_step(n, clients, before, after, sent, publishers, a, b)
+                step = measure_step(
+                    n, clients, before, after, sent, publishers, a, b, len(users.cpus)
+                )
+                step.throttled = throttled_share(cfs, throttle())
                 client = client_limit(step.client_busiest)
                 server = server_verdict(step, float(p["min_delivery"]), float(p["max_delay_ms"]))
                 samples += self.step_samples(step, len(publishers), client, server)
                 ctx.log(
                     f"{self.name}: {n} users, {step.streams} streams viewed: delivered"
                     f" {_pct(step.delivery)}, delay {_ms(step.delay_max_ms)} max, client CPU"
-                    f" {step.client_busiest:.0%} busiest"
+                    f" {step.client_busiest:.0%} busiest, server throttled {_pct(step.throttled)}"
                     + (f" ({client or server})" if client or server else "")
                 )
                 if client:
@@ -287,7 +372,7 @@ class ConferenceRtmp(Workload):
                     break
                 served_users = n
         finally:
-            stop_all(clients)
+            users.stop()
         labels: dict[str, Any] = {labelkeys.STOPPED: stopped}
         if stopped == STOP_MAX_USERS:
             labels[labelkeys.BOUND] = "lower bound: never saturated"
@@ -297,13 +382,24 @@ class ConferenceRtmp(Workload):
         return samples
 
     def wait_until(
-        self, t: float, served: Served, clients: list[StreamClient], samples: list[Sample]
+        self,
+        t: float,
+        served: Served,
+        clients: list[Any],
+        samples: list[Sample],
+        users: LocalUsers | RemoteUsers,
     ) -> None:
-        """Sleep until monotonic `t`, checking every half second that the server and every
-        user still run: a user that drops ends the cell with what it said (the steps
-        measured so far are kept)."""
+        """Sleep until monotonic `t`, checking every half second that the server, every
+        user and the client host's session still run: a user that drops ends the cell with
+        what it said (the steps measured so far are kept)."""
         while (left := t - time.monotonic()) > 0:
             time.sleep(min(0.5, left))
+            try:
+                users.check()
+            except WorkloadError as exc:
+                raise WorkloadError(
+                    f"{self.name}: {exc}; steps so far are kept", samples=samples
+                ) from exc
             code = served.proc.poll()
             if code is not None:
                 raise WorkloadError(
@@ -326,6 +422,13 @@ class ConferenceRtmp(Workload):
     ) -> list[Sample]:
         labels: dict[str, Any] = {labelkeys.USERS: step.users, "publishers": publishers}
         labels["streams"] = step.streams
+        if step.throttled is not None:
+            labels["cpu_throttled"] = round(step.throttled, 3)
+            if step.throttled > BUDGET_BOUND:
+                labels["budget_bound"] = (
+                    f"throttled in {step.throttled:.0%} of CFS periods > {BUDGET_BOUND:.0%}:"
+                    " CPU at its budget"
+                )
         if client:
             labels[labelkeys.INVALID] = client
         elif server:

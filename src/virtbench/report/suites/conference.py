@@ -87,8 +87,10 @@ def charts(data, rows) -> list[str]:
 
 def table(data, rows) -> tuple[str, str]:
     served = conf.users_served(rows)
-    costs = {metric: conf.per_user(rows, metric, role) for metric, role, _ in COST}
-    head = ["platform", "users served (before saturation)", "stopped"]
+    budgets = conf.budget_percent(data.platform_labels())
+    costs = {metric: conf.per_user(rows, metric, role, budgets) for metric, role, _ in COST}
+    reached = conf.budget_reached(rows, budgets)
+    head = ["platform", "users served (before saturation)", "stopped", "at CPU budget from"]
     head += [label for _m, _r, label in COST]
     body, md = [], ["| platform | users served | CPU %/user |", "|---|---|---|"]
     for p in data.platforms:
@@ -102,7 +104,8 @@ def table(data, rows) -> tuple[str, str]:
             users += f"; {sv.invalid} invalid"
         stopped = "; ".join(sorted(set(sv.stopped)))
         cost = [_mean_ci(costs[m].get(p)) for m, _r, _l in COST]
-        body.append([p, users, stopped, *cost])
+        at_budget = ", ".join(f"{u} users" for u in reached.get(p, [])) or "–"
+        body.append([p, users, stopped, at_budget, *cost])
         md.append(f"| {p} | {users} | {cost[0]} |")
     return str(html.table(head, body)), "\n".join(md)
 
@@ -118,8 +121,10 @@ def conference(data) -> Section | None:
         " each point is one user count, the mean over repetitions with its 95% CI. CPU and"
         " memory are the environment's as the host sees it (its cgroup, a VM's QEMU"
         " process); network is the server's RTMP bytes, counted at its clients' sockets."
-        " Cost per user is the slope over each repetition's unsaturated steps; points past"
-        " the server's saturation are marked."
+        " Cost per user is the slope over each repetition's unsaturated steps that were not"
+        " at the server's CPU budget (throttled by its CFS quota in more than 25% of periods:"
+        " its CPU is then the budget's, not the users'); points past the server's saturation"
+        " are marked."
         " A step whose clients were saturated is invalid and ends the run; users served is"
         " then no figure.</p>"
     )
