@@ -50,6 +50,8 @@ NETWORK = "network"  # a container platform's network mode (host, bridge, nat)
 CPU_BUDGET = "cpu_budget"  # the CPU budget a co-location environment ran in (cpubudget.py)
 CPU_BUDGET_QUOTA_US = "cpu_budget_quota_us"  # that budget's quota, us per period
 CPU_BUDGET_PERIOD_US = "cpu_budget_period_us"  # its period, us
+CPU_QUOTA_US = "cpu_quota_us"  # a platform's own CFS quota option, us per period
+CPU_PERIOD_US = "cpu_period_us"  # its CFS period option, us
 CPU_BUDGET_NOTE = "cpu_budget_note"  # what else is known of it (an own budget inside a VM)
 CPU_BUDGET_WEIGHT = (
     "cpu_budget_weight"  # its CPU weight against the host's tasks (idle members lend none)

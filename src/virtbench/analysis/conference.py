@@ -116,9 +116,9 @@ def budget_percent(platform_labels: dict[str, dict[str, Any]]) -> dict[str, floa
     """platform -> its host-side CPU quota in % of one CPU (platforms with one)."""
     out = {}
     for platform, lab in platform_labels.items():
-        quota = lab.get("cpu_quota_us")
+        quota = lab.get(labelkeys.CPU_QUOTA_US)
         if isinstance(quota, int | float) and quota > 0:
-            out[platform] = 100.0 * quota / float(lab.get("cpu_period_us") or 100_000)
+            out[platform] = 100.0 * quota / float(lab.get(labelkeys.CPU_PERIOD_US) or 100_000)
     return out
 
 
