@@ -477,3 +477,32 @@ def test_seed002_reduced_run_by_hand(tmp_path):
             "native", "hpcc-linpack-sweep", "hpl_gflops", order=order
         )
         assert p.ratio.value == pytest.approx(want), order
+
+
+def test_seed004_nat_paths_by_hand(tmp_path):
+    """Seed 004's NAT vs host network for the application, the client on this host: through
+    docker-proxy the ratio is decided and far from the paper's; through the kernel's DNAT (the
+    paper's remote client's path) it is not. Each ratio by hand from the export."""
+    st, run = _open(tmp_path, "seed004-nat-paths.db.gz")
+    rows = [json.loads(line) for line in export.to_jsonl(st, run).splitlines()]
+    results = {
+        r.finding.id: r
+        for r in compute.evaluate(ReportData.load(st, run), load.load("004").findings)
+    }
+
+    def mean(platform):
+        return statistics.fmean(
+            r["value"]
+            for r in rows
+            if r["platform"] == platform
+            and r["metric"] == "throughput"
+            and r["role"] == "target"
+            and r["valid"]
+        )
+
+    r = results["fig4-nat-vs-host-application"]
+    assert r.ratio.value == pytest.approx(mean("metal.aufs.nat") / mean("metal.aufs.host"))
+    assert r.verdict == "does not" and r.ratio.high < 0.9  # docker-proxy: decided, ~-39%
+    assert "docker-proxy" in r.reason and "metal.aufs.nat.dnat" in r.reason
+    dnat = mean("metal.aufs.nat.dnat") / mean("metal.aufs.host")
+    assert f"{100 * (dnat - 1):+.1f}%" in r.reason  # the kernel's DNAT beside it, in the reason
