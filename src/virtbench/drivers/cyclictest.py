@@ -55,14 +55,14 @@ def parse_cyclictest(text: str) -> CyclictestResult:
         for us, count in (t.get("histogram") or {}).items():
             hist[int(us)] = hist.get(int(us), 0) + int(count)
     labels: dict[str, Any] = {
-        "cycles": sum(int(t.get("cycles", 0)) for t in threads),
-        "threads": len(threads),
-        "rt_tests_version": data.get("rt_test_version:") or data.get("rt_test_version"),
-        "return_code": data.get("return_code"),
+        labelkeys.CYCLES: sum(int(t.get("cycles", 0)) for t in threads),
+        labelkeys.THREADS: len(threads),
+        labelkeys.RT_TESTS_VERSION: data.get("rt_test_version:") or data.get("rt_test_version"),
+        labelkeys.RETURN_CODE: data.get("return_code"),
     }
     if data.get("return_code", 0) != 0:
         labels[labelkeys.INVALID] = f"cyclictest reported return_code {data.get('return_code')}"
-    elif labels["cycles"] == 0:
+    elif labels[labelkeys.CYCLES] == 0:
         labels[labelkeys.INVALID] = "cyclictest completed no cycle"
     return CyclictestResult(threads, hist, labels)
 

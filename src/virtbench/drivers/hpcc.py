@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import labelkeys
 from ..errors import WorkloadError
 
 # hpccinf.txt, from Debian's /usr/share/doc/hpcc/examples/_hpccinf.txt with one problem size and
@@ -116,10 +117,10 @@ def parse(text: str, what: str) -> HpccResult:
     """hpccoutf.txt: the FIGURES it reports and its verdict on them."""
     summary = parse_summary(text, what)
     labels: dict[str, Any] = {
-        "n": _int_or_none(summary.get("HPL_N")),
-        "nb": _int_or_none(summary.get("HPL_NB")),
-        "processes": _int_or_none(summary.get("CommWorldProcs")),
-        "hpl_time_s": _float_or_none(summary.get("HPL_time")),
+        labelkeys.N: _int_or_none(summary.get("HPL_N")),
+        labelkeys.NB: _int_or_none(summary.get("HPL_NB")),
+        labelkeys.PROCESSES: _int_or_none(summary.get("CommWorldProcs")),
+        labelkeys.HPL_TIME_S: _float_or_none(summary.get("HPL_time")),
     }
     invalid = None
     if summary.get("Success") != "1":

@@ -10,6 +10,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from .. import labelkeys
 from ..errors import WorkloadError
 
 MAIN = "org.openjdk.jmh.Main"
@@ -82,15 +83,15 @@ def parse(result_json: str, stdout: str, what: str) -> JmhResult:
     raw = [float(v) for fork in pm.get("rawData", []) for v in fork]
     warmup = [float(v.replace(",", "")) for _n, v, _u in _WARMUP.findall(stdout) if v != "NaN"]
     labels = {
-        "benchmark": run.get("benchmark"),
-        "threads": run.get("threads"),
-        "forks": run.get("forks"),
-        "warmup_iterations": run.get("warmupIterations"),
-        "measurement_iterations": run.get("measurementIterations"),
-        "iteration_time": run.get("measurementTime"),
-        "jmh_version": run.get("jmhVersion"),
-        "vm_version": run.get("vmVersion"),
-        "jvm_args": " ".join(run.get("jvmArgs", [])),
+        labelkeys.BENCHMARK: run.get("benchmark"),
+        labelkeys.THREADS: run.get("threads"),
+        labelkeys.FORKS: run.get("forks"),
+        labelkeys.WARMUP_ITERATIONS: run.get("warmupIterations"),
+        labelkeys.MEASUREMENT_ITERATIONS: run.get("measurementIterations"),
+        labelkeys.ITERATION_TIME: run.get("measurementTime"),
+        labelkeys.JMH_VERSION: run.get("jmhVersion"),
+        labelkeys.VM_VERSION: run.get("vmVersion"),
+        labelkeys.JVM_ARGS: " ".join(run.get("jvmArgs", [])),
     }
     for k, v in (run.get("params") or {}).items():
         labels[f"param_{k}"] = v

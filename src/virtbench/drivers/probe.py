@@ -97,21 +97,21 @@ def parse_probe(stdout: str, what: str) -> ProbeResult:
     except (KeyError, TypeError, ValueError) as exc:
         raise WorkloadError(f"{what}: unexpected JSON (missing {exc})") from exc
     labels: dict[str, Any] = {
-        "clock": clock["source"],
-        "tsc_invariant": bool(clock["cpuid_invariant"] or clock["cpuinfo_invariant"]),
-        "policy": sched["policy"],
-        "priority": sched["priority"],
-        "realtime": bool(sched["rt"]),
-        "samples": int(data.get("samples", 0)),
+        labelkeys.CLOCK: clock["source"],
+        labelkeys.TSC_INVARIANT: bool(clock["cpuid_invariant"] or clock["cpuinfo_invariant"]),
+        labelkeys.POLICY: sched["policy"],
+        labelkeys.PRIORITY: sched["priority"],
+        labelkeys.REALTIME: bool(sched["rt"]),
+        labelkeys.SAMPLES: int(data.get("samples", 0)),
     }
     if clock.get("fallback"):
-        labels["clock_fallback"] = clock["fallback"]
+        labels[labelkeys.CLOCK_FALLBACK] = clock["fallback"]
     warnings = list(data.get("warnings") or [])
     if not sched["rt"] and not any("not real-time" in w for w in warnings):
         warnings.append("ran without a real-time policy")
     if warnings:
-        labels["warning"] = "; ".join(warnings)
-    if labels["samples"] == 0:
+        labels[labelkeys.WARNING] = "; ".join(warnings)
+    if labels[labelkeys.SAMPLES] == 0:
         labels[labelkeys.INVALID] = "the probe recorded no samples"
     return ProbeResult(data, stats, labels)
 
