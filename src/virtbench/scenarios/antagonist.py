@@ -135,11 +135,11 @@ class AntagonistScenario(Scenario):
         where = place(self.placement, self.k, self.cpu, ctx.cpus)
         labels: dict[str, object] = {
             **where.labels(),
-            "antagonist": self.antagonist.name,
-            "antagonists": self.k,
-            "antagonist_cpus": where.neighbours,
+            labelkeys.ANTAGONIST: self.antagonist.name,
+            labelkeys.ANTAGONISTS: self.k,
+            labelkeys.ANTAGONIST_CPUS: where.neighbours,
         }
-        labels["competition"] = COMPETE[self.compete]
+        labels[labelkeys.COMPETITION] = COMPETE[self.compete]
         with contextlib.ExitStack() as stack:
             params = dict(ctx.params)
             policy = priority = None
@@ -164,8 +164,8 @@ class AntagonistScenario(Scenario):
                     labels[labelkeys.QUANTUM_POLICY] = "rr"
             if policy == "rr" and isinstance(env.target, VcpuThreads):
                 # a VM's vCPU threads are host CFS tasks: RR inside guests is moot
-                labels["quantum_effective"] = False
-                labels["warning"] = (
+                labels[labelkeys.QUANTUM_EFFECTIVE] = False
+                labels[labelkeys.WARNING] = (
                     "SCHED_RR competition (and the rr_timeslice quantum) only acts between "
                     f"host SCHED_RR tasks; the {env.target.kind} platform's vCPU threads are "
                     "not, so it was not in effect"
@@ -210,7 +210,9 @@ class AntagonistScenario(Scenario):
         for n in group.finished:
             if n.result is not None:
                 for s in self.antagonist.samples(n.result, n.plan.role):
-                    s.labels.update(labels, cpus=n.plan.cpus, **granted.get(n.plan.role, {}))
+                    s.labels.update(
+                        labels, **{labelkeys.CPUS: n.plan.cpus}, **granted.get(n.plan.role, {})
+                    )
                     samples.append(s)
         return samples
 

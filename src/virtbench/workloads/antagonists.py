@@ -76,13 +76,13 @@ class Antagonist:
 
     def samples(self, result: ExecResult, role: str) -> list[Sample]:
         """What the antagonist got done; an empty or failed report is labelled invalid."""
-        labels: dict[str, object] = {"antagonist": self.name}
+        labels: dict[str, object] = {labelkeys.ANTAGONIST: self.name}
         if self.kind == "stress-ng":
             m = _METRC.search(result.stdout + result.stderr)
             if not m:
                 labels[labelkeys.INVALID] = "stress-ng printed no metrics (did it start?)"
                 return [Sample("antagonist_bogo_ops_per_s", 0.0, "ops/s", True, role, labels)]
-            labels["bogo_ops"] = int(m.group("ops"))
+            labels[labelkeys.BOGO_OPS] = int(m.group("ops"))
             return [
                 Sample("antagonist_bogo_ops_per_s", float(m["rate"]), "ops/s", True, role, labels)
             ]
@@ -91,7 +91,9 @@ class Antagonist:
         except Exception as exc:  # noqa: BLE001 - a neighbour's report must not fail the cell
             labels[labelkeys.INVALID] = f"no report from the antagonist: {exc}"
             return [Sample("antagonist_rate", 0.0, "1/s", True, role, labels)]
-        labels.update(seconds=data.get("seconds"), policy=data.get("policy"))
+        labels.update(
+            {labelkeys.SECONDS: data.get("seconds"), labelkeys.POLICY: data.get("policy")}
+        )
         if self.kind == "memory-load":
             mb_s = data["rate_per_s"] * data["bytes_per_iteration"] / 1e6
             return [Sample("antagonist_copy_mb_per_s", mb_s, "MB/s", True, role, labels)]

@@ -196,11 +196,11 @@ class DayTraderJMeter(Workload):
         labels = {
             **jvm_labels,
             labelkeys.USERS: int(p["users"]),
-            "dry_run_s": int(p["dry_run"]),
-            "measured_s": int(p["duration"]),
+            labelkeys.DRY_RUN_S: int(p["dry_run"]),
+            labelkeys.MEASURED_S: int(p["duration"]),
             labelkeys.INTERVAL_S: int(p["interval"]),
-            "db": p["db"],
-            "client_jvm_flags": " ".join(self.client_flags(ctx)),
+            labelkeys.DB: p["db"],
+            labelkeys.CLIENT_JVM_FLAGS: " ".join(self.client_flags(ctx)),
         }
         samples = self.results(jmeter.parse(text), run, labels, ctx)
         samples.append(self.sample("server_ready_s", ready_s, **labels))

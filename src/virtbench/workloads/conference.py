@@ -420,12 +420,12 @@ class ConferenceRtmp(Workload):
     def step_samples(
         self, step: Step, publishers: int, client: str | None, server: str | None
     ) -> list[Sample]:
-        labels: dict[str, Any] = {labelkeys.USERS: step.users, "publishers": publishers}
-        labels["streams"] = step.streams
+        labels: dict[str, Any] = {labelkeys.USERS: step.users, labelkeys.PUBLISHERS: publishers}
+        labels[labelkeys.STREAMS] = step.streams
         if step.throttled is not None:
-            labels["cpu_throttled"] = round(step.throttled, 3)
+            labels[labelkeys.CPU_THROTTLED] = round(step.throttled, 3)
             if step.throttled > BUDGET_BOUND:
-                labels["budget_bound"] = (
+                labels[labelkeys.BUDGET_BOUND] = (
                     f"throttled in {step.throttled:.0%} of CFS periods > {BUDGET_BOUND:.0%}:"
                     " CPU at its budget"
                 )
@@ -447,7 +447,9 @@ class ConferenceRtmp(Workload):
             ("client_cpu_pct", 100 * step.client_busiest),
             ("client_cpu_total_pct", step.client_total_pct),
         ):
-            s = self.sample(metric, value, **labels, client_limit=f"{CLIENT_SATURATED:.0%}")
+            s = self.sample(
+                metric, value, **labels, **{labelkeys.CLIENT_LIMIT: f"{CLIENT_SATURATED:.0%}"}
+            )
             s.role = "client"
             out.append(s)
         return out

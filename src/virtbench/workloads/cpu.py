@@ -34,7 +34,7 @@ class _SysbenchCpu(Workload):
 
     def parse(self, result, ctx):
         events_per_s = sysbench.parse_cpu(result.stdout, self.name)
-        return [self.sample("events_per_s", events_per_s, threads=self.threads(ctx))]
+        return [self.sample("events_per_s", events_per_s, **{labelkeys.THREADS: self.threads(ctx)})]
 
 
 @register
@@ -117,13 +117,13 @@ class _StressNg(Workload):
         m = stress_ng.parse_rates(text, self.stressor, self.name)
         n = self.workers(ctx)
         labels: dict[str, Any] = {
-            "stressor": self.stressor,
-            "workers": n if n > 0 else "all-online",
-            "bogo_ops": m.get("bogo-ops"),
-            "wall_s": m.get("wall-clock-time"),
+            labelkeys.STRESSOR: self.stressor,
+            labelkeys.WORKERS: n if n > 0 else "all-online",
+            labelkeys.BOGO_OPS: m.get("bogo-ops"),
+            labelkeys.WALL_S: m.get("wall-clock-time"),
         }
         if self.extra_args:
-            labels["args"] = " ".join(self.extra_args)
+            labels[labelkeys.ARGS] = " ".join(self.extra_args)
         samples = [
             self.sample("bogo_ops_per_s", m[stress_ng.REAL_TIME_RATE], **labels),
             self.sample("bogo_ops_per_cpu_s", m[stress_ng.CPU_TIME_RATE], **labels),
@@ -237,8 +237,8 @@ class HpccLinpackSweep(_Hpcc):
         "LINPACK (HPL) GFLOPS for each matrix order in `orders`, one hpcc run (seed 002 Fig. 4:"
         " GFLOPS vs order)"
     )
-    dimension_labels = ("order",)
-    ignored_labels = ("hpl_time_s",)  # differs per order: a fact, never a result's identity
+    dimension_labels = (labelkeys.ORDER,)
+    ignored_labels = (labelkeys.HPL_TIME_S,)  # differs per order: a fact, never a result's identity
     metrics = (Metric("hpl_gflops", "GFLOPS", True, primary=True),)
     params = {
         "orders": Param(
@@ -266,10 +266,12 @@ class HpccLinpackSweep(_Hpcc):
             s = self.sample(
                 "hpl_gflops",
                 run.gflops,
-                order=run.n,
-                nb=run.nb,
-                processes=run.processes,
-                hpl_time_s=run.time_s,
+                **{
+                    labelkeys.ORDER: run.n,
+                    labelkeys.NB: run.nb,
+                    labelkeys.PROCESSES: run.processes,
+                    labelkeys.HPL_TIME_S: run.time_s,
+                },
             )
             if not run.passed:
                 s.labels[labelkeys.INVALID] = "HPL residual check FAILED"

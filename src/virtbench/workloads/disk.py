@@ -54,7 +54,14 @@ def _metrics(primary: str) -> tuple[Metric, ...]:
 class _Fio(Workload):
     suite = suites.DISK
     tools = ("fio",)
-    dimension_labels = ("direct", "rw", "iodepth", "file_size", "file_size_bytes", "phase")
+    dimension_labels = (
+        labelkeys.DIRECT,
+        labelkeys.RW,
+        labelkeys.IODEPTH,
+        labelkeys.FILE_SIZE,
+        labelkeys.FILE_SIZE_BYTES,
+        labelkeys.PHASE,
+    )
     # facts of how an O_DIRECT figure was made, never a result's identity
     ignored_labels = (labelkeys.DIRECT_IO, labelkeys.IO_PATTERN)
     rw: ClassVar[str]  # fio --rw
@@ -147,10 +154,10 @@ class _Fio(Workload):
         labels: dict[str, Any] = {
             labelkeys.DIRECT: direct,
             **pattern,
-            "bs": ph.bs,
-            "iodepth": ctx.params["iodepth"],
-            "ioengine": ctx.params["ioengine"],
-            "size_mib": ctx.params["size_mib"],
+            labelkeys.BS: ph.bs,
+            labelkeys.IODEPTH: ctx.params["iodepth"],
+            labelkeys.IOENGINE: ctx.params["ioengine"],
+            labelkeys.SIZE_MIB: ctx.params["size_mib"],
             labelkeys.FS_TYPE: fs,
         }
         if direct:

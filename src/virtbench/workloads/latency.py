@@ -180,10 +180,10 @@ class _Probe(Workload):
         parsed = parse_probe(result.stdout, self.name)
         throttle = _rt_throttle(platform)
         if throttle:
-            parsed.labels["rt_runtime_period_us"] = throttle
+            parsed.labels[labelkeys.RT_RUNTIME_PERIOD_US] = throttle
         held = platform.rt_budget() if isinstance(platform, RtBudget) else None
         if held:
-            parsed.labels["rt_group_runtime_period_us"] = f"{held[0]}/{held[1]}"
+            parsed.labels[labelkeys.RT_GROUP_RUNTIME_PERIOD_US] = f"{held[0]}/{held[1]}"
         return parsed, parsed.labels
 
     def stat_samples(self, stats_us: dict[str, float], labels: dict[str, Any]) -> list[Sample]:
@@ -209,8 +209,10 @@ class _Probe(Workload):
         if th is None:
             return self.stat_samples(stats_us, labels), None
         if data.get("events", {}).get("dropped"):
-            labels["warning"] = "; ".join(
-                filter(None, [labels.get("warning"), "event buffer full: maxima may be wrong"])
+            labels[labelkeys.WARNING] = "; ".join(
+                filter(
+                    None, [labels.get(labelkeys.WARNING), "event buffer full: maxima may be wrong"]
+                )
             )
         stats = stats_without(data, th)
         samples = [self.sample(m, stats[k], **labels) for m, k in _STAT_KEYS.items()]
@@ -288,13 +290,13 @@ class Tick(_Probe):
         self, data: dict[str, Any], stats_us: dict[str, float], labels: dict[str, Any], ctx
     ) -> list[Sample]:
         labels = dict(labels)
-        labels["cpu_migrations"] = data.get("cpu", {}).get("migrations")
+        labels[labelkeys.CPU_MIGRATIONS] = data.get("cpu", {}).get("migrations")
         if data.get("truncated"):
             labels[labelkeys.INVALID] = "sample buffer filled before the duration ended"
         bins = data.get("histogram", {}).get("bins", [])
         m = modes(bins)
         duration = float(data.get("duration_s") or 0) or 1.0
-        labels["main_mode_us"] = m.main_us
+        labels[labelkeys.MAIN_MODE_US] = m.main_us
         samples, th = self.samples_without_throttling(data, stats_us, labels)
         labels = samples[0].labels
         samples[0].labels = {
@@ -344,12 +346,14 @@ class _ThreadSwitch(_Probe):
             parsed, labels = self.run_probe(platform, ctx, extra, float(p["max_duration"]))
             labels = {
                 **labels,
-                "threads": n,
-                "self_yields": parsed.data.get("self_yields", 0),
-                "torn_samples": parsed.data.get("torn_samples", 0),
+                labelkeys.THREADS: n,
+                labelkeys.SELF_YIELDS: parsed.data.get("self_yields", 0),
+                labelkeys.TORN_SAMPLES: parsed.data.get("torn_samples", 0),
             }
-            if parsed.data.get("self_yields") and labels.get("realtime"):
-                labels["warning"] = "threads ran on after sched_yield: not a pure FIFO switch"
+            if parsed.data.get("self_yields") and labels.get(labelkeys.REALTIME):
+                labels[labelkeys.WARNING] = (
+                    "threads ran on after sched_yield: not a pure FIFO switch"
+                )
             out, th = self.samples_without_throttling(parsed.data, parsed.stats_us, labels)
             bins = parsed.data.get("histogram", {}).get("bins")
             out[0].labels = {
@@ -379,7 +383,7 @@ class ThreadSwitch1000(_ThreadSwitch):
 @register
 class ThreadSwitchSweep(_ThreadSwitch):
     name = "thread-switch-sweep"
-    dimension_labels = ("threads",)  # one result per thread count
+    dimension_labels = (labelkeys.THREADS,)  # one result per thread count
     description = _ThreadSwitch.description + ", for each count in `threads` (label threads)"
     params = {
         **_ThreadSwitch.params,
@@ -438,9 +442,9 @@ class Cyclictest(Workload):
         r = parse_cyclictest(text)
         labels = dict(r.labels)
         if platform is not None and (throttle := _rt_throttle(platform)):
-            labels["rt_runtime_period_us"] = throttle
+            labels[labelkeys.RT_RUNTIME_PERIOD_US] = throttle
         in_hist = sum(r.histogram.values())
-        labels["histogram_overflows"] = max(0, labels["cycles"] - in_hist)
+        labels[labelkeys.HISTOGRAM_OVERFLOWS] = max(0, labels[labelkeys.CYCLES] - in_hist)
         mx = max(float(t["max"]) for t in r.threads)
         mn = min(float(t["min"]) for t in r.threads)
         cycles = [int(t.get("cycles", 0)) for t in r.threads]
@@ -448,13 +452,15 @@ class Cyclictest(Workload):
             1, sum(cycles)
         )
         samples = [
-            self.sample("max_us", mx, **labels, histogram_us=sorted(r.histogram.items())),
+            self.sample(
+                "max_us", mx, **labels, **{labelkeys.HISTOGRAM_US: sorted(r.histogram.items())}
+            ),
             self.sample("avg_us", avg, **labels),
             self.sample("min_us", mn, **labels),
         ]
         # a percentile whose rank lies among the overflows is beyond the histogram: omitted
         for metric, pct in (("p99_us", 99.0), ("p9999_us", 99.99)):
-            value = value_at_rank(r.histogram, percentile_rank(labels["cycles"], pct))
+            value = value_at_rank(r.histogram, percentile_rank(labels[labelkeys.CYCLES], pct))
             if value is not None:
                 samples.append(self.sample(metric, value, **labels))
         return samples

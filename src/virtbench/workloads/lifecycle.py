@@ -42,10 +42,12 @@ def _median_sample(w: Workload, metric: str, values_ms: list[float], **labels):
     return w.sample(
         metric,
         statistics.median(values_ms),
-        n=len(values_ms),
-        min=round(min(values_ms), 3),
-        max=round(max(values_ms), 3),
-        values=[round(v, 3) for v in values_ms],
+        **{
+            labelkeys.N: len(values_ms),
+            labelkeys.MIN: round(min(values_ms), 3),
+            labelkeys.MAX: round(max(values_ms), 3),
+            labelkeys.VALUES: [round(v, 3) for v in values_ms],
+        },
         **labels,
     )
 

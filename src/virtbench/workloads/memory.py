@@ -33,9 +33,11 @@ class Mbw(Workload):
             s = self.sample(
                 "bandwidth_mib_s",
                 entry["avg"],
-                method=method,
-                array_mib=ctx.params["array_mib"],
-                iterations=len(entry["runs"]),
+                **{
+                    labelkeys.METHOD: method,
+                    labelkeys.ARRAY_MIB: ctx.params["array_mib"],
+                    labelkeys.ITERATIONS: len(entry["runs"]),
+                },
             )
             invalid = mbw.untimed(entry)
             if invalid:  # keep it, flagged
@@ -56,7 +58,7 @@ OPS = {"read": ("read",), "write": ("write",), "both": ("read", "write")}
 class SysbenchMemorySweep(Workload):
     suite = suites.MEMORY
     name = "sysbench-memory-sweep"
-    dimension_labels = ("block_size_bytes",)
+    dimension_labels = (labelkeys.BLOCK_SIZE_BYTES,)
     description = (
         "sysbench memory bandwidth per block size, 1 KiB to 64 MiB, read and write: the cache"
         " levels show as plateaus (like RAMspeed in seed 002)"
@@ -96,10 +98,12 @@ class SysbenchMemorySweep(Workload):
         s = self.sample(
             "bandwidth_mib_s",
             r["mib_s"],
-            block_size_bytes=kib * 1024,
-            op=op,
-            access=ctx.params["access"],
-            threads=ctx.params["threads"],
+            **{
+                labelkeys.BLOCK_SIZE_BYTES: kib * 1024,
+                labelkeys.OP: op,
+                labelkeys.ACCESS: ctx.params["access"],
+                labelkeys.THREADS: ctx.params["threads"],
+            },
         )
         invalid = sysbench.too_few_blocks(r)
         if invalid:  # keep it, flagged

@@ -38,7 +38,7 @@ def default_threads(cpus: int) -> list[int]:
 
 class _Multicore(Workload):
     suite = suites.MULTICORE
-    dimension_labels = ("threads",)
+    dimension_labels = (labelkeys.THREADS,)
     rate_metric: str  # the metric efficiency is computed from
     params = {
         "threads": Param(
@@ -69,7 +69,7 @@ class _Multicore(Workload):
         """rate(N) / (N x rate(1)) per point, from this cell's valid 1-thread point."""
         m = self.metric(self.rate_metric)
         rates = {
-            s.labels["threads"]: s.value
+            s.labels[labelkeys.THREADS]: s.value
             for s in samples
             if s.metric == m.name and labelkeys.INVALID not in s.labels
         }
@@ -80,7 +80,7 @@ class _Multicore(Workload):
         for n, v in sorted(rates.items()):
             # a time: work per second is 1/time, so efficiency = t(1) / (N x t(N))
             ratio = (v / one if m.higher_is_better else one / v) / n if v > 0 else 0.0
-            out.append(self.sample(EFFICIENCY.name, ratio, threads=n))
+            out.append(self.sample(EFFICIENCY.name, ratio, **{labelkeys.THREADS: n}))
         return out
 
 
@@ -116,7 +116,11 @@ class MulticoreSysbenchCpu(_Sysbench):
         p = ctx.params
         argv = sysbench.cpu_argv(threads, p["duration"], p["max_prime"])
         text = _run(platform, ctx, argv, f"{self.name} {threads} threads", left)
-        return [self.sample("events_per_s", sysbench.parse_cpu(text, self.name), threads=threads)]
+        return [
+            self.sample(
+                "events_per_s", sysbench.parse_cpu(text, self.name), **{labelkeys.THREADS: threads}
+            )
+        ]
 
 
 @register
@@ -139,7 +143,9 @@ class MulticoreSysbenchCpuTime(_Sysbench):
         argv = sysbench.cpu_events_argv(threads, p["events"], p["max_prime"])
         text = _run(platform, ctx, argv, f"{self.name} {threads} threads", left)
         seconds, done = sysbench.parse_total_time(text, self.name)
-        s = self.sample("elapsed_s", seconds, threads=threads, events=p["events"])
+        s = self.sample(
+            "elapsed_s", seconds, **{labelkeys.THREADS: threads, labelkeys.EVENTS: p["events"]}
+        )
         if done < p["events"]:
             s.labels[labelkeys.INVALID] = f"only {done} of {p['events']} events done"
         return [s]
@@ -167,7 +173,7 @@ class MulticoreStressNgMatrixprod(_Multicore):
             remove(platform, workdir)
         # only labels that are the same at every point: a varying one (the bogo-op count)
         # would split the curve into one group per point
-        labels: dict[str, Any] = {"threads": threads}
+        labels: dict[str, Any] = {labelkeys.THREADS: threads}
         invalid = stress_ng.too_few_ops(m)
         if invalid:
             labels[labelkeys.INVALID] = invalid
@@ -196,7 +202,13 @@ class MulticoreSysbenchMemory(_Sysbench):
         what = f"{self.name} {threads} threads"
         r = sysbench.parse_memory(_run(platform, ctx, argv, what, left), what)
         s = self.sample(
-            "bandwidth_mib_s", r["mib_s"], threads=threads, op=p["op"], block_kib=p["block_kib"]
+            "bandwidth_mib_s",
+            r["mib_s"],
+            **{
+                labelkeys.THREADS: threads,
+                labelkeys.OP: p["op"],
+                labelkeys.BLOCK_KIB: p["block_kib"],
+            },
         )
         invalid = sysbench.too_few_blocks(r)
         if invalid:

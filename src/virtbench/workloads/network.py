@@ -30,13 +30,18 @@ DURATION_PARAM = Param(3.0, "seconds per run", min=1, max=3600)
 
 class _NetWorkload(Workload):
     suite = suites.NETWORK
-    dimension_labels = ("protocol", "message_size_bytes", "rate", NET_PATH_LABEL)
+    dimension_labels = (
+        labelkeys.PROTOCOL,
+        labelkeys.MESSAGE_SIZE_BYTES,
+        labelkeys.RATE,
+        NET_PATH_LABEL,
+    )
 
     def client_sample(self, run: ClientRun, **labels: Any) -> Sample:
         s = self.sample("client_cpu_pct", 100 * run.cpu_util, **labels)
         s.role = "client"
         if run.saturated:
-            s.labels["client_saturated"] = True
+            s.labels[labelkeys.CLIENT_SATURATED] = True
         return s
 
 
@@ -91,7 +96,7 @@ class _Iperf3(_NetWorkload):
         out = self.samples_from(res, run, ctx)
         if attempts > 1:  # visible, not hidden: the path needed time (e.g. a stale neighbour)
             for s in out:
-                s.labels["connect_attempts"] = attempts
+                s.labels[labelkeys.CONNECT_ATTEMPTS] = attempts
         return out
 
     def connect_and_run(self, argv: list[str], ctx: RunContext) -> tuple[ClientRun, int]:
@@ -113,12 +118,12 @@ class _Iperf3(_NetWorkload):
 
     def samples_from(self, res: dict[str, Any], run: ClientRun, ctx: RunContext) -> list[Sample]:
         labels: dict[str, Any] = {
-            "streams": ctx.params["streams"],
-            "reverse": bool(ctx.params.get("reverse")),
+            labelkeys.STREAMS: ctx.params["streams"],
+            labelkeys.REVERSE: bool(ctx.params.get("reverse")),
         }
         if why := iperf3.invalid_reason(res, run.cpu_util):
             labels[labelkeys.INVALID] = why
-        labels["cpu_limit"] = iperf3.cpu_limit(run.cpu_util, res.get("server_cpu_pct"))
+        labels[labelkeys.CPU_LIMIT] = iperf3.cpu_limit(run.cpu_util, res.get("server_cpu_pct"))
         out = [
             self.sample("throughput", res["received_bps"] / 1e6, **labels),
             self.sample("sent", res["sent_bps"] / 1e6, **labels),
@@ -199,7 +204,7 @@ class _Sockperf(_NetWorkload):
         if run.result.timed_out:  # killed at our limit: its partial output has no summary
             raise WorkloadTimeout(f"{self.name}: sockperf client timed out")
         res = sockperf.parse(run.result.stdout + "\n" + run.result.stderr)
-        labels: dict[str, Any] = {"msg_size": p["msg_size"]}
+        labels: dict[str, Any] = {labelkeys.MSG_SIZE: p["msg_size"]}
         if why := sockperf.invalid_reason(res, run.cpu_util):
             labels[labelkeys.INVALID] = why
         out = [

@@ -87,7 +87,7 @@ class VmShutdown(Workload):
 class VmImageCreate(Workload):
     suite = suites.LIFECYCLE
     name = "vm-image-create"
-    dimension_labels = ("disk_gb",)
+    dimension_labels = (labelkeys.DISK_GB,)
     description = (
         "create a new VM's own root disk of 1/2/4 GiB: allocate it, then mkfs.ext4 -d the "
         "shared root tree into it (seed 003: creation time grows with disk size)"
@@ -117,6 +117,10 @@ class VmImageCreate(Workload):
                 except VirtbenchError as exc:
                     raise WorkloadError(f"{self.name}: {exc}") from exc
                 samples.append(
-                    self.sample("create_s", took, disk_gb=int(gb), preallocation=prealloc)
+                    self.sample(
+                        "create_s",
+                        took,
+                        **{labelkeys.DISK_GB: int(gb), labelkeys.PREALLOCATION: prealloc},
+                    )
                 )
         return samples

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-from .. import pychild, suites
+from .. import labelkeys, pychild, suites
 from ..drivers import scimark
 from ..errors import WorkloadError
 from ..images import wasm_runtime
@@ -51,7 +51,10 @@ class _Kernels(Workload):
 
     def parse_output(self, text: str) -> list[Sample]:
         report = scimark.parse(text, self.name)
-        labels = {"runtime": self.runtime, **{f"wasm_{k}": v for k, v in report.info.items()}}
+        labels = {
+            labelkeys.RUNTIME: self.runtime,
+            **{f"wasm_{k}": v for k, v in report.info.items()},
+        }
         return scimark_report.samples(self, report, labels, self.startup(report))
 
     def startup(self, report: scimark.ScimarkReport) -> dict[str, float]:

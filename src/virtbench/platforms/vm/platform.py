@@ -379,7 +379,7 @@ class VmPlatform(Platform):
         if self.machine is None:
             raise PlatformError(f"platform '{self.name}' is not provisioned")
         t = self.machine.timings
-        labels = {labelkeys.ACCEL_USED: self.accel_used, "vcpus": self.options["vcpus"]}
+        labels = {labelkeys.ACCEL_USED: self.accel_used, labelkeys.VCPUS: self.options["vcpus"]}
         return BootPhases(t["boot_s"], t["qmp_s"], labels)
 
     @contextlib.contextmanager
