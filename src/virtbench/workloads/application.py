@@ -219,7 +219,8 @@ class DayTraderJMeter(Workload):
         m = per.measured
         max_err = float(p["max_error_pct"])
         invalid = jmeter.invalid_reason(m, run.cpu_util, max_err)
-        base = {**labels, "late_requests": per.late} | ({"invalid": invalid} if invalid else {})
+        base = {**labels, labelkeys.LATE_REQUESTS: per.late}
+        base |= {labelkeys.INVALID: invalid} if invalid else {}
         out = [
             self.sample("throughput", m.throughput, **base),
             self.sample("errors", m.errors, **base),
@@ -240,7 +241,7 @@ class DayTraderJMeter(Workload):
                 if s.error_pct > max_err
                 else None
             )
-            il = {**labels, "interval": k} | ({"invalid": why} if why else {})
+            il = {**labels, labelkeys.INTERVAL: k} | ({labelkeys.INVALID: why} if why else {})
             out.append(self.sample("interval_throughput", s.throughput, **il))
             if s.elapsed_ms:
                 out += [
