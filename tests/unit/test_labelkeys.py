@@ -1,5 +1,5 @@
 """Label keys are named once (labelkeys.py): every key a producer writes is defined there,
-and analysis, report and export read none as a literal."""
+and no module, producer or reader, names one as a literal."""
 
 from __future__ import annotations
 
@@ -8,22 +8,7 @@ from pathlib import Path
 
 from virtbench import labelkeys
 
-SRC = Path(labelkeys.__file__).parent
-# the readers of stored labels
-CONSUMERS = ("analysis/", "report/", "export.py", "replication/")
-# the co-location producers (#41), which read back labels they or another producer wrote
-COLOCATION = (
-    "cpubudget.py",
-    "cgroups/budget.py",
-    "drivers/sweep.py",
-    "runner/",
-    "scenarios/colocation",
-    "scenarios/peaks.py",
-    "scenarios/neighbours.py",
-    "workloads/web.py",
-    "workloads/web_httperf.py",
-)
-NAMED = CONSUMERS + COLOCATION  # files that name every label key through labelkeys
+SRC = Path(labelkeys.__file__).parent  # every module but labelkeys.py names keys through it
 
 
 def _is_labels(node: ast.expr) -> bool:
@@ -83,8 +68,11 @@ def literal_keys(tree: ast.AST) -> tuple[set[str], set[str]]:
             for kw in node.keywords:
                 if kw.arg == "labels":
                     written.update(_dict_keys(kw.value))
-                elif kw.arg and isinstance(f, ast.Attribute) and f.attr in KEYWORD_LABELS:
-                    written.add(kw.arg)  # Workload.sample(metric, value, key=...)
+                elif isinstance(f, ast.Attribute) and f.attr in KEYWORD_LABELS:
+                    if kw.arg:
+                        written.add(kw.arg)  # Workload.sample(metric, value, key=...)
+                    else:
+                        written.update(_dict_keys(kw.value))  # ..., **{"key": ...})
             if isinstance(f, ast.Attribute) and f.attr == "dim" and node.args:
                 read.update(k for k in [_text(node.args[0])] if k)  # GroupKey.dim(key)
             if isinstance(f, ast.Attribute) and _is_labels(f.value):
@@ -92,7 +80,8 @@ def literal_keys(tree: ast.AST) -> tuple[set[str], set[str]]:
                 if f.attr == "update":
                     for a in node.args:
                         written.update(_dict_keys(a))
-                    written.update(kw.arg for kw in node.keywords if kw.arg)
+                    for kw in node.keywords:
+                        written.update([kw.arg] if kw.arg else _dict_keys(kw.value))
                 elif f.attr == "setdefault" and first:
                     written.add(first)
                 elif f.attr in ("get", "pop") and first:
@@ -125,13 +114,9 @@ def test_every_written_label_key_is_defined():
     assert not undefined, "define these in labelkeys.py: " + ", ".join(sorted(undefined))
 
 
-def test_readers_name_label_keys_through_labelkeys():
-    literal = {
-        f"{rel}: {key}"
-        for rel, (written, read) in _modules()
-        if rel.startswith(NAMED)
-        for key in written | read
-    }
+def test_producers_and_readers_name_label_keys_through_labelkeys():
+    # every module, producer or reader: a key renamed in labelkeys.py is renamed everywhere
+    literal = {f"{rel}: {key}" for rel, (written, read) in _modules() for key in written | read}
     assert not literal, "use labelkeys constants: " + ", ".join(sorted(literal))
 
 
@@ -145,6 +130,7 @@ def test_the_scan_sees_literal_keys():
     # the scan itself: a write, a read and a membership test of literal keys are found
     tree = ast.parse(
         's.labels["a"] = 1\nx = row["labels"].get("b")\nif "c" in labels: pass\n'
-        'ignored_labels += ("d",)\nself.sample("m", 1.0, e=2)\ng.key.dim("f")'
+        'ignored_labels += ("d",)\nself.sample("m", 1.0, e=2)\ng.key.dim("f")\n'
+        'self.sample("m", 1.0, **{"g": 3})\ns.labels.update(x, **{"h": 4})'
     )
-    assert literal_keys(tree) == ({"a", "d", "e"}, {"b", "c", "f"})
+    assert literal_keys(tree) == ({"a", "d", "e", "g", "h"}, {"b", "c", "f"})
