@@ -26,6 +26,18 @@ def _open(tmp_path, name):
     return st, st.runs()[0]["run_id"]
 
 
+def _target_mean(rows, platform, test, metric, **labels):
+    """The mean of the export's valid target values of one platform's metric (label filters)."""
+    return statistics.fmean(
+        r["value"]
+        for r in rows
+        if (r["platform"], r["test_case"], r["metric"]) == (platform, test, metric)
+        and r["role"] == "target"
+        and r["valid"]
+        and all(r["labels"].get(k) == v for k, v in labels.items())
+    )
+
+
 def _by_hand(rows, finding, side, platform, test, primary="requests_per_s"):
     """Per repetition, the sum over the side's roles of the valid exported values."""
     dims = dict(finding.dims) | dict(side.dims)
@@ -442,14 +454,7 @@ def test_seed002_reduced_run_by_hand(tmp_path):
     results = {r.finding.id: r for r in compute.evaluate(data, load.load("002").findings)}
 
     def mean(platform, test, metric, **labels):
-        return statistics.fmean(
-            r["value"]
-            for r in rows
-            if (r["platform"], r["test_case"], r["metric"]) == (platform, test, metric)
-            and r["role"] == "target"
-            and r["valid"]
-            and all(r["labels"].get(k) == v for k, v in labels.items())
-        )
+        return _target_mean(rows, platform, test, metric, **labels)
 
     by_hand = {
         "fig4-linpack-container": ("container", "hpcc-linpack", "hpl_gflops", {}),
@@ -491,14 +496,7 @@ def test_seed004_nat_paths_by_hand(tmp_path):
     }
 
     def mean(platform):
-        return statistics.fmean(
-            r["value"]
-            for r in rows
-            if r["platform"] == platform
-            and r["metric"] == "throughput"
-            and r["role"] == "target"
-            and r["valid"]
-        )
+        return _target_mean(rows, platform, "daytrader-jmeter", "throughput")
 
     r = results["fig4-nat-vs-host-application"]
     assert r.ratio.value == pytest.approx(mean("metal.aufs.nat") / mean("metal.aufs.host"))
